@@ -1,0 +1,30 @@
+// Small file-system helpers used by every component. Thread-safe.
+#ifndef TUNEFARM_COMMON_FILES_H_
+#define TUNEFARM_COMMON_FILES_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tunefarm {
+
+// The whole file; NOT_FOUND when it does not exist.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+// Writes `content` to a temporary sibling, fsyncs it and renames it over
+// `path`, so readers see the old file or the new one, never half of it.
+absl::Status WriteFileAtomic(const std::string& path,
+                             const std::string& content);
+// Creates `path` and its parents.
+absl::Status MakeDirs(const std::string& path);
+// A new empty directory under $TMPDIR (or /tmp) whose name starts with
+// `prefix`.
+absl::StatusOr<std::string> MakeTempDir(const std::string& prefix);
+// Removes `path` and everything below it; OK when it does not exist.
+absl::Status RemoveAll(const std::string& path);
+// The folder holding the running executable (for sibling binaries).
+std::string ExecutableDir();
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_COMMON_FILES_H_
