@@ -1,0 +1,418 @@
+// The RocksDB implementation of Store.
+//
+// Layout (one column family per record type, meta in "default"):
+//   sweeps   <sweep_id>                                  -> v1::Sweep
+//   rounds   <P(sweep_id)><round_id:20>                  -> v1::Round
+//   boards   <board_id>                                  -> v1::BoardInfo
+//   events   <P(sweep_id)><seq:20>                       -> v1::SweepEvent
+//   metrics  <P(sweep_id)><round_id:20><epoch:20>        -> v1::Measurement
+//   default  <key>                                       -> raw meta value
+// P(id) is the id's length as 8 hex digits followed by the id: a length
+// prefix, so that sweep "a" never sees the keys of sweep "ab" whatever bytes
+// ids contain. Numbers are zero-padded decimal so keys sort numerically.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "rocksdb/write_batch.h"
+#include "storage/lineage.h"
+#include "storage/store.h"
+
+namespace tunefarm {
+namespace {
+
+constexpr char kSweepsCf[] = "sweeps";
+constexpr char kRoundsCf[] = "rounds";
+constexpr char kBoardsCf[] = "boards";
+constexpr char kEventsCf[] = "events";
+constexpr char kMetricsCf[] = "metrics";
+constexpr char kMetaCf[] = "default";
+
+std::string SweepPrefix(const std::string& sweep_id) {
+  return absl::StrFormat("%08x", sweep_id.size()) + sweep_id;
+}
+
+std::string Num(int64_t n) { return absl::StrFormat("%020d", n); }
+
+std::string RoundKey(const std::string& sweep_id, int64_t round_id) {
+  return SweepPrefix(sweep_id) + Num(round_id);
+}
+
+std::string EventKey(const std::string& sweep_id, int64_t seq) {
+  return SweepPrefix(sweep_id) + Num(seq);
+}
+
+std::string MetricKey(const std::string& sweep_id, int64_t round_id,
+                      int64_t epoch) {
+  return SweepPrefix(sweep_id) + Num(round_id) + Num(epoch);
+}
+
+// Maps a RocksDB status to absl, keeping RocksDB's message.
+absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  std::string msg = absl::StrCat(what, ": rocksdb: ", s.ToString());
+  switch (s.code()) {
+    case rocksdb::Status::kNotFound:
+      return absl::NotFoundError(msg);
+    case rocksdb::Status::kCorruption:
+      return absl::DataLossError(msg);
+    case rocksdb::Status::kNotSupported:
+      return absl::UnimplementedError(msg);
+    case rocksdb::Status::kInvalidArgument:
+      return absl::InvalidArgumentError(msg);
+    case rocksdb::Status::kBusy:
+    case rocksdb::Status::kTryAgain:
+      return absl::UnavailableError(msg);
+    case rocksdb::Status::kTimedOut:
+      return absl::DeadlineExceededError(msg);
+    case rocksdb::Status::kAborted:
+      return absl::AbortedError(msg);
+    case rocksdb::Status::kIOError:
+      return absl::UnavailableError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+std::string PrintableKey(const rocksdb::Slice& key) {
+  return absl::CHexEscape(absl::string_view(key.data(), key.size()));
+}
+
+template <typename Proto>
+absl::StatusOr<Proto> Parse(const char* cf, const rocksdb::Slice& key,
+                            const rocksdb::Slice& value) {
+  Proto msg;
+  if (!msg.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+    return absl::DataLossError(absl::StrCat(
+        "corrupt ", Proto::descriptor()->name(), " in column family '", cf,
+        "' at key \"", PrintableKey(key), "\" (", value.size(), " bytes)"));
+  }
+  return msg;
+}
+
+class RocksDbStore : public Store {
+ public:
+  RocksDbStore(std::string path, std::unique_ptr<rocksdb::DB> db,
+               std::vector<rocksdb::ColumnFamilyHandle*> handles,
+               rocksdb::ColumnFamilyHandle* sweeps,
+               rocksdb::ColumnFamilyHandle* rounds,
+               rocksdb::ColumnFamilyHandle* boards,
+               rocksdb::ColumnFamilyHandle* events,
+               rocksdb::ColumnFamilyHandle* metrics,
+               rocksdb::ColumnFamilyHandle* meta)
+      : path_(std::move(path)),
+        db_(std::move(db)),
+        handles_(std::move(handles)),
+        sweeps_(sweeps),
+        rounds_(rounds),
+        boards_(boards),
+        events_(events),
+        metrics_(metrics),
+        meta_(meta) {}
+
+  ~RocksDbStore() override {
+    for (rocksdb::ColumnFamilyHandle* h : handles_) {
+      db_->DestroyColumnFamilyHandle(h);
+    }
+    // Close flushes nothing we rely on (every commit is synced to the WAL);
+    // it releases the lock so the path can be reopened.
+    db_->Close();
+  }
+
+  absl::Status Commit(const WriteSet& writes) override {
+    if (writes.empty()) return absl::OkStatus();
+    rocksdb::WriteBatch batch;
+    for (const WriteSet::Mutation& m : writes.mutations()) {
+      TF_RETURN_IF_ERROR(Validate(m));
+      rocksdb::Status s;
+      using Kind = WriteSet::Mutation::Kind;
+      switch (m.kind) {
+        case Kind::kPutSweep:
+          s = batch.Put(sweeps_, m.id, m.value);
+          break;
+        case Kind::kPutRound:
+          s = batch.Put(rounds_, RoundKey(m.id, m.a), m.value);
+          break;
+        case Kind::kPutBoard:
+          s = batch.Put(boards_, m.id, m.value);
+          break;
+        case Kind::kDeleteBoard:
+          s = batch.Delete(boards_, m.id);
+          break;
+        case Kind::kAppendEvent:
+          s = batch.Put(events_, EventKey(m.id, m.a), m.value);
+          break;
+        case Kind::kPutMeasurement:
+          s = batch.Put(metrics_, MetricKey(m.id, m.a, m.b), m.value);
+          break;
+        case Kind::kPutMeta:
+          s = batch.Put(meta_, m.id, m.value);
+          break;
+      }
+      TF_RETURN_IF_ERROR(FromRocks(s, "building write batch"));
+    }
+    rocksdb::WriteOptions options;
+    options.sync = true;  // acknowledged means on disk (survives kill -9)
+    return FromRocks(db_->Write(options, &batch),
+                     absl::StrCat("commit to ", path_));
+  }
+
+  absl::StatusOr<v1::Sweep> GetSweep(const std::string& sweep_id) override {
+    std::string value;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), sweeps_, sweep_id,
+                                 &value);
+    if (s.IsNotFound()) {
+      return absl::NotFoundError(
+          absl::StrCat("sweep '", sweep_id, "' not found"));
+    }
+    TF_RETURN_IF_ERROR(FromRocks(s, absl::StrCat("get sweep ", sweep_id)));
+    return Parse<v1::Sweep>(kSweepsCf, sweep_id, value);
+  }
+
+  absl::StatusOr<std::vector<v1::Sweep>> ListSweeps() override {
+    return Scan<v1::Sweep>(sweeps_, kSweepsCf, "", "", 0);
+  }
+
+  absl::StatusOr<v1::Round> GetRound(const std::string& sweep_id,
+                                     int64_t round_id) override {
+    if (round_id < 0) {
+      return absl::NotFoundError(absl::StrCat("round ", round_id, " of sweep '",
+                                              sweep_id, "' not found"));
+    }
+    const std::string key = RoundKey(sweep_id, round_id);
+    std::string value;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), rounds_, key, &value);
+    if (s.IsNotFound()) {
+      return absl::NotFoundError(absl::StrCat("round ", round_id, " of sweep '",
+                                              sweep_id, "' not found"));
+    }
+    TF_RETURN_IF_ERROR(FromRocks(
+        s, absl::StrCat("get round ", round_id, " of sweep ", sweep_id)));
+    return Parse<v1::Round>(kRoundsCf, key, value);
+  }
+
+  absl::StatusOr<std::vector<v1::Round>> ListRounds(
+      const std::string& sweep_id) override {
+    const std::string prefix = SweepPrefix(sweep_id);
+    return Scan<v1::Round>(rounds_, kRoundsCf, prefix, prefix, 0);
+  }
+
+  absl::StatusOr<std::vector<v1::SweepEvent>> ReadEvents(
+      const std::string& sweep_id, int64_t from_seq, int limit) override {
+    if (limit < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ReadEvents: limit must be >= 0, got ", limit));
+    }
+    if (from_seq < 0) from_seq = 0;
+    const std::string prefix = SweepPrefix(sweep_id);
+    return Scan<v1::SweepEvent>(events_, kEventsCf, prefix,
+                                EventKey(sweep_id, from_seq), limit);
+  }
+
+  absl::StatusOr<std::vector<v1::BoardInfo>> ListBoards() override {
+    return Scan<v1::BoardInfo>(boards_, kBoardsCf, "", "", 0);
+  }
+
+  absl::StatusOr<std::vector<v1::Measurement>> ListMeasurements(
+      const std::string& sweep_id, int64_t round_id) override {
+    if (round_id < 0) return std::vector<v1::Measurement>{};
+    const std::string prefix = RoundKey(sweep_id, round_id);
+    return Scan<v1::Measurement>(metrics_, kMetricsCf, prefix, prefix, 0);
+  }
+
+  absl::StatusOr<std::optional<std::string>> GetMeta(
+      const std::string& key) override {
+    std::string value;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_, key, &value);
+    if (s.IsNotFound()) return std::optional<std::string>();
+    TF_RETURN_IF_ERROR(FromRocks(s, absl::StrCat("get meta ", key)));
+    return std::optional<std::string>(std::move(value));
+  }
+
+  absl::StatusOr<std::vector<int64_t>> Ancestors(const std::string& sweep_id,
+                                                 int64_t round_id) override {
+    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds,
+                        RoundsContaining(sweep_id, round_id));
+    return AncestorsOf(rounds, round_id);
+  }
+
+  absl::StatusOr<std::vector<int64_t>> Children(const std::string& sweep_id,
+                                                int64_t round_id) override {
+    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds,
+                        RoundsContaining(sweep_id, round_id));
+    return ChildrenOf(rounds, round_id);
+  }
+
+  absl::StatusOr<std::vector<int64_t>> KeptPath(
+      const std::string& sweep_id) override {
+    TF_ASSIGN_OR_RETURN(v1::Sweep sweep, GetSweep(sweep_id));
+    if (sweep.best_round() < 0) return std::vector<int64_t>{};
+    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds, ListRounds(sweep_id));
+    absl::StatusOr<std::vector<int64_t>> path =
+        KeptPathTo(rounds, sweep.best_round());
+    if (!path.ok()) {
+      return absl::Status(path.status().code(),
+                          absl::StrCat("kept path of sweep '", sweep_id,
+                                       "': ", path.status().message()));
+    }
+    return path;
+  }
+
+ private:
+  absl::Status Validate(const WriteSet::Mutation& m) const {
+    using Kind = WriteSet::Mutation::Kind;
+    if (m.serialize_failed) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("commit: a record for '", m.id,
+                       "' could not be serialized (over 2 GiB?)"));
+    }
+    auto bad = [](absl::string_view what) {
+      return absl::InvalidArgumentError(absl::StrCat("commit: ", what));
+    };
+    switch (m.kind) {
+      case Kind::kPutSweep:
+        if (m.id.empty()) return bad("PutSweep: sweep_id is empty");
+        break;
+      case Kind::kPutRound:
+        if (m.id.empty()) return bad("PutRound: sweep_id is empty");
+        if (m.a < 0) {
+          return bad(absl::StrCat("PutRound: round_id ", m.a, " of sweep '",
+                                  m.id, "' is negative"));
+        }
+        break;
+      case Kind::kPutBoard:
+        if (m.id.empty()) return bad("PutBoard: board_id is empty");
+        break;
+      case Kind::kDeleteBoard:
+        if (m.id.empty()) return bad("DeleteBoard: board_id is empty");
+        break;
+      case Kind::kAppendEvent:
+        if (m.id.empty()) return bad("AppendEvent: sweep_id is empty");
+        if (m.a < 1) {
+          return bad(absl::StrCat("AppendEvent: seq ", m.a, " of sweep '",
+                                  m.id, "' must be >= 1"));
+        }
+        break;
+      case Kind::kPutMeasurement:
+        if (m.id.empty()) return bad("PutMeasurement: sweep_id is empty");
+        if (m.a < 0 || m.b < 0) {
+          return bad(absl::StrCat("PutMeasurement: round_id ", m.a,
+                                  " and epoch ", m.b, " of sweep '", m.id,
+                                  "' must be >= 0"));
+        }
+        break;
+      case Kind::kPutMeta:
+        if (m.id.empty()) return bad("PutMeta: key is empty");
+        break;
+    }
+    return absl::OkStatus();
+  }
+
+  // The sweep's rounds, or NOT_FOUND when round_id is not among them.
+  absl::StatusOr<std::vector<v1::Round>> RoundsContaining(
+      const std::string& sweep_id, int64_t round_id) {
+    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds, ListRounds(sweep_id));
+    for (const v1::Round& r : rounds) {
+      if (r.round_id() == round_id) return rounds;
+    }
+    return absl::NotFoundError(absl::StrCat("round ", round_id, " of sweep '",
+                                            sweep_id, "' not found"));
+  }
+
+  // Records whose key starts with `prefix`, from `start` (>= prefix) on, at
+  // most `limit` (0 = all).
+  template <typename Proto>
+  absl::StatusOr<std::vector<Proto>> Scan(rocksdb::ColumnFamilyHandle* cf,
+                                          const char* cf_name,
+                                          const std::string& prefix,
+                                          const std::string& start,
+                                          int limit) {
+    std::vector<Proto> out;
+    std::unique_ptr<rocksdb::Iterator> it(
+        db_->NewIterator(rocksdb::ReadOptions(), cf));
+    for (it->Seek(start); it->Valid(); it->Next()) {
+      if (!it->key().starts_with(prefix)) break;
+      TF_ASSIGN_OR_RETURN(Proto msg,
+                          Parse<Proto>(cf_name, it->key(), it->value()));
+      out.push_back(std::move(msg));
+      if (limit > 0 && static_cast<int>(out.size()) >= limit) break;
+    }
+    TF_RETURN_IF_ERROR(
+        FromRocks(it->status(), absl::StrCat("scan of ", cf_name)));
+    return out;
+  }
+
+  const std::string path_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned, all of them
+  rocksdb::ColumnFamilyHandle* sweeps_;
+  rocksdb::ColumnFamilyHandle* rounds_;
+  rocksdb::ColumnFamilyHandle* boards_;
+  rocksdb::ColumnFamilyHandle* events_;
+  rocksdb::ColumnFamilyHandle* metrics_;
+  rocksdb::ColumnFamilyHandle* meta_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> OpenRocksDbStore(
+    const std::string& path) {
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.paranoid_checks = true;
+
+  // RocksDB insists on opening every existing column family, so open any
+  // unknown ones too (a newer version may have added some).
+  std::vector<std::string> names = {kMetaCf,   kSweepsCf, kRoundsCf,
+                                    kBoardsCf, kEventsCf, kMetricsCf};
+  std::vector<std::string> existing;
+  if (rocksdb::DB::ListColumnFamilies(db_options, path, &existing).ok()) {
+    for (const std::string& name : existing) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        names.push_back(name);
+      }
+    }
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  for (const std::string& name : names) {
+    descriptors.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  }
+
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s =
+      rocksdb::DB::Open(db_options, path, descriptors, &handles, &raw);
+  if (!s.ok()) {
+    std::string text = s.ToString();
+    // Another process (or Store) holds the database: RocksDB reports an I/O
+    // error on the LOCK file.
+    if (s.IsIOError() && (absl::StrContains(text, "lock") ||
+                          absl::StrContains(text, "LOCK"))) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "RocksDB store at ", path,
+          " is locked: another process (or Store) has it open: rocksdb: ",
+          text));
+    }
+    return FromRocks(s, absl::StrCat("open RocksDB store at ", path));
+  }
+  std::unique_ptr<rocksdb::DB> db(raw);
+  // handles are in descriptor order.
+  return std::unique_ptr<Store>(new RocksDbStore(
+      path, std::move(db), handles, handles[1], handles[2], handles[3],
+      handles[4], handles[5], handles[0]));
+}
+
+}  // namespace tunefarm
