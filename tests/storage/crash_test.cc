@@ -73,6 +73,18 @@ TEST(StorageCrashTest, AcknowledgedCommitsSurviveSigkill) {
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
   ASSERT_EQ(rc, 0) << "posix_spawn " << exe << ": " << std::strerror(rc);
+  // Should an assertion end the test early, the writer must not outlive it.
+  bool reaped = false;
+  struct Reaper {
+    pid_t pid;
+    bool& reaped;
+    ~Reaper() {
+      if (!reaped) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+      }
+    }
+  } reaper{pid, reaped};
 
   std::string partial;
   std::vector<int64_t> acks;
@@ -94,6 +106,7 @@ TEST(StorageCrashTest, AcknowledgedCommitsSurviveSigkill) {
   ASSERT_EQ(::kill(pid, SIGKILL), 0) << std::strerror(errno);
   int wstatus = 0;
   ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+  reaped = true;
   ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL)
       << "writer was not killed mid-write (status " << wstatus << ")";
   // Acknowledgements still in the pipe were given before the kill, too.
