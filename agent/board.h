@@ -1,0 +1,47 @@
+// Board: the interface every accelerator board kind plugs in behind (sim now;
+// cpu, cuda and ascend later). The agent daemon owns the boards; a board owns
+// its work directories and child processes.
+//
+// Thread-safety: Evaluate runs one variant at a time (the agent guarantees
+// it; implementations need not lock around it). info() is thread-safe and may
+// be called while Evaluate runs.
+#ifndef TUNEFARM_AGENT_BOARD_H_
+#define TUNEFARM_AGENT_BOARD_H_
+
+#include <atomic>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "tunefarm/v1/agent.pb.h"
+#include "tunefarm/v1/pipeline.pb.h"
+#include "tunefarm/v1/types.pb.h"
+
+namespace tunefarm {
+
+// What one evaluation produced: the typed result to report to the
+// coordinator, and the profile files (read into memory, ready to send to the
+// analyzers over ZeroMQ) when profiling succeeded.
+struct Evaluation {
+  v1::RoundResult result;
+  std::optional<v1::ProfileBundle> bundle;
+};
+
+// One accelerator board.
+class Board {
+ public:
+  virtual ~Board() = default;
+
+  virtual const v1::BoardInfo& info() const = 0;
+
+  // build → precision → timing → profile for work.params. The variant's
+  // faults are typed outcomes in result (BUILD_FAILED with the compiler
+  // message, PRECISION_FAILED, RUN_TIMEOUT, RUN_CRASHED with the signal,
+  // PROFILE_FAILED); a non-OK Status means the BOARD failed (not the
+  // variant). `cancel` aborts early (lease revoked): then CANCELLED.
+  virtual absl::StatusOr<Evaluation> Evaluate(
+      const v1::WorkItem& work, const std::atomic<bool>& cancel) = 0;
+};
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_AGENT_BOARD_H_
