@@ -1,0 +1,592 @@
+#include "coordinator/spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/params.h"
+#include "common/status_macros.h"
+#include "ops/yaml_fields.h"
+
+namespace tunefarm {
+namespace {
+
+using yamlf::Child;
+using yamlf::FieldError;
+using yamlf::Get;
+using yamlf::Has;
+
+constexpr double kDefaultMinGain = 0.02;
+constexpr int32_t kDefaultWarmup = 5;
+constexpr bool kDefaultFlushCache = true;
+constexpr uint64_t kDefaultSeed = 1;
+constexpr char kDefaultStrategy[] = "random";
+constexpr int32_t kDefaultMaxRounds = 50;
+constexpr int64_t kDefaultTimeLimitS = 12 * 3600;
+constexpr int32_t kDefaultMaxRoundsWithoutGain = 20;
+constexpr int32_t kDefaultSamples = 30;
+constexpr double kMaxSpeedup = 1e6;
+constexpr double kMaxTargetUs = 1e12;
+constexpr size_t kMaxMapEntries = 64;
+constexpr size_t kMaxLabelBytes = 128;
+
+// Strategies a spec may name, with the options each accepts.
+const std::map<std::string, std::vector<std::string>>& StrategyOptions() {
+  static const auto* known = new std::map<std::string, std::vector<std::string>>{
+      {"grid", {}}, {"random", {}}};
+  return *known;
+}
+// Named in the design but not built yet: refused with a clear message.
+bool IsFutureStrategy(absl::string_view name) { return name == "guided"; }
+
+std::string Quote(absl::string_view text) {
+  return absl::StrCat("'", absl::CHexEscape(text.substr(0, 64)),
+                      text.size() > 64 ? "..." : "", "'");
+}
+
+std::string FormatDuration(int64_t s) {
+  if (s % 86400 == 0) return absl::StrCat(s / 86400, "d");
+  if (s % 3600 == 0) return absl::StrCat(s / 3600, "h");
+  if (s % 60 == 0) return absl::StrCat(s / 60, "m");
+  return absl::StrCat(s, "s");
+}
+
+// Sweep and team names end up in file names and report titles.
+absl::Status CheckSweepName(absl::string_view path, absl::string_view value) {
+  if (value.empty()) return FieldError(path, "is required");
+  bool ok = value.size() <= 64 && absl::ascii_isalnum(value[0]);
+  for (char c : value) {
+    ok = ok && (absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-');
+  }
+  if (!ok) {
+    return FieldError(path, absl::StrCat(
+                                "must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}, got ",
+                                Quote(value)));
+  }
+  return absl::OkStatus();
+}
+
+// Bounded, printable label-like text (chip, labels, strategy options).
+absl::Status CheckLabel(absl::string_view path, absl::string_view value) {
+  return yamlf::CheckText(path, value, kMaxLabelBytes);
+}
+
+absl::Status CheckInt(absl::string_view path, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi) {
+    return FieldError(path, absl::StrCat("must be between ", lo, " and ", hi,
+                                         ", got ", v));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSpeedup(double v) {
+  if (!std::isfinite(v) || v <= 1 || v > kMaxSpeedup) {
+    return FieldError("goal.speedup",
+                      absl::StrCat("must be a number > 1 and <= ", kMaxSpeedup,
+                                   ", got ", v));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTargetUs(double v) {
+  if (!std::isfinite(v) || v <= 0 || v > kMaxTargetUs) {
+    return FieldError("goal.target_us",
+                      absl::StrCat("must be a number > 0 and <= ", kMaxTargetUs,
+                                   ", got ", v));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckMinGain(double v) {
+  if (!std::isfinite(v) || v < 0 || v >= 1) {
+    return FieldError("min_gain",
+                      absl::StrCat("must be a fraction in [0, 1), got ", v));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTimeLimit(int64_t s) {
+  if (s < 1 || s > kMaxTimeLimitS) {
+    return FieldError("budget.time_limit",
+                      absl::StrCat("must be between 1s and ",
+                                   FormatDuration(kMaxTimeLimitS), ", got ",
+                                   s < 1 ? absl::StrCat(s, "s") : FormatDuration(s)));
+  }
+  return absl::OkStatus();
+}
+
+// A map of user-chosen string keys to scalar values (labels, options).
+absl::Status ParseStringMap(const YAML::Node& node, absl::string_view path,
+                            google::protobuf::Map<std::string, std::string>* out) {
+  TF_RETURN_IF_ERROR(yamlf::CheckOpenMap(node, path));
+  if (node.size() > kMaxMapEntries) {
+    return FieldError(path, absl::StrCat("has ", node.size(),
+                                         " entries; the limit is ", kMaxMapEntries));
+  }
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string& key = it->first.Scalar();
+    const std::string p = Child(path, key);
+    TF_ASSIGN_OR_RETURN(std::string value, yamlf::GetString(it->second, p));
+    (*out)[key] = std::move(value);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckStringMap(absl::string_view path,
+                            const google::protobuf::Map<std::string, std::string>& m) {
+  if (m.size() > kMaxMapEntries) {
+    return FieldError(path, absl::StrCat("has ", m.size(),
+                                         " entries; the limit is ", kMaxMapEntries));
+  }
+  std::map<std::string, std::string> sorted(m.begin(), m.end());
+  for (const auto& [key, value] : sorted) {
+    if (key.empty()) return FieldError(path, "keys must not be empty");
+    TF_RETURN_IF_ERROR(CheckLabel(path, key));
+    TF_RETURN_IF_ERROR(CheckLabel(Child(path, key), value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseWorkload(const YAML::Node& node, v1::Workload* out) {
+  if (node.IsScalar()) {
+    out->set_name(node.Scalar());
+    return absl::OkStatus();
+  }
+  TF_RETURN_IF_ERROR(yamlf::CheckMap(node, "workload", {"name", "dtype", "dims"}));
+  if (Has(node, "name")) {
+    TF_ASSIGN_OR_RETURN(*out->mutable_name(),
+                        yamlf::GetString(Get(node, "name"), "workload.name"));
+  }
+  if (Has(node, "dtype")) {
+    TF_ASSIGN_OR_RETURN(*out->mutable_dtype(),
+                        yamlf::GetString(Get(node, "dtype"), "workload.dtype"));
+  }
+  if (!Has(node, "dims")) return FieldError("workload.dims", "is required");
+  const YAML::Node dims = Get(node, "dims");
+  TF_RETURN_IF_ERROR(yamlf::CheckOpenMap(dims, "workload.dims"));
+  if (dims.size() == 0) return FieldError("workload.dims", "must not be empty");
+  for (auto it = dims.begin(); it != dims.end(); ++it) {
+    const std::string& key = it->first.Scalar();
+    TF_ASSIGN_OR_RETURN(int64_t v,
+                        yamlf::GetInt(it->second, Child("workload.dims", key)));
+    (*out->mutable_dims())[key] = v;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> ParseSeed(const YAML::Node& node) {
+  uint64_t v = 0;
+  if (!node.IsScalar() || !absl::SimpleAtoi(node.Scalar(), &v)) {
+    return FieldError("strategy.seed",
+                      absl::StrCat("expected an integer in [0, 2^64), got ",
+                                   yamlf::Describe(node)));
+  }
+  return v;
+}
+
+absl::Status ParseStrategy(const YAML::Node& node, v1::StrategySpec* out) {
+  out->set_name(kDefaultStrategy);
+  out->set_seed(kDefaultSeed);
+  if (node.IsScalar()) {  // `strategy: grid`
+    out->set_name(node.Scalar());
+    return absl::OkStatus();
+  }
+  TF_RETURN_IF_ERROR(yamlf::CheckMap(node, "strategy", {"name", "seed", "options"}));
+  if (Has(node, "name")) {
+    TF_ASSIGN_OR_RETURN(*out->mutable_name(),
+                        yamlf::GetString(Get(node, "name"), "strategy.name"));
+  }
+  if (Has(node, "seed")) {
+    TF_ASSIGN_OR_RETURN(uint64_t seed, ParseSeed(Get(node, "seed")));
+    out->set_seed(seed);
+  }
+  if (Has(node, "options")) {
+    TF_RETURN_IF_ERROR(ParseStringMap(Get(node, "options"), "strategy.options",
+                                      out->mutable_options()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseBudget(const YAML::Node& node, v1::Budget* out) {
+  TF_RETURN_IF_ERROR(yamlf::CheckMap(
+      node, "budget", {"max_rounds", "time_limit", "max_rounds_without_gain"}));
+  if (Has(node, "max_rounds")) {
+    TF_ASSIGN_OR_RETURN(int64_t v, yamlf::GetIntInRange(Get(node, "max_rounds"),
+                                                        "budget.max_rounds", 1,
+                                                        kMaxRoundsLimit));
+    out->set_max_rounds(static_cast<int32_t>(v));
+  }
+  if (Has(node, "time_limit")) {
+    const YAML::Node t = Get(node, "time_limit");
+    if (!t.IsScalar()) {
+      return FieldError("budget.time_limit",
+                        absl::StrCat("expected a duration like 90s, 30m, 12h or "
+                                     "integer seconds, got ",
+                                     yamlf::Describe(t)));
+    }
+    absl::StatusOr<int64_t> s = ParseDurationSeconds(t.Scalar());
+    if (!s.ok()) return FieldError("budget.time_limit", s.status().message());
+    TF_RETURN_IF_ERROR(CheckTimeLimit(*s));
+    out->set_time_limit_s(*s);
+  }
+  if (Has(node, "max_rounds_without_gain")) {
+    TF_ASSIGN_OR_RETURN(
+        int64_t v, yamlf::GetIntInRange(Get(node, "max_rounds_without_gain"),
+                                        "budget.max_rounds_without_gain", 1,
+                                        kMaxRoundsLimit));
+    out->set_max_rounds_without_gain(static_cast<int32_t>(v));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
+  TF_RETURN_IF_ERROR(yamlf::CheckMap(
+      doc, "",
+      {"name", "team", "operator", "workload", "goal", "strategy", "budget",
+       "min_gain", "boards", "measurement", "baseline", "priority"}));
+
+  if (Has(doc, "name")) {
+    TF_ASSIGN_OR_RETURN(*spec->mutable_name(),
+                        yamlf::GetString(Get(doc, "name"), "name"));
+  }
+  if (Has(doc, "team")) {
+    TF_ASSIGN_OR_RETURN(*spec->mutable_team(),
+                        yamlf::GetString(Get(doc, "team"), "team"));
+  }
+  if (Has(doc, "operator")) {
+    TF_ASSIGN_OR_RETURN(*spec->mutable_operator_name(),
+                        yamlf::GetString(Get(doc, "operator"), "operator"));
+  }
+  if (Has(doc, "workload")) {
+    TF_RETURN_IF_ERROR(ParseWorkload(Get(doc, "workload"), spec->mutable_workload()));
+  }
+  if (Has(doc, "goal")) {
+    const YAML::Node goal = Get(doc, "goal");
+    TF_RETURN_IF_ERROR(yamlf::CheckMap(goal, "goal", {"speedup", "target_us"}));
+    if (Has(goal, "speedup")) {
+      TF_ASSIGN_OR_RETURN(double v,
+                          yamlf::GetDouble(Get(goal, "speedup"), "goal.speedup"));
+      TF_RETURN_IF_ERROR(CheckSpeedup(v));
+      spec->mutable_goal()->set_speedup(v);
+    }
+    if (Has(goal, "target_us")) {
+      TF_ASSIGN_OR_RETURN(double v,
+                          yamlf::GetDouble(Get(goal, "target_us"), "goal.target_us"));
+      TF_RETURN_IF_ERROR(CheckTargetUs(v));
+      spec->mutable_goal()->set_target_us(v);
+    }
+  }
+  spec->mutable_strategy()->set_name(kDefaultStrategy);
+  spec->mutable_strategy()->set_seed(kDefaultSeed);
+  if (Has(doc, "strategy")) {
+    TF_RETURN_IF_ERROR(ParseStrategy(Get(doc, "strategy"), spec->mutable_strategy()));
+  }
+  if (Has(doc, "budget")) {
+    TF_RETURN_IF_ERROR(ParseBudget(Get(doc, "budget"), spec->mutable_budget()));
+  }
+  spec->set_min_gain(kDefaultMinGain);
+  if (Has(doc, "min_gain")) {
+    TF_ASSIGN_OR_RETURN(double v, yamlf::GetDouble(Get(doc, "min_gain"), "min_gain"));
+    TF_RETURN_IF_ERROR(CheckMinGain(v));
+    spec->set_min_gain(v);
+  }
+  if (Has(doc, "boards")) {
+    const YAML::Node boards = Get(doc, "boards");
+    TF_RETURN_IF_ERROR(yamlf::CheckMap(boards, "boards", {"kind", "chip", "labels"}));
+    v1::BoardSelector* sel = spec->mutable_boards();
+    if (Has(boards, "kind")) {
+      TF_ASSIGN_OR_RETURN(*sel->mutable_kind(),
+                          yamlf::GetString(Get(boards, "kind"), "boards.kind"));
+    }
+    if (Has(boards, "chip")) {
+      TF_ASSIGN_OR_RETURN(*sel->mutable_chip(),
+                          yamlf::GetString(Get(boards, "chip"), "boards.chip"));
+    }
+    if (Has(boards, "labels")) {
+      TF_RETURN_IF_ERROR(ParseStringMap(Get(boards, "labels"), "boards.labels",
+                                        sel->mutable_labels()));
+    }
+  }
+  v1::MeasurementPolicy* m = spec->mutable_measurement();
+  m->set_warmup(kDefaultWarmup);
+  m->set_flush_cache(kDefaultFlushCache);
+  if (Has(doc, "measurement")) {
+    const YAML::Node node = Get(doc, "measurement");
+    TF_RETURN_IF_ERROR(
+        yamlf::CheckMap(node, "measurement", {"warmup", "samples", "flush_cache"}));
+    if (Has(node, "warmup")) {
+      TF_ASSIGN_OR_RETURN(int64_t v, yamlf::GetIntInRange(Get(node, "warmup"),
+                                                          "measurement.warmup", 0,
+                                                          kMaxWarmup));
+      m->set_warmup(static_cast<int32_t>(v));
+    }
+    if (Has(node, "samples")) {
+      TF_ASSIGN_OR_RETURN(int64_t v, yamlf::GetIntInRange(Get(node, "samples"),
+                                                          "measurement.samples",
+                                                          kMinSamples, kMaxSamples));
+      m->set_samples(static_cast<int32_t>(v));
+    }
+    if (Has(node, "flush_cache")) {
+      TF_ASSIGN_OR_RETURN(bool v, yamlf::GetBool(Get(node, "flush_cache"),
+                                                 "measurement.flush_cache"));
+      m->set_flush_cache(v);
+    }
+  }
+  if (Has(doc, "baseline")) {
+    const YAML::Node node = Get(doc, "baseline");
+    TF_RETURN_IF_ERROR(yamlf::CheckOpenMap(node, "baseline"));
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string& key = it->first.Scalar();
+      TF_RETURN_IF_ERROR(yamlf::CheckIdentifier(Child("baseline", key), key));
+      TF_ASSIGN_OR_RETURN(v1::ParamValue v,
+                          yamlf::GetParamValue(it->second, Child("baseline", key)));
+      (*spec->mutable_baseline_params())[key] = std::move(v);
+    }
+  }
+  if (Has(doc, "priority")) {
+    TF_ASSIGN_OR_RETURN(int64_t v, yamlf::GetIntInRange(Get(doc, "priority"),
+                                                        "priority", -kMaxPriority,
+                                                        kMaxPriority));
+    spec->set_priority(static_cast<int32_t>(v));
+  }
+  return absl::OkStatus();
+}
+
+std::string JoinWorkloadNames(const v1::OperatorManifest& op) {
+  std::vector<std::string> names;
+  for (const auto& w : op.workloads()) names.push_back(w.name());
+  return names.empty() ? std::string("(none)") : absl::StrJoin(names, ", ");
+}
+
+absl::Status ValidateWorkloadField(const v1::OperatorManifest& op,
+                                   v1::Workload* w) {
+  if (w->dims().empty()) {
+    if (w->name().empty()) {
+      if (op.workloads().empty()) {
+        return FieldError("workload", absl::StrCat("is required: operator ",
+                                                   op.name(),
+                                                   " declares no workloads"));
+      }
+      *w = op.workloads(0);
+      return absl::OkStatus();
+    }
+    for (const v1::Workload& known : op.workloads()) {
+      if (known.name() == w->name()) {
+        if (!w->dtype().empty() && w->dtype() != known.dtype()) {
+          return FieldError("workload.dtype",
+                            absl::StrCat("workload ", known.name(), " is ",
+                                         known.dtype(), ", not ",
+                                         Quote(w->dtype())));
+        }
+        *w = known;
+        return absl::OkStatus();
+      }
+    }
+    return FieldError("workload",
+                      absl::StrCat("unknown workload ", Quote(w->name()),
+                                   " of operator ", op.name(), "; known: ",
+                                   JoinWorkloadNames(op)));
+  }
+  if (w->name().empty()) return FieldError("workload.name", "is required");
+  if (w->dtype().empty()) return FieldError("workload.dtype", "is required");
+  return ValidateWorkload(*w, "workload");
+}
+
+absl::Status ValidateStrategy(v1::StrategySpec* s) {
+  if (s->name().empty()) s->set_name(kDefaultStrategy);
+  const auto& known = StrategyOptions();
+  std::vector<std::string> names;
+  for (const auto& [name, opts] : known) names.push_back(name);
+  auto it = known.find(s->name());
+  if (it == known.end()) {
+    if (IsFutureStrategy(s->name())) {
+      return FieldError("strategy.name",
+                        absl::StrCat("strategy '", s->name(),
+                                     "' is not available yet; known: ",
+                                     absl::StrJoin(names, ", ")));
+    }
+    return FieldError("strategy.name",
+                      absl::StrCat("unknown strategy ", Quote(s->name()),
+                                   "; known: ", absl::StrJoin(names, ", ")));
+  }
+  TF_RETURN_IF_ERROR(CheckStringMap("strategy.options", s->options()));
+  std::map<std::string, std::string> sorted(s->options().begin(),
+                                            s->options().end());
+  for (const auto& [key, value] : sorted) {
+    const auto& accepted = it->second;
+    if (std::find(accepted.begin(), accepted.end(), key) == accepted.end()) {
+      return FieldError(
+          Child("strategy.options", key),
+          absl::StrCat("unknown option for strategy ", s->name(), "; it takes ",
+                       accepted.empty() ? std::string("none")
+                                        : absl::StrJoin(accepted, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateBoards(const v1::OperatorManifest& op,
+                            v1::BoardSelector* sel) {
+  const auto& kinds = KnownBoardKinds();
+  std::vector<std::string> has;
+  for (const std::string& k : kinds) {
+    if (op.backends().contains(k)) has.push_back(k);
+  }
+  if (sel->kind().empty()) {
+    if (has.empty()) {
+      return FieldError("boards.kind", absl::StrCat("operator ", op.name(),
+                                                    " declares no backend"));
+    }
+    sel->set_kind(has.front());
+  }
+  if (std::find(kinds.begin(), kinds.end(), sel->kind()) == kinds.end()) {
+    return FieldError("boards.kind",
+                      absl::StrCat("unknown board kind ", Quote(sel->kind()),
+                                   "; known: ", absl::StrJoin(kinds, ", ")));
+  }
+  if (!op.backends().contains(sel->kind())) {
+    return FieldError("boards.kind",
+                      absl::StrCat("operator ", op.name(), " has no '", sel->kind(),
+                                   "' backend; it has: ",
+                                   has.empty() ? std::string("(none)")
+                                               : absl::StrJoin(has, ", ")));
+  }
+  TF_RETURN_IF_ERROR(CheckLabel("boards.chip", sel->chip()));
+  return CheckStringMap("boards.labels", sel->labels());
+}
+
+absl::Status ValidateBaseline(const v1::OperatorManifest& op, ParamMap* params) {
+  ParamMap merged = DefaultParams(op);
+  std::map<std::string, v1::ParamValue> overrides(params->begin(), params->end());
+  for (auto& [name, value] : overrides) {
+    const std::string path = Child("baseline", name);
+    const v1::ParameterDomain* p = FindParameter(op, name);
+    if (p == nullptr) {
+      std::vector<std::string> known;
+      for (const auto& d : op.parameters()) known.push_back(d.name());
+      return FieldError(path, absl::StrCat("unknown parameter of operator ",
+                                           op.name(), "; known: ",
+                                           absl::StrJoin(known, ", ")));
+    }
+    // YAML reads "1" as an integer; in a domain of doubles it means 1.0.
+    if (value.has_int_value() && p->values_size() > 0 &&
+        p->values(0).has_double_value()) {
+      value.set_double_value(static_cast<double>(value.int_value()));
+    }
+    ParamMap single = merged;
+    single[name] = value;
+    absl::Status s = ValidateParams(op, single);
+    if (!s.ok()) return FieldError(path, s.message());
+    merged[name] = value;
+  }
+  TF_RETURN_IF_ERROR(ValidateParams(op, merged));
+  *params = std::move(merged);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseDurationSeconds(std::string_view text_in) {
+  const absl::string_view text(text_in.data(), text_in.size());
+  const std::string bad = absl::StrCat(
+      "expected a duration like 90s, 30m, 12h, 7d or integer seconds, got ",
+      Quote(text));
+  int64_t whole = 0;
+  if (absl::SimpleAtoi(text, &whole)) return whole;
+  if (text.empty() || text.size() > 32) return absl::InvalidArgumentError(bad);
+  int64_t total = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    int64_t n = 0;
+    size_t digits = 0;
+    while (i < text.size() && absl::ascii_isdigit(text[i])) {
+      if (++digits > 12) return absl::InvalidArgumentError(bad);
+      n = n * 10 + (text[i] - '0');
+      ++i;
+    }
+    if (digits == 0 || i == text.size()) return absl::InvalidArgumentError(bad);
+    int64_t unit = 0;
+    switch (text[i]) {
+      case 's': unit = 1; break;
+      case 'm': unit = 60; break;
+      case 'h': unit = 3600; break;
+      case 'd': unit = 86400; break;
+      default: return absl::InvalidArgumentError(bad);
+    }
+    ++i;
+    total += n * unit;  // <= 10^12 * 86400 * 16 terms: fits in int64
+  }
+  return total;
+}
+
+absl::StatusOr<v1::SweepSpec> ParseSweepSpec(std::string_view yaml) {
+  TF_ASSIGN_OR_RETURN(YAML::Node doc, yamlf::ParseYamlDocument(
+                                          absl::string_view(yaml.data(), yaml.size())));
+  v1::SweepSpec spec;
+  try {
+    TF_RETURN_IF_ERROR(ParseSpecNode(doc, &spec));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "YAML error at line ", e.mark.line + 1, ", column ", e.mark.column + 1,
+        ": ", e.msg));
+  }
+  return spec;
+}
+
+absl::StatusOr<v1::SweepSpec> ValidateSweepSpec(v1::SweepSpec spec,
+                                                const OperatorCatalog& catalog) {
+  TF_RETURN_IF_ERROR(CheckSweepName("name", spec.name()));
+  TF_RETURN_IF_ERROR(CheckSweepName("team", spec.team()));
+
+  if (spec.operator_name().empty()) return FieldError("operator", "is required");
+  absl::StatusOr<const v1::OperatorManifest*> found =
+      catalog.Find(spec.operator_name());
+  if (!found.ok()) return FieldError("operator", found.status().message());
+  const v1::OperatorManifest& op = **found;
+
+  TF_RETURN_IF_ERROR(ValidateWorkloadField(op, spec.mutable_workload()));
+
+  const v1::Goal& goal = spec.goal();
+  if (goal.speedup() == 0 && goal.target_us() == 0) {
+    return FieldError("goal", "set speedup (> 1) and/or target_us (> 0)");
+  }
+  if (goal.speedup() != 0) TF_RETURN_IF_ERROR(CheckSpeedup(goal.speedup()));
+  if (goal.target_us() != 0) TF_RETURN_IF_ERROR(CheckTargetUs(goal.target_us()));
+
+  TF_RETURN_IF_ERROR(ValidateStrategy(spec.mutable_strategy()));
+
+  v1::Budget* budget = spec.mutable_budget();
+  if (budget->max_rounds() == 0) budget->set_max_rounds(kDefaultMaxRounds);
+  TF_RETURN_IF_ERROR(
+      CheckInt("budget.max_rounds", budget->max_rounds(), 1, kMaxRoundsLimit));
+  if (budget->time_limit_s() == 0) budget->set_time_limit_s(kDefaultTimeLimitS);
+  TF_RETURN_IF_ERROR(CheckTimeLimit(budget->time_limit_s()));
+  if (budget->max_rounds_without_gain() == 0) {
+    budget->set_max_rounds_without_gain(kDefaultMaxRoundsWithoutGain);
+  }
+  TF_RETURN_IF_ERROR(CheckInt("budget.max_rounds_without_gain",
+                              budget->max_rounds_without_gain(), 1,
+                              kMaxRoundsLimit));
+
+  TF_RETURN_IF_ERROR(CheckMinGain(spec.min_gain()));
+  TF_RETURN_IF_ERROR(ValidateBoards(op, spec.mutable_boards()));
+
+  v1::MeasurementPolicy* m = spec.mutable_measurement();
+  TF_RETURN_IF_ERROR(CheckInt("measurement.warmup", m->warmup(), 0, kMaxWarmup));
+  if (m->samples() == 0) m->set_samples(kDefaultSamples);
+  TF_RETURN_IF_ERROR(
+      CheckInt("measurement.samples", m->samples(), kMinSamples, kMaxSamples));
+
+  TF_RETURN_IF_ERROR(ValidateBaseline(op, spec.mutable_baseline_params()));
+  TF_RETURN_IF_ERROR(
+      CheckInt("priority", spec.priority(), -kMaxPriority, kMaxPriority));
+  return spec;
+}
+
+}  // namespace tunefarm

@@ -1,0 +1,234 @@
+#include "coordinator/strategy.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "ops/catalog.h"
+
+namespace tunefarm {
+namespace {
+
+using KeySet = absl::flat_hash_set<std::string>;
+
+// Random enumerates the unvisited configurations (exact uniform choice)
+// when the space is this small, or when it is at most kEnumerateMostlyVisited
+// large and half visited or more (rejection sampling would mostly miss).
+constexpr uint64_t kEnumerateLimit = uint64_t{1} << 16;
+constexpr uint64_t kEnumerateMostlyVisited = uint64_t{1} << 22;
+// Draws per candidate before rejection sampling gives up. With at most half
+// the space visited, failing this often has probability 2^-10000.
+constexpr int kMaxDrawsPerCandidate = 10000;
+
+KeySet VisitedKeys(const SearchHistory& h) {
+  KeySet keys;
+  if (h.rounds == nullptr) return keys;
+  keys.reserve(h.rounds->size());
+  for (const v1::Round& r : *h.rounds) keys.insert(ParamsKey(r.params()));
+  return keys;
+}
+
+// The parameters candidates are diffed against: the best round's, or the
+// baseline's before one passed.
+ParamMap ParentParams(const SearchHistory& h) {
+  if (h.rounds != nullptr && h.best_round >= 0) {
+    auto it = std::lower_bound(
+        h.rounds->begin(), h.rounds->end(), h.best_round,
+        [](const v1::Round& r, int64_t id) { return r.round_id() < id; });
+    if (it != h.rounds->end() && it->round_id() == h.best_round) {
+      return it->params();
+    }
+  }
+  if (h.spec != nullptr && !h.spec->baseline_params().empty()) {
+    return h.spec->baseline_params();
+  }
+  return DefaultParams(*h.op);
+}
+
+Candidate MakeCandidate(const SearchHistory& h, const ParamMap& parent,
+                        ParamMap params, std::string rationale) {
+  Candidate c;
+  c.parent_round = h.best_round;
+  c.changes = DiffParams(parent, params);
+  c.params = std::move(params);
+  c.rationale = std::move(rationale);
+  return c;
+}
+
+bool AnyEmptyDomain(const v1::OperatorManifest& op) {
+  return std::any_of(op.parameters().begin(), op.parameters().end(),
+                     [](const v1::ParameterDomain& p) { return p.values().empty(); });
+}
+
+// The configuration with one value index per parameter.
+ParamMap ParamsAt(const v1::OperatorManifest& op,
+                  const std::vector<uint32_t>& digits) {
+  ParamMap params;
+  for (int i = 0; i < op.parameters_size(); ++i) {
+    const v1::ParameterDomain& p = op.parameters(i);
+    params[p.name()] = p.values(static_cast<int>(digits[i]));
+  }
+  return params;
+}
+
+// Mixed-radix decoding, last parameter fastest (the grid order). Requires
+// index < SpaceSize(op) and an unsaturated space size.
+std::vector<uint32_t> DigitsOf(const v1::OperatorManifest& op, uint64_t index) {
+  std::vector<uint32_t> digits(op.parameters_size());
+  for (int i = op.parameters_size() - 1; i >= 0; --i) {
+    const uint64_t radix = op.parameters(i).values_size();
+    digits[i] = static_cast<uint32_t>(index % radix);
+    index /= radix;
+  }
+  return digits;
+}
+
+// Advances `digits` to the next grid point; false after the last one.
+bool Increment(const v1::OperatorManifest& op, std::vector<uint32_t>* digits) {
+  for (int i = op.parameters_size() - 1; i >= 0; --i) {
+    if (++(*digits)[i] < static_cast<uint32_t>(op.parameters(i).values_size())) {
+      return true;
+    }
+    (*digits)[i] = 0;
+  }
+  return false;
+}
+
+std::string SpaceText(uint64_t size) {
+  return size == UINT64_MAX ? std::string(">= 2^64") : absl::StrCat(size);
+}
+
+// Uniform in [0, bound), bound > 0, independent of the standard library's
+// distributions (whose algorithms vary between implementations; resumed
+// sweeps must draw the same numbers).
+uint64_t UniformBelow(std::mt19937_64& rng, uint64_t bound) {
+  const uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
+  while (true) {
+    const uint64_t x = rng();
+    if (x >= threshold) return x % bound;
+  }
+}
+
+class GridStrategy : public Strategy {
+ public:
+  std::string_view name() const override { return "grid"; }
+
+  std::vector<Candidate> Propose(const SearchHistory& h, int n) override {
+    std::vector<Candidate> out;
+    if (n <= 0 || h.op == nullptr || AnyEmptyDomain(*h.op)) return out;
+    const v1::OperatorManifest& op = *h.op;
+    const KeySet visited = VisitedKeys(h);
+    const ParamMap parent = ParentParams(h);
+    const std::string total = SpaceText(SpaceSize(op));
+    // The walk restarts from the first grid point each call: it costs at
+    // most |history| + n steps and needs no state beyond the history.
+    std::vector<uint32_t> digits(op.parameters_size(), 0);
+    uint64_t index = 0;
+    do {
+      ParamMap params = ParamsAt(op, digits);
+      if (!visited.contains(ParamsKey(params))) {
+        // Grid points are distinct, so the batch cannot repeat itself.
+        out.push_back(MakeCandidate(
+            h, parent, std::move(params),
+            absl::StrCat("grid point ", index + 1, " of ", total)));
+      }
+      ++index;
+    } while (static_cast<int>(out.size()) < n && Increment(op, &digits));
+    return out;
+  }
+};
+
+class RandomStrategy : public Strategy {
+ public:
+  std::string_view name() const override { return "random"; }
+
+  std::vector<Candidate> Propose(const SearchHistory& h, int n) override {
+    std::vector<Candidate> out;
+    if (n <= 0 || h.op == nullptr || AnyEmptyDomain(*h.op)) return out;
+    const v1::OperatorManifest& op = *h.op;
+    const uint64_t seed = h.spec != nullptr ? h.spec->strategy().seed() : 1;
+    const uint64_t count = h.rounds != nullptr ? h.rounds->size() : 0;
+    // seed_seq and mt19937_64 are fully specified by the standard, so the
+    // same (seed, history length) draws the same numbers everywhere.
+    std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
+                      static_cast<uint32_t>(count), static_cast<uint32_t>(count >> 32),
+                      0x7f4a7c15u};
+    std::mt19937_64 rng(seq);
+
+    KeySet visited = VisitedKeys(h);
+    const ParamMap parent = ParentParams(h);
+    const uint64_t space = SpaceSize(op);
+    const bool enumerate =
+        space <= kEnumerateLimit ||
+        (space <= kEnumerateMostlyVisited && visited.size() * 2 >= space);
+    if (enumerate) {
+      std::vector<uint64_t> left;
+      for (uint64_t i = 0; i < space; ++i) {
+        if (!visited.contains(ParamsKey(ParamsAt(op, DigitsOf(op, i))))) {
+          left.push_back(i);
+        }
+      }
+      const size_t pool = left.size();
+      // Partial Fisher-Yates: the first n picks of a uniform shuffle (so a
+      // smaller n gives a prefix of a larger one).
+      for (size_t i = 0; i < left.size() && static_cast<int>(out.size()) < n; ++i) {
+        const size_t j = i + UniformBelow(rng, left.size() - i);
+        std::swap(left[i], left[j]);
+        out.push_back(MakeCandidate(
+            h, parent, ParamsAt(op, DigitsOf(op, left[i])),
+            absl::StrCat("random pick among ", pool,
+                         " untried configurations (seed ", seed, ")")));
+      }
+      return out;
+    }
+    // Large space: a uniform configuration is a uniform value per parameter;
+    // redraw on a visited one.
+    std::vector<uint32_t> digits(op.parameters_size());
+    while (static_cast<int>(out.size()) < n) {
+      bool found = false;
+      for (int attempt = 0; attempt < kMaxDrawsPerCandidate && !found; ++attempt) {
+        for (int i = 0; i < op.parameters_size(); ++i) {
+          digits[i] = static_cast<uint32_t>(
+              UniformBelow(rng, static_cast<uint64_t>(op.parameters(i).values_size())));
+        }
+        ParamMap params = ParamsAt(op, digits);
+        std::string key = ParamsKey(params);
+        if (visited.contains(key)) continue;
+        visited.insert(std::move(key));  // no repeats within the batch
+        out.push_back(MakeCandidate(
+            h, parent, std::move(params),
+            absl::StrCat("random draw from ", SpaceText(space),
+                         " configurations (seed ", seed, ")")));
+        found = true;
+      }
+      if (!found) break;
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> NewGridStrategy() {
+  return std::make_unique<GridStrategy>();
+}
+
+std::unique_ptr<Strategy> NewRandomStrategy() {
+  return std::make_unique<RandomStrategy>();
+}
+
+absl::StatusOr<std::unique_ptr<Strategy>> NewStrategy(
+    const v1::SweepSpec& spec, const v1::OperatorManifest& op) {
+  const std::string& name = spec.strategy().name();
+  if (name == "grid") return NewGridStrategy();
+  if (name == "random" || name.empty()) return NewRandomStrategy();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "strategy '", absl::CHexEscape(name.substr(0, 64)), "' ",
+      name == "guided" ? "is not available yet" : "is unknown",
+      "; known: grid, random"));
+}
+
+}  // namespace tunefarm

@@ -1,0 +1,83 @@
+// Search strategies: what a sweep tries next. A Strategy looks at the whole
+// history of a sweep (every round, any state, diagnoses included) and
+// proposes new parameter configurations, each tagged with its parent round
+// and the change against that parent.
+//
+// Built-in strategies:
+//   grid    the cartesian product of the parameter domains in manifest
+//           order, like nested loops: the first parameter varies slowest,
+//           the last fastest, each domain walked in its declared order.
+//           Configurations already in the history are skipped.
+//   random  uniform over the configurations not yet in the history. The
+//           generator is seeded from spec.strategy.seed mixed with the
+//           number of rounds in the history, so a restarted coordinator
+//           proposes the same candidates. Small or mostly-visited spaces are
+//           enumerated (exact uniform choice among what is left); large ones
+//           are rejection-sampled parameter by parameter.
+//
+// Contract for every implementation (the guided strategy comes later):
+//   * Propose is deterministic given the history; a strategy keeps no hidden
+//     state that is not derivable from the history.
+//   * Proposals never repeat a configuration already in the history (any
+//     state) or each other. Configurations are identified by ParamsKey.
+//   * Each candidate's parent_round is history.best_round and its changes
+//     are DiffParams(parent's params, params); before a baseline passed
+//     (best_round -1) the parent's params are the spec's baseline_params.
+//   * An empty proposal means the space is exhausted.
+//
+// Thread-safety: none; strategies are called from the coordinator's control
+// thread only.
+#ifndef TUNEFARM_COORDINATOR_STRATEGY_H_
+#define TUNEFARM_COORDINATOR_STRATEGY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/params.h"
+#include "tunefarm/v1/types.pb.h"
+
+namespace tunefarm {
+
+struct Candidate {
+  int64_t parent_round = -1;
+  ParamMap params;
+  std::vector<v1::ParamChange> changes;  // against the parent, names sorted
+  std::string stage;                     // guided strategy's stage; "" else
+  std::string rationale;                 // why, in words, for the report
+};
+
+// What a strategy sees: the whole history, diagnoses included. Pointers are
+// borrowed for the duration of one Propose call.
+struct SearchHistory {
+  const v1::OperatorManifest* op = nullptr;
+  const v1::SweepSpec* spec = nullptr;
+  // Every round so far, any state (queued, leased, done), ascending round_id.
+  const std::vector<v1::Round>* rounds = nullptr;
+  int64_t best_round = -1;  // -1 before the baseline passed
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string_view name() const = 0;
+
+  // Up to n new candidates (see the contract above). n <= 0 gives none.
+  virtual std::vector<Candidate> Propose(const SearchHistory& history,
+                                         int n) = 0;
+};
+
+// INVALID_ARGUMENT for unknown strategy names (listing the known ones).
+absl::StatusOr<std::unique_ptr<Strategy>> NewStrategy(
+    const v1::SweepSpec& spec, const v1::OperatorManifest& op);
+
+// The built-in strategies, for tests and embedders.
+std::unique_ptr<Strategy> NewGridStrategy();
+std::unique_ptr<Strategy> NewRandomStrategy();
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_COORDINATOR_STRATEGY_H_
