@@ -1,0 +1,246 @@
+#include "agent/agent.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "spdlog/spdlog.h"
+
+namespace tunefarm {
+
+struct Agent::Slot {
+  std::unique_ptr<Board> board;
+  absl::Mutex mu;
+  std::string lease_id ABSL_GUARDED_BY(mu);  // "" when free
+  std::atomic<bool> cancel{false};           // the current lease was revoked
+};
+
+void SleepUnlessStopped(const std::atomic<bool>& stop, absl::Duration d) {
+  const absl::Time end = absl::Now() + d;
+  while (!stop.load() && absl::Now() < end) {
+    absl::SleepFor(std::min(absl::Milliseconds(20), end - absl::Now()));
+  }
+}
+
+Agent::Agent(AgentOptions options, CoordinatorClient* client,
+             BundleSink* sink, std::vector<std::unique_ptr<Board>> boards)
+    : options_(std::move(options)), client_(client), sink_(sink) {
+  for (auto& b : boards) {
+    auto slot = std::make_unique<Slot>();
+    slot->board = std::move(b);
+    slots_.push_back(std::move(slot));
+  }
+}
+
+Agent::~Agent() = default;
+
+absl::Duration Agent::heartbeat_interval() {
+  absl::MutexLock lock(&mu_);
+  return heartbeat_interval_;
+}
+
+void Agent::MarkUnregistered() {
+  absl::MutexLock lock(&mu_);
+  registered_ = false;
+}
+
+bool Agent::EnsureRegistered(const std::atomic<bool>& stop) {
+  absl::MutexLock lock(&mu_);
+  absl::Duration backoff = absl::Milliseconds(100);
+  while (!registered_ && !stop.load()) {
+    v1::RegisterAgentRequest request;
+    request.set_agent_id(options_.agent_id);
+    request.set_node(options_.node);
+    request.set_version("tunefarm-agent 0.1");
+    for (auto& slot : slots_) {
+      v1::BoardInfo* info = request.add_boards();
+      *info = slot->board->info();
+      info->set_agent_id(options_.agent_id);
+      absl::MutexLock slot_lock(&slot->mu);
+      info->set_current_lease_id(slot->lease_id);
+    }
+    auto response = client_->RegisterAgent(request);
+    if (response.ok()) {
+      registered_ = true;
+      heartbeat_interval_ =
+          absl::Milliseconds(std::max<int64_t>(
+              10, response->heartbeat_interval_ms()));
+      spdlog::info("registered {} board(s) with the coordinator",
+                   slots_.size());
+      break;
+    }
+    spdlog::warn("register: {} (retrying in {})", response.status().ToString(),
+                 absl::FormatDuration(backoff));
+    mu_.Unlock();
+    SleepUnlessStopped(stop, backoff);
+    mu_.Lock();
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+  return registered_;
+}
+
+void Agent::HeartbeatLoop(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    SleepUnlessStopped(stop, heartbeat_interval());
+    if (stop.load() || !EnsureRegistered(stop)) break;
+    v1::HeartbeatRequest request;
+    request.set_agent_id(options_.agent_id);
+    for (auto& slot : slots_) {
+      v1::BoardInfo* info = request.add_boards();
+      info->set_board_id(slot->board->info().board_id());
+      info->set_health_detail(slot->board->info().health_detail());
+      absl::MutexLock lock(&slot->mu);
+      info->set_current_lease_id(slot->lease_id);
+    }
+    auto response = client_->Heartbeat(request);
+    if (!response.ok()) {
+      if (absl::IsNotFound(response.status())) MarkUnregistered();
+      spdlog::warn("heartbeat: {}", response.status().ToString());
+      continue;
+    }
+    for (const std::string& revoked : response->revoked_lease_ids()) {
+      for (auto& slot : slots_) {
+        absl::MutexLock lock(&slot->mu);
+        if (slot->lease_id == revoked) {
+          spdlog::warn("lease {} revoked by the coordinator", revoked);
+          slot->cancel = true;
+        }
+      }
+    }
+  }
+}
+
+void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
+  const std::string& board_id = slot.board->info().board_id();
+  absl::Duration backoff = absl::Milliseconds(100);
+  while (!stop.load()) {
+    if (!EnsureRegistered(stop)) break;
+    v1::LeaseWorkRequest request;
+    request.set_agent_id(options_.agent_id);
+    request.set_board_id(board_id);
+    auto response = client_->LeaseWork(request);
+    if (!response.ok()) {
+      if (absl::IsNotFound(response.status())) MarkUnregistered();
+      spdlog::warn("lease for {}: {}", board_id, response.status().ToString());
+      SleepUnlessStopped(stop, backoff);
+      backoff = std::min(backoff * 2, options_.max_backoff);
+      continue;
+    }
+    backoff = absl::Milliseconds(100);
+    if (!response->granted()) {
+      SleepUnlessStopped(
+          stop, absl::Milliseconds(
+                    std::clamp<int64_t>(response->retry_after_ms(), 10, 5000)));
+      continue;
+    }
+    RunLease(slot, response->work(), stop);
+  }
+}
+
+void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
+                     const std::atomic<bool>& stop) {
+  const std::string& board_id = slot.board->info().board_id();
+  {
+    absl::MutexLock lock(&slot.mu);
+    slot.lease_id = work.lease_id();
+  }
+  slot.cancel = false;
+  spdlog::info("{}: lease {} (sweep {} round {})", board_id, work.lease_id(),
+               work.sweep_id(), work.round_id());
+
+  // Keep the lease alive while the board works; a refused renewal means the
+  // coordinator gave the round away, so the board stops.
+  std::atomic<bool> done{false};
+  std::thread renewer([&] {
+    const absl::Duration every = absl::Milliseconds(
+        std::max<int64_t>(10, work.lease_duration_ms() / 3));
+    while (!done.load() && !stop.load()) {
+      SleepUnlessStopped(done, every);
+      if (done.load()) break;
+      v1::RenewLeaseRequest request;
+      request.set_agent_id(options_.agent_id);
+      request.set_lease_id(work.lease_id());
+      request.set_epoch(work.epoch());
+      auto response = client_->RenewLease(request);
+      if (response.ok() && !response->valid()) {
+        spdlog::warn("{}: lease {} is no longer valid; stopping the variant",
+                     board_id, work.lease_id());
+        slot.cancel = true;
+        break;
+      }
+    }
+  });
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Evaluation> evaluation = slot.board->Evaluate(work, slot.cancel);
+  done = true;
+  renewer.join();
+
+  v1::RoundResult result;
+  std::optional<v1::ProfileBundle> bundle;
+  if (evaluation.ok()) {
+    result = evaluation->result;
+    bundle = std::move(evaluation->bundle);
+    if (bundle.has_value()) result.set_bundle_id(bundle->bundle_id());
+  } else {
+    // The board failed, not the variant.
+    result.set_outcome(v1::OUTCOME_BOARD_LOST);
+    result.set_detail(std::string(evaluation.status().message()));
+  }
+  if (options_.on_round) options_.on_round(result, absl::Now() - start);
+
+  if (slot.cancel.load() || stop.load()) {
+    spdlog::info("{}: lease {} abandoned (revoked or stopping)", board_id,
+                 work.lease_id());
+  } else {
+    v1::ReportResultRequest request;
+    request.set_agent_id(options_.agent_id);
+    request.set_board_id(board_id);
+    request.set_lease_id(work.lease_id());
+    request.set_epoch(work.epoch());
+    request.set_sweep_id(work.sweep_id());
+    request.set_round_id(work.round_id());
+    *request.mutable_result() = result;
+    // Retries until the coordinator answers: recording is exactly-once on
+    // its side, so a retry of an acknowledged result is harmless.
+    absl::Duration backoff = absl::Milliseconds(100);
+    while (!stop.load()) {
+      auto response = client_->ReportResult(request);
+      if (response.ok()) {
+        if (!response->accepted()) {
+          spdlog::warn("{}: result of {} discarded: {}", board_id,
+                       work.lease_id(), response->reason());
+        } else if (!response->duplicate() && bundle.has_value() &&
+                   sink_ != nullptr) {
+          if (absl::Status st = sink_->Publish(*bundle); !st.ok()) {
+            spdlog::warn("{}: profile bundle of {} not sent: {}", board_id,
+                         work.lease_id(), st.ToString());
+          }
+        }
+        break;
+      }
+      if (absl::IsInvalidArgument(response.status()) ||
+          absl::IsNotFound(response.status())) {
+        spdlog::error("{}: result of {} refused: {}", board_id,
+                      work.lease_id(), response.status().ToString());
+        break;
+      }
+      SleepUnlessStopped(stop, backoff);
+      backoff = std::min(backoff * 2, options_.max_backoff);
+    }
+  }
+  absl::MutexLock lock(&slot.mu);
+  slot.lease_id.clear();
+}
+
+void Agent::Run(const std::atomic<bool>& stop) {
+  EnsureRegistered(stop);
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] { HeartbeatLoop(stop); });
+  for (auto& slot : slots_) {
+    threads.emplace_back([&, s = slot.get()] { Worker(*s, stop); });
+  }
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace tunefarm

@@ -1,0 +1,79 @@
+// Agent: the daemon that serves one host's boards to the coordinator. It
+// registers its boards, heartbeats, and runs one worker thread per board:
+// lease a variant, keep the lease renewed while the board evaluates it,
+// report the typed result until the coordinator acknowledges it, then
+// publish the profile bundle to the analyzers.
+//
+// Owns its boards. Run() blocks; Stop-by-flag from any thread. The client
+// and the sink must outlive Run().
+#ifndef TUNEFARM_AGENT_AGENT_H_
+#define TUNEFARM_AGENT_AGENT_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/board.h"
+#include "agent/coordinator_client.h"
+#include "tunefarm/v1/pipeline.pb.h"
+
+namespace tunefarm {
+
+// Where profile bundles go (the analyzers). Thread-safe.
+class BundleSink {
+ public:
+  virtual ~BundleSink() = default;
+  virtual absl::Status Publish(const v1::ProfileBundle& bundle) = 0;
+};
+
+struct AgentOptions {
+  std::string agent_id;
+  std::string node;
+  // Longest pause between retries when the coordinator is unreachable.
+  absl::Duration max_backoff = absl::Seconds(2);
+  // Called after each evaluated round (metrics). May be empty.
+  std::function<void(const v1::RoundResult&, absl::Duration)> on_round;
+};
+
+class Agent {
+ public:
+  // `sink` may be null (no analyzers).
+  Agent(AgentOptions options, CoordinatorClient* client, BundleSink* sink,
+        std::vector<std::unique_ptr<Board>> boards);
+  ~Agent();
+
+  // Serves until `stop` becomes true. Returns once every worker stopped.
+  void Run(const std::atomic<bool>& stop);
+
+ private:
+  struct Slot;  // one board and its worker's state
+
+  bool EnsureRegistered(const std::atomic<bool>& stop);
+  void MarkUnregistered();
+  void HeartbeatLoop(const std::atomic<bool>& stop);
+  void Worker(Slot& slot, const std::atomic<bool>& stop);
+  void RunLease(Slot& slot, const v1::WorkItem& work,
+                const std::atomic<bool>& stop);
+  absl::Duration heartbeat_interval();
+
+  AgentOptions options_;
+  CoordinatorClient* client_;
+  BundleSink* sink_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+
+  absl::Mutex mu_;
+  bool registered_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
+};
+
+// Sleeps `d`, waking early when `stop` becomes true.
+void SleepUnlessStopped(const std::atomic<bool>& stop, absl::Duration d);
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_AGENT_AGENT_H_

@@ -1,0 +1,64 @@
+#include <chrono>
+
+#include "agent/coordinator_client.h"
+#include "common/grpc_status.h"
+#include "grpcpp/grpcpp.h"
+#include "tunefarm/v1/agent.grpc.pb.h"
+
+namespace tunefarm {
+namespace {
+
+class GrpcCoordinatorClient : public CoordinatorClient {
+ public:
+  GrpcCoordinatorClient(const std::string& target, absl::Duration timeout)
+      : stub_(v1::AgentService::NewStub(
+            grpc::CreateChannel(target, grpc::InsecureChannelCredentials()))),
+        timeout_(timeout) {}
+
+  absl::StatusOr<v1::RegisterAgentResponse> RegisterAgent(
+      const v1::RegisterAgentRequest& request) override {
+    return Call(&v1::AgentService::Stub::RegisterAgent, request);
+  }
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& request) override {
+    return Call(&v1::AgentService::Stub::Heartbeat, request);
+  }
+  absl::StatusOr<v1::LeaseWorkResponse> LeaseWork(
+      const v1::LeaseWorkRequest& request) override {
+    return Call(&v1::AgentService::Stub::LeaseWork, request);
+  }
+  absl::StatusOr<v1::RenewLeaseResponse> RenewLease(
+      const v1::RenewLeaseRequest& request) override {
+    return Call(&v1::AgentService::Stub::RenewLease, request);
+  }
+  absl::StatusOr<v1::ReportResultResponse> ReportResult(
+      const v1::ReportResultRequest& request) override {
+    return Call(&v1::AgentService::Stub::ReportResult, request);
+  }
+
+ private:
+  template <typename Req, typename Resp>
+  absl::StatusOr<Resp> Call(grpc::Status (v1::AgentService::Stub::*method)(
+                                grpc::ClientContext*, const Req&, Resp*),
+                            const Req& request) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         absl::ToChronoMilliseconds(timeout_));
+    Resp response;
+    grpc::Status st = (stub_.get()->*method)(&context, request, &response);
+    if (!st.ok()) return FromGrpcStatus(st);
+    return response;
+  }
+
+  std::unique_ptr<v1::AgentService::Stub> stub_;
+  absl::Duration timeout_;
+};
+
+}  // namespace
+
+std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
+    const std::string& target, absl::Duration rpc_timeout) {
+  return std::make_unique<GrpcCoordinatorClient>(target, rpc_timeout);
+}
+
+}  // namespace tunefarm

@@ -1,0 +1,176 @@
+// tunefarm-agent: serves one host's boards to the coordinator. Wires the
+// boards (sim for now), the gRPC coordinator client, the ZeroMQ bundle sink
+// and the Prometheus endpoint together.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "agent/agent.h"
+#include "agent/coordinator_client.h"
+#include "agent/pipeline_bundle_sink.h"
+#include "agent/sim_board.h"
+#include "common/files.h"
+#include "common/logging.h"
+#include "common/metrics_server.h"
+#include "prometheus/counter.h"
+#include "prometheus/histogram.h"
+
+namespace tunefarm {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void OnSignal(int) { g_stop = true; }
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"tunefarm agent: serves this host's boards to the coordinator"};
+  std::string coordinator;
+  std::string agent_id;
+  std::string node = HostName();
+  std::vector<std::string> board_specs = {"sim:2"};
+  std::vector<std::string> analyzers;
+  std::vector<std::string> labels;
+  std::string work_dir = "/tmp/tunefarm-agent";
+  std::string bin_dir = ExecutableDir();
+  std::string metrics_address = "127.0.0.1:0";
+  int64_t sim_delay_ms = 0;
+  int64_t stage_timeout_s = 120;
+  uint64_t seed = 1;
+  std::string log_level = "info";
+  app.add_option("--coordinator", coordinator, "host:port")->required();
+  app.add_option("--agent_id", agent_id, "default: <host>-<pid>");
+  app.add_option("--node", node);
+  app.add_option("--boards", board_specs, "KIND:COUNT, e.g. sim:2");
+  app.add_option("--analyzer", analyzers,
+                 "ZeroMQ endpoint of an analyzer worker (repeatable)");
+  app.add_option("--label", labels, "KEY=VALUE board label (repeatable)");
+  app.add_option("--work_dir", work_dir);
+  app.add_option("--bin_dir", bin_dir, "where operator programs live");
+  app.add_option("--metrics_address", metrics_address);
+  app.add_option("--sim_delay_ms", sim_delay_ms,
+                 "extra real time each simulated run takes")
+      ->check(CLI::Range(0, 3600000));
+  app.add_option("--stage_timeout_s", stage_timeout_s)
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--seed", seed);
+  app.add_option("--log_level", log_level);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (agent_id.empty()) agent_id = absl::StrCat(node, "-", ::getpid());
+  InitLogging("agent", log_level);
+
+  std::map<std::string, std::string> label_map;
+  for (const std::string& l : labels) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(l, '=');
+    if (kv.first.empty()) {
+      spdlog::critical("--label {}: expected KEY=VALUE", l);
+      return 2;
+    }
+    label_map[kv.first] = kv.second;
+  }
+  std::vector<std::unique_ptr<Board>> boards;
+  for (const std::string& spec : board_specs) {
+    std::pair<std::string, std::string> kc = absl::StrSplit(spec, ':');
+    int count = 0;
+    if (!absl::SimpleAtoi(kc.second, &count) || count < 1 || count > 256) {
+      spdlog::critical("--boards {}: expected KIND:COUNT with 1..256 boards",
+                       spec);
+      return 2;
+    }
+    if (kc.first != "sim") {
+      spdlog::critical("--boards {}: unknown board kind '{}' (known: sim)",
+                       spec, kc.first);
+      return 2;
+    }
+    for (int i = 0; i < count; ++i) {
+      SimBoardOptions o;
+      o.board_id = absl::StrCat(agent_id, "/sim", boards.size());
+      o.agent_id = agent_id;
+      o.node = node;
+      o.bin_dir = bin_dir;
+      o.work_root = absl::StrCat(work_dir, "/", agent_id, "/sim",
+                                 boards.size());
+      o.seed = seed + boards.size();
+      o.run_delay = absl::Milliseconds(sim_delay_ms);
+      o.stage_timeout = absl::Seconds(stage_timeout_s);
+      o.labels = label_map;
+      boards.push_back(NewSimBoard(std::move(o)));
+    }
+  }
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  auto& rounds = prometheus::BuildCounter()
+                     .Name("tunefarm_agent_rounds_total")
+                     .Help("Variants evaluated by this agent, by outcome")
+                     .Register(*registry);
+  auto& eval_seconds =
+      prometheus::BuildHistogram()
+          .Name("tunefarm_agent_evaluation_seconds")
+          .Help("Wall time of build + precision + timing + profile")
+          .Register(*registry)
+          .Add({}, prometheus::Histogram::BucketBoundaries{
+                       0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300});
+  auto metrics_server = MetricsServer::Start(metrics_address, registry);
+  if (!metrics_server.ok()) {
+    spdlog::critical("{}", metrics_server.status().ToString());
+    return 1;
+  }
+  spdlog::info("metrics on port {}", (*metrics_server)->port());
+
+  std::unique_ptr<BundleSink> sink;
+  if (!analyzers.empty()) {
+    auto sender = PipelineSender::Connect(analyzers);
+    if (!sender.ok()) {
+      spdlog::critical("analyzer endpoints: {}", sender.status().ToString());
+      return 2;
+    }
+    sink = NewPipelineBundleSink(std::move(*sender), absl::Seconds(5));
+  }
+  auto client = NewGrpcCoordinatorClient(coordinator, absl::Seconds(10));
+
+  AgentOptions options;
+  options.agent_id = agent_id;
+  options.node = node;
+  options.on_round = [&](const v1::RoundResult& r, absl::Duration d) {
+    std::string outcome = absl::AsciiStrToLower(
+        absl::StripPrefix(v1::Outcome_Name(r.outcome()), "OUTCOME_"));
+    rounds.Add({{"outcome", outcome}}).Increment();
+    eval_seconds.Observe(absl::ToDoubleSeconds(d));
+  };
+  Agent agent(std::move(options), client.get(), sink.get(), std::move(boards));
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  spdlog::info("agent {} serving {} board(s) to {}", agent_id,
+               board_specs.size(), coordinator);
+  agent.Run(g_stop);
+  spdlog::info("agent {} stopped", agent_id);
+  return 0;
+}
+
+}  // namespace
+}  // namespace tunefarm
+
+int main(int argc, char** argv) { return tunefarm::Main(argc, argv); }

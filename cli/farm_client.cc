@@ -1,0 +1,335 @@
+#include "cli/farm_client.h"
+
+#include <chrono>
+#include <iostream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "common/files.h"
+#include "common/grpc_status.h"
+#include "common/params.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+
+namespace tunefarm {
+namespace {
+
+std::string Json(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
+  return out;
+}
+
+std::string Lower(absl::string_view enum_name, absl::string_view prefix) {
+  return absl::AsciiStrToLower(absl::StripPrefix(enum_name, prefix));
+}
+
+std::string StateName(v1::SweepState s) {
+  return Lower(v1::SweepState_Name(s), "SWEEP_STATE_");
+}
+
+std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    absl::ToChronoMilliseconds(timeout));
+  return ctx;
+}
+
+std::string SpeedupText(const v1::Sweep& s) {
+  if (s.best_us() <= 0) return "-";
+  return absl::StrFormat("%.2fx", s.baseline_us() / s.best_us());
+}
+
+}  // namespace
+
+int ExitCodeFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return kExitOk;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      return kExitBadInput;
+    case absl::StatusCode::kNotFound:
+      return kExitNotFound;
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnauthenticated:
+      return kExitDenied;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      return kExitUnavailable;
+    default:
+      return kExitFailure;
+  }
+}
+
+FarmClient::FarmClient(CliContext ctx)
+    : ctx_(std::move(ctx)),
+      stub_(v1::TuneFarm::NewStub(grpc::CreateChannel(
+          ctx_.coordinator, grpc::InsecureChannelCredentials()))) {}
+
+int FarmClient::Fail(const absl::Status& status, const std::string& what) {
+  std::string msg = std::string(status.message());
+  if (absl::IsUnavailable(status)) {
+    msg = absl::StrCat("coordinator ", ctx_.coordinator,
+                       " unreachable: ", msg);
+  }
+  std::cerr << "tunefarm " << what << ": " << msg << "\n";
+  return ExitCodeFor(status);
+}
+
+int FarmClient::Submit(const std::string& spec_path,
+                       const std::string& idempotency_key, bool watch,
+                       std::string* sweep_id_out) {
+  auto yaml = ReadFile(spec_path);
+  if (!yaml.ok()) {
+    return Fail(absl::InvalidArgumentError(yaml.status().message()),
+                "submit");
+  }
+  v1::SubmitSweepRequest request;
+  request.set_spec_yaml(*yaml);
+  request.set_idempotency_key(idempotency_key);
+  v1::SubmitSweepResponse response;
+  auto ctx = Context(absl::Seconds(30));
+  grpc::Status st = stub_->SubmitSweep(ctx.get(), request, &response);
+  if (!st.ok()) {
+    return Fail(FromGrpcStatus(st), absl::StrCat("submit ", spec_path));
+  }
+  if (sweep_id_out != nullptr) *sweep_id_out = response.sweep().sweep_id();
+  if (ctx_.json) {
+    std::cout << Json(response) << "\n";
+  } else {
+    std::cout << (response.existing() ? "already submitted: " : "submitted ")
+              << response.sweep().sweep_id() << " ("
+              << response.sweep().spec().operator_name() << ", team "
+              << response.sweep().spec().team() << ")\n";
+  }
+  if (!watch) return kExitOk;
+  int rc = Watch(response.sweep().sweep_id());
+  if (rc != kExitOk && rc != kExitSweepFailed) return rc;
+  int summary = Summary(response.sweep().sweep_id());
+  return rc != kExitOk ? rc : summary;
+}
+
+int FarmClient::Status(const std::string& sweep_id) {
+  if (!sweep_id.empty()) {
+    v1::GetSweepRequest request;
+    request.set_sweep_id(sweep_id);
+    v1::Sweep sweep;
+    auto ctx = Context(absl::Seconds(10));
+    grpc::Status st = stub_->GetSweep(ctx.get(), request, &sweep);
+    if (!st.ok()) return Fail(FromGrpcStatus(st), "status");
+    if (ctx_.json) {
+      std::cout << Json(sweep) << "\n";
+      return kExitOk;
+    }
+    std::cout << absl::StrFormat(
+        "%s  %s  team %s  operator %s\n  state: %s%s\n  rounds finished: %d "
+        "(proposed %d)\n  baseline: %.2f µs  best: round %d, %.2f µs  "
+        "speedup: %s%s\n",
+        sweep.sweep_id(), sweep.spec().name(), sweep.spec().team(),
+        sweep.spec().operator_name(), StateName(sweep.state()),
+        sweep.termination_detail().empty()
+            ? ""
+            : absl::StrCat(" (", sweep.termination_detail(), ")"),
+        sweep.rounds_finished(), sweep.candidates_proposed(),
+        sweep.baseline_us(), sweep.best_round(), sweep.best_us(),
+        SpeedupText(sweep), sweep.simulated() ? "  [simulated]" : "");
+    return kExitOk;
+  }
+  v1::ListSweepsRequest request;
+  v1::ListSweepsResponse response;
+  auto ctx = Context(absl::Seconds(10));
+  grpc::Status st = stub_->ListSweeps(ctx.get(), request, &response);
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "status");
+  if (ctx_.json) {
+    std::cout << Json(response) << "\n";
+    return kExitOk;
+  }
+  std::cout << absl::StrFormat("%-10s %-24s %-10s %-10s %7s %9s\n", "SWEEP",
+                               "NAME", "TEAM", "STATE", "ROUNDS", "SPEEDUP");
+  for (const v1::Sweep& s : response.sweeps()) {
+    std::cout << absl::StrFormat("%-10s %-24s %-10s %-10s %7d %9s%s\n",
+                                 s.sweep_id(), s.spec().name(),
+                                 s.spec().team(), StateName(s.state()),
+                                 s.rounds_finished(), SpeedupText(s),
+                                 s.simulated() ? " (simulated)" : "");
+  }
+  return kExitOk;
+}
+
+int FarmClient::Watch(const std::string& sweep_id) {
+  v1::WatchSweepRequest request;
+  request.set_sweep_id(sweep_id);
+  request.set_from_seq(1);
+  grpc::ClientContext ctx;  // no deadline: a sweep may run for hours
+  auto reader = stub_->WatchSweep(&ctx, request);
+  v1::SweepEvent ev;
+  v1::SweepState final_state = v1::SWEEP_STATE_UNSPECIFIED;
+  int finished = 0, kept = 0;
+  bool status_line = false;
+  while (reader->Read(&ev)) {
+    if (ctx_.json) {
+      std::cout << Json(ev) << std::endl;
+    } else if (ev.kind() != v1::EVENT_KIND_ROUND_LEASED) {
+      if (status_line) std::cout << "\r\033[K";
+      std::cout << absl::FormatTime("%H:%M:%S",
+                                    absl::FromUnixMillis(ev.time_unix_ms()),
+                                    absl::LocalTimeZone())
+                << "  " << ev.message() << "\n";
+      status_line = false;
+    }
+    if (ev.kind() == v1::EVENT_KIND_ROUND_FINISHED) ++finished;
+    if (ev.kind() == v1::EVENT_KIND_BEST_IMPROVED) ++kept;
+    if (ev.has_sweep()) final_state = ev.sweep().state();
+    // A live line only where a person watches; logs and pipes get events.
+    if (ctx_.terminal && !ctx_.json && ev.kind() != v1::EVENT_KIND_FINISHED) {
+      std::cout << absl::StrFormat("  … %d rounds finished, %d improvements",
+                                   finished, kept)
+                << std::flush;
+      status_line = true;
+    }
+  }
+  if (status_line) std::cout << "\r\033[K" << std::flush;
+  grpc::Status st = reader->Finish();
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "watch");
+  if (final_state == v1::SWEEP_STATE_FAILED ||
+      final_state == v1::SWEEP_STATE_CANCELLED) {
+    return kExitSweepFailed;
+  }
+  return kExitOk;
+}
+
+int FarmClient::Cancel(const std::string& sweep_id,
+                       const std::string& reason) {
+  v1::CancelSweepRequest request;
+  request.set_sweep_id(sweep_id);
+  request.set_reason(reason);
+  v1::Sweep sweep;
+  auto ctx = Context(absl::Seconds(10));
+  grpc::Status st = stub_->CancelSweep(ctx.get(), request, &sweep);
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "cancel");
+  if (ctx_.json) {
+    std::cout << Json(sweep) << "\n";
+  } else {
+    std::cout << "cancelled " << sweep.sweep_id() << "\n";
+  }
+  return kExitOk;
+}
+
+int FarmClient::Rounds(const std::string& sweep_id) {
+  v1::ListRoundsRequest request;
+  request.set_sweep_id(sweep_id);
+  request.set_include_diagnosis(ctx_.json);
+  v1::ListRoundsResponse response;
+  auto ctx = Context(absl::Seconds(30));
+  grpc::Status st = stub_->ListRounds(ctx.get(), request, &response);
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "rounds");
+  if (ctx_.json) {
+    std::cout << Json(response) << "\n";
+    return kExitOk;
+  }
+  std::cout << absl::StrFormat("%5s %6s %-36s %-18s %-16s %11s %-11s %s\n",
+                               "ROUND", "PARENT", "CHANGE", "BOARD",
+                               "OUTCOME", "MEDIAN_US", "DECISION", "HOTSPOT");
+  for (const v1::Round& r : response.rounds()) {
+    std::string outcome =
+        r.state() == v1::ROUND_STATE_DONE
+            ? Lower(v1::Outcome_Name(r.result().outcome()), "OUTCOME_")
+            : Lower(v1::RoundState_Name(r.state()), "ROUND_STATE_");
+    std::string median =
+        r.result().measurement().samples() > 0
+            ? absl::StrFormat("%.2f%s", r.result().measurement().median_us(),
+                              r.result().measurement().simulated() ? "*" : "")
+            : "-";
+    std::string hotspot = "-";
+    if (!r.diagnosis().hotspots().empty()) {
+      hotspot = absl::StrFormat("%s %.0f%%", r.diagnosis().hotspots(0).op_name(),
+                                r.diagnosis().hotspots(0).share() * 100);
+    }
+    std::cout << absl::StrFormat(
+        "%5d %6s %-36s %-18s %-16s %11s %-11s %s\n", r.round_id(),
+        r.parent_round() < 0 ? "-" : absl::StrCat(r.parent_round()),
+        r.round_id() == 0 ? "baseline" : DescribeChanges(r.changes()),
+        r.board_id().empty() ? "-" : r.board_id(), outcome, median,
+        Lower(v1::Decision_Name(r.decision()), "DECISION_"), hotspot);
+  }
+  std::cout << "kept path:";
+  for (int64_t id : response.kept_path()) std::cout << " " << id;
+  std::cout << "\n(* simulated board: modelled time, not a measurement)\n";
+  return kExitOk;
+}
+
+int FarmClient::Report(const std::string& sweep_id) {
+  v1::GetReportRequest request;
+  request.set_sweep_id(sweep_id);
+  v1::GetReportResponse response;
+  auto ctx = Context(absl::Seconds(30));
+  grpc::Status st = stub_->GetReport(ctx.get(), request, &response);
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "report");
+  if (ctx_.json) {
+    std::cout << Json(response) << "\n";
+  } else {
+    std::cout << response.markdown();
+  }
+  return kExitOk;
+}
+
+int FarmClient::Boards() {
+  v1::ListBoardsRequest request;
+  v1::ListBoardsResponse response;
+  auto ctx = Context(absl::Seconds(10));
+  grpc::Status st = stub_->ListBoards(ctx.get(), request, &response);
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "boards");
+  if (ctx_.json) {
+    std::cout << Json(response) << "\n";
+    return kExitOk;
+  }
+  std::cout << absl::StrFormat("%-24s %-6s %-16s %-8s %7s %s\n", "BOARD",
+                               "KIND", "CHIP", "STATE", "ROUNDS", "LEASE");
+  for (const v1::BoardInfo& b : response.boards()) {
+    std::cout << absl::StrFormat(
+        "%-24s %-6s %-16s %-8s %7d %s%s\n", b.board_id(), b.kind(), b.chip(),
+        Lower(v1::BoardState_Name(b.state()), "BOARD_STATE_"), b.rounds_run(),
+        b.current_lease_id().empty() ? "-" : b.current_lease_id(),
+        b.simulated() ? "  (simulated)" : "");
+  }
+  return kExitOk;
+}
+
+int FarmClient::Summary(const std::string& sweep_id) {
+  v1::GetReportRequest request;
+  request.set_sweep_id(sweep_id);
+  v1::GetReportResponse response;
+  auto ctx = Context(absl::Seconds(30));
+  grpc::Status st = stub_->GetReport(ctx.get(), request, &response);
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "report");
+  if (ctx_.json) {
+    std::cout << Json(response) << "\n";
+    return kExitOk;
+  }
+  const v1::Sweep& s = response.sweep();
+  const std::string sim = s.simulated() ? " (simulated board)" : "";
+  std::cout << "\n== " << s.sweep_id() << " " << StateName(s.state()) << ": "
+            << s.termination_detail() << "\n";
+  if (response.has_best() && response.speedup() > 0) {
+    std::cout << absl::StrFormat(
+        "   best configuration: %s\n   best time: %.2f µs (round %d)%s\n"
+        "   baseline: %.2f µs\n   speedup over the baseline: %.2fx%s\n",
+        ParamsKey(response.best().params()), s.best_us(), s.best_round(),
+        sim, s.baseline_us(), response.speedup(), sim);
+  }
+  std::cout << "   report: "
+            << (response.report_path().empty() ? "(not written)"
+                                               : response.report_path())
+            << "\n";
+  return kExitOk;
+}
+
+}  // namespace tunefarm

@@ -1,0 +1,59 @@
+// The `tunefarm` command line's verbs, each a function over the user-facing
+// gRPC service that prints in text or JSON and returns the process exit code
+// (cli/exit_codes.h). Not thread-safe; one CLI invocation, one thread.
+#ifndef TUNEFARM_CLI_FARM_CLIENT_H_
+#define TUNEFARM_CLI_FARM_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "tunefarm/v1/farm.grpc.pb.h"
+
+namespace tunefarm {
+
+// Exit codes, documented in docs/cli.md: scripts tell bad input from
+// failure.
+enum ExitCode {
+  kExitOk = 0,
+  kExitFailure = 1,       // internal or storage failure
+  kExitBadInput = 2,      // usage, unreadable or invalid spec, bad argument
+  kExitNotFound = 3,      // unknown sweep
+  kExitDenied = 4,        // unauthenticated or permission denied
+  kExitUnavailable = 5,   // coordinator unreachable
+  kExitSweepFailed = 6,   // the watched sweep failed or was cancelled
+};
+
+int ExitCodeFor(const absl::Status& status);
+
+struct CliContext {
+  std::string coordinator;  // host:port
+  bool json = false;        // --output json
+  bool terminal = false;    // stdout is a terminal: live progress allowed
+};
+
+class FarmClient {
+ public:
+  explicit FarmClient(CliContext ctx);
+
+  int Submit(const std::string& spec_path, const std::string& idempotency_key,
+             bool watch, std::string* sweep_id_out = nullptr);
+  int Status(const std::string& sweep_id);  // "" lists sweeps
+  int Watch(const std::string& sweep_id);
+  int Cancel(const std::string& sweep_id, const std::string& reason);
+  int Rounds(const std::string& sweep_id);
+  int Report(const std::string& sweep_id);
+  int Boards();
+  // The closing summary: best configuration, speedup, report path.
+  int Summary(const std::string& sweep_id);
+
+ private:
+  int Fail(const absl::Status& status, const std::string& what);
+
+  CliContext ctx_;
+  std::unique_ptr<v1::TuneFarm::Stub> stub_;
+};
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_CLI_FARM_CLIENT_H_

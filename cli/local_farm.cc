@@ -1,0 +1,146 @@
+#include "cli/local_farm.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+
+namespace tunefarm {
+
+LocalFarm::LocalFarm(LocalFarmOptions options)
+    : options_(std::move(options)) {
+  agents_.resize(options_.agents);
+}
+
+LocalFarm::~LocalFarm() { Stop(); }
+
+std::string LocalFarm::log_dir() const { return options_.data_dir + "/logs"; }
+
+absl::Status LocalFarm::StartCoordinatorOn(const std::string& listen) {
+  const std::string run = options_.data_dir + "/run";
+  (void)::unlink((run + "/coordinator.port").c_str());
+  (void)::unlink((run + "/diagnosis.endpoint").c_str());
+  (void)::unlink((run + "/coordinator.metrics").c_str());
+  std::vector<std::string> argv = {
+      options_.bin_dir + "/tunefarm-coordinator",
+      "--data_dir", options_.data_dir,
+      "--listen", listen,
+      "--port_file", run + "/coordinator.port",
+      "--diagnosis_endpoint_file", run + "/diagnosis.endpoint",
+      "--metrics_port_file", run + "/coordinator.metrics",
+      "--lease_ms", absl::StrCat(options_.lease_ms),
+      "--heartbeat_ms", absl::StrCat(options_.heartbeat_ms),
+      "--agent_timeout_ms", absl::StrCat(options_.agent_timeout_ms),
+      "--log_level", options_.log_level};
+  // A restarted coordinator keeps its diagnosis endpoint, so analyzers
+  // already connected to it keep delivering.
+  if (!diagnosis_endpoint_.empty()) {
+    argv.push_back("--diagnosis_bind");
+    argv.push_back(diagnosis_endpoint_);
+  }
+  for (const std::string& d : options_.ops_dirs) {
+    if (d.empty()) continue;
+    argv.push_back("--ops_dir");
+    argv.push_back(d);
+  }
+  TF_ASSIGN_OR_RETURN(coordinator_,
+                      Subprocess::Start(argv, log_dir() + "/coordinator.log"));
+  auto port = WaitForFile(run + "/coordinator.port", absl::Seconds(30));
+  if (!port.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "the coordinator did not start (see ", log_dir(),
+        "/coordinator.log): ", port.status().message()));
+  }
+  if (!absl::SimpleAtoi(*port, &port_)) {
+    return absl::InternalError(absl::StrCat("bad port file: ", *port));
+  }
+  address_ = absl::StrCat("127.0.0.1:", port_);
+  TF_ASSIGN_OR_RETURN(diagnosis_endpoint_,
+                      WaitForFile(run + "/diagnosis.endpoint",
+                                  absl::Seconds(10)));
+  auto metrics = WaitForFile(run + "/coordinator.metrics", absl::Seconds(10));
+  if (metrics.ok()) (void)absl::SimpleAtoi(*metrics, &metrics_port_);
+  return absl::OkStatus();
+}
+
+absl::Status LocalFarm::Start() {
+  TF_RETURN_IF_ERROR(MakeDirs(log_dir()));
+  TF_RETURN_IF_ERROR(MakeDirs(options_.data_dir + "/run"));
+  TF_RETURN_IF_ERROR(StartCoordinatorOn("127.0.0.1:0"));
+
+  const std::string endpoint_file =
+      options_.data_dir + "/run/analyzer.endpoint";
+  (void)::unlink(endpoint_file.c_str());
+  TF_ASSIGN_OR_RETURN(
+      analyzer_,
+      Subprocess::Start({options_.bin_dir + "/tunefarm-analyzer", "--bind",
+                         "tcp://127.0.0.1:*", "--endpoint_file", endpoint_file,
+                         "--coordinator", diagnosis_endpoint_, "--log_level",
+                         options_.log_level},
+                        log_dir() + "/analyzer.log"));
+  auto endpoint = WaitForFile(endpoint_file, absl::Seconds(30));
+  if (!endpoint.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "the analyzer did not start (see ", log_dir(), "/analyzer.log): ",
+        endpoint.status().message()));
+  }
+  analyzer_endpoint_ = *endpoint;
+  for (int i = 0; i < options_.agents; ++i) {
+    TF_RETURN_IF_ERROR(StartAgent(i));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LocalFarm::StartAgent(int i) {
+  if (i < 0 || i >= static_cast<int>(agents_.size())) {
+    return absl::OutOfRangeError(absl::StrCat("no agent ", i));
+  }
+  const std::string id = absl::StrCat("agent-", i + 1);
+  TF_ASSIGN_OR_RETURN(
+      agents_[i],
+      Subprocess::Start(
+          {options_.bin_dir + "/tunefarm-agent", "--coordinator", address_,
+           "--agent_id", id, "--node", "localhost", "--boards",
+           absl::StrCat("sim:", options_.boards_per_agent), "--analyzer",
+           analyzer_endpoint_, "--work_dir", options_.data_dir + "/work",
+           "--bin_dir", options_.bin_dir, "--sim_delay_ms",
+           absl::StrCat(options_.sim_delay_ms), "--seed",
+           absl::StrCat(100 * (i + 1)), "--log_level", options_.log_level},
+          absl::StrCat(log_dir(), "/", id, ".log")));
+  return absl::OkStatus();
+}
+
+void LocalFarm::KillAgent(int i, int sig) {
+  if (i >= 0 && i < static_cast<int>(agents_.size()) && agents_[i]) {
+    agents_[i]->Signal(sig);
+    if (sig == SIGKILL) agents_[i]->Wait(absl::Seconds(10));
+  }
+}
+
+void LocalFarm::KillCoordinator(int sig) {
+  if (coordinator_) {
+    coordinator_->Signal(sig);
+    coordinator_->Wait(absl::Seconds(10));
+  }
+}
+
+absl::Status LocalFarm::RestartCoordinator() {
+  if (coordinator_ && coordinator_->running()) KillCoordinator(SIGKILL);
+  return StartCoordinatorOn(absl::StrCat("127.0.0.1:", port_));
+}
+
+void LocalFarm::Stop() {
+  for (auto& a : agents_) {
+    if (a) a->Signal(SIGTERM);
+  }
+  for (auto& a : agents_) {
+    if (a) a->Stop(absl::Seconds(5));
+  }
+  if (analyzer_) analyzer_->Stop(absl::Seconds(5));
+  if (coordinator_) coordinator_->Stop(absl::Seconds(5));
+}
+
+}  // namespace tunefarm

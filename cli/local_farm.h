@@ -1,0 +1,74 @@
+// LocalFarm: a whole farm on this machine as separate processes (one
+// coordinator, one analyzer worker, N agents with simulated boards) talking
+// over loopback gRPC and ZeroMQ, with RocksDB in a data folder. Used by
+// `tunefarm local` and by the integration tests, which also kill and
+// restart its processes.
+//
+// Owned by one thread. The destructor stops every process it started.
+#ifndef TUNEFARM_CLI_LOCAL_FARM_H_
+#define TUNEFARM_CLI_LOCAL_FARM_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/subprocess.h"
+
+namespace tunefarm {
+
+struct LocalFarmOptions {
+  std::string bin_dir;   // where tunefarm-coordinator & co. live
+  std::string data_dir;  // RocksDB, reports, logs, run files
+  std::vector<std::string> ops_dirs;  // "" = the coordinator's default
+  int agents = 2;
+  int boards_per_agent = 2;
+  int64_t sim_delay_ms = 0;
+  int64_t lease_ms = 30000;
+  int64_t heartbeat_ms = 500;
+  int64_t agent_timeout_ms = 5000;
+  std::string log_level = "info";
+};
+
+class LocalFarm {
+ public:
+  explicit LocalFarm(LocalFarmOptions options);
+  ~LocalFarm();
+
+  // Starts the coordinator, the analyzer and every agent, and waits until
+  // each has written its endpoint.
+  absl::Status Start();
+  // "127.0.0.1:PORT" of the coordinator's gRPC service.
+  const std::string& coordinator_address() const { return address_; }
+  int coordinator_metrics_port() const { return metrics_port_; }
+
+  // Fault injection for tests.
+  void KillAgent(int i, int sig);
+  void KillCoordinator(int sig);
+  // Starts the coordinator again on the same port and data folder.
+  absl::Status RestartCoordinator();
+  absl::Status StartAgent(int i);
+  Subprocess* coordinator() { return coordinator_.get(); }
+
+  // SIGTERM to everything (agents first), then SIGKILL after a grace.
+  void Stop();
+  std::string log_dir() const;
+
+ private:
+  absl::Status StartCoordinatorOn(const std::string& listen);
+
+  LocalFarmOptions options_;
+  std::string address_;
+  int port_ = 0;
+  int metrics_port_ = 0;
+  std::string analyzer_endpoint_;
+  std::string diagnosis_endpoint_;
+  std::unique_ptr<Subprocess> coordinator_;
+  std::unique_ptr<Subprocess> analyzer_;
+  std::vector<std::unique_ptr<Subprocess>> agents_;
+};
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_CLI_LOCAL_FARM_H_

@@ -1,0 +1,140 @@
+// tunefarm: the command line. Wires the verbs (cli/farm_client.h) and the
+// local farm launcher (cli/local_farm.h) to CLI11.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "cli/farm_client.h"
+#include "cli/local_farm.h"
+#include "common/files.h"
+
+namespace tunefarm {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void OnSignal(int) { g_interrupted = true; }
+
+int RunLocal(const CliContext& base, const std::string& spec,
+             LocalFarmOptions options, bool keep_running) {
+  std::error_code ec;
+  options.data_dir = std::filesystem::absolute(options.data_dir, ec).string();
+  if (!std::filesystem::exists(spec)) {
+    std::cerr << "tunefarm local: no such spec file: " << spec << "\n";
+    return kExitBadInput;
+  }
+  std::cout << "tunefarm local: starting a coordinator, an analyzer and "
+            << options.agents << " agents with " << options.boards_per_agent
+            << " simulated boards each (data in " << options.data_dir
+            << ")\n";
+  LocalFarm farm(options);
+  if (absl::Status st = farm.Start(); !st.ok()) {
+    std::cerr << "tunefarm local: " << st.message() << "\n";
+    return kExitFailure;
+  }
+  std::cout << "coordinator on " << farm.coordinator_address()
+            << ", metrics on http://127.0.0.1:"
+            << farm.coordinator_metrics_port() << "/metrics, logs in "
+            << farm.log_dir() << "\n";
+  CliContext ctx = base;
+  ctx.coordinator = farm.coordinator_address();
+  FarmClient client(ctx);
+  int rc = client.Submit(spec, "", /*watch=*/true);
+  if (rc == kExitOk || rc == kExitSweepFailed) client.Boards();
+  if (keep_running) {
+    std::cout << "farm still running on " << farm.coordinator_address()
+              << "; Ctrl-C stops it\n";
+    while (!g_interrupted.load()) ::usleep(100 * 1000);
+  }
+  farm.Stop();
+  return rc;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"tunefarm: a distributed kernel-tuning farm"};
+  app.require_subcommand(1);
+  CliContext ctx;
+  const char* env = std::getenv("TUNEFARM_COORDINATOR");
+  ctx.coordinator = env != nullptr ? env : "127.0.0.1:7070";
+  std::string output = "text";
+  app.add_option("--coordinator", ctx.coordinator,
+                 "host:port (env TUNEFARM_COORDINATOR)");
+  app.add_option("--output,-o", output, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+
+  std::string spec, sweep_id, key, reason;
+  bool watch = false;
+  auto* submit = app.add_subcommand("submit", "submit a sweep spec (YAML)");
+  submit->add_option("spec", spec, "SPEC.yaml")->required();
+  submit->add_flag("--watch", watch, "follow its progress to the end");
+  submit->add_option("--idempotency-key", key,
+                     "resubmitting with the same key creates nothing new");
+  auto* status = app.add_subcommand("status", "one sweep, or all sweeps");
+  status->add_option("sweep", sweep_id);
+  auto* watch_cmd = app.add_subcommand("watch", "follow a sweep's events");
+  watch_cmd->add_option("sweep", sweep_id)->required();
+  auto* cancel = app.add_subcommand("cancel", "cancel a sweep");
+  cancel->add_option("sweep", sweep_id)->required();
+  cancel->add_option("--reason", reason);
+  auto* rounds = app.add_subcommand("rounds", "a sweep's rounds and lineage");
+  rounds->add_option("sweep", sweep_id)->required();
+  auto* report = app.add_subcommand("report", "a sweep's tuning report");
+  report->add_option("sweep", sweep_id)->required();
+  auto* boards = app.add_subcommand("boards", "the farm's boards");
+
+  LocalFarmOptions local_options;
+  local_options.bin_dir = ExecutableDir();
+  local_options.data_dir = ".farm";
+  std::string local_spec = TUNEFARM_DEFAULT_SPEC;
+  bool keep_running = false;
+  auto* local = app.add_subcommand(
+      "local", "run a whole farm here and a sweep on it, end to end");
+  local->add_option("spec", local_spec, "SPEC.yaml")
+      ->default_str(TUNEFARM_DEFAULT_SPEC);
+  local->add_option("--agents", local_options.agents)
+      ->check(CLI::Range(1, 64));
+  local->add_option("--boards-per-agent", local_options.boards_per_agent)
+      ->check(CLI::Range(1, 64));
+  local->add_option("--data-dir", local_options.data_dir);
+  local->add_option("--sim-delay-ms", local_options.sim_delay_ms,
+                    "extra real time per simulated run")
+      ->check(CLI::Range(0, 600000));
+  local->add_option("--log-level", local_options.log_level);
+  local->add_flag("--keep-running", keep_running,
+                  "leave the farm up after the sweep");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitBadInput;
+  }
+  ctx.json = output == "json";
+  ctx.terminal = ::isatty(STDOUT_FILENO) != 0;
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  FarmClient client(ctx);
+  if (*submit) return client.Submit(spec, key, watch);
+  if (*status) return client.Status(sweep_id);
+  if (*watch_cmd) return client.Watch(sweep_id);
+  if (*cancel) return client.Cancel(sweep_id, reason);
+  if (*rounds) return client.Rounds(sweep_id);
+  if (*report) return client.Report(sweep_id);
+  if (*boards) return client.Boards();
+  if (*local) return RunLocal(ctx, local_spec, local_options, keep_running);
+  return kExitBadInput;
+}
+
+}  // namespace
+}  // namespace tunefarm
+
+int main(int argc, char** argv) { return tunefarm::Main(argc, argv); }

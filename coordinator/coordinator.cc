@@ -1,0 +1,1045 @@
+#include "coordinator/coordinator.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/files.h"
+#include "common/params.h"
+#include "common/status_macros.h"
+#include "coordinator/report.h"
+#include "coordinator/spec.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "spdlog/spdlog.h"
+#include "storage/lineage.h"
+
+namespace tunefarm {
+
+struct Coordinator::SweepRuntime {
+  v1::Sweep sweep;
+  const v1::OperatorManifest* op = nullptr;
+  std::unique_ptr<Strategy> strategy;
+  std::vector<v1::Round> rounds;  // index == round_id
+  bool finished = false;
+};
+
+struct Coordinator::Txn {
+  WriteSet writes;
+  std::set<SweepRuntime*> touched;
+};
+
+namespace {
+
+constexpr char kNextSweepKey[] = "next_sweep_number";
+
+std::string IdempotencyMetaKey(const std::string& team,
+                               const std::string& key) {
+  return absl::StrCat("idempotency/", team, "/", key);
+}
+
+bool IsFinal(v1::SweepState state) {
+  return state == v1::SWEEP_STATE_SUCCEEDED ||
+         state == v1::SWEEP_STATE_FAILED ||
+         state == v1::SWEEP_STATE_CANCELLED;
+}
+
+std::string BoardStateName(v1::BoardState s) {
+  switch (s) {
+    case v1::BOARD_STATE_IDLE:
+      return "idle";
+    case v1::BOARD_STATE_BUSY:
+      return "busy";
+    case v1::BOARD_STATE_LOST:
+      return "lost";
+    case v1::BOARD_STATE_QUARANTINED:
+      return "quarantined";
+    case v1::BOARD_STATE_DRAINING:
+      return "draining";
+    default:
+      return "unknown";
+  }
+}
+
+// "sw-000001/7/2" → sweep, round, epoch.
+bool ParseLeaseId(const std::string& lease_id, std::string* sweep_id,
+                  int64_t* round_id, int64_t* epoch) {
+  std::vector<std::string> parts = absl::StrSplit(lease_id, '/');
+  if (parts.size() != 3) return false;
+  *sweep_id = parts[0];
+  return absl::SimpleAtoi(parts[1], round_id) &&
+         absl::SimpleAtoi(parts[2], epoch);
+}
+
+std::string Us(double us) { return absl::StrFormat("%.1f µs", us); }
+
+}  // namespace
+
+Coordinator::Coordinator(Store* store, const OperatorCatalog* catalog,
+                         Clock* clock, CoordinatorOptions options,
+                         FarmMetrics* metrics)
+    : store_(store),
+      catalog_(catalog),
+      clock_(clock),
+      options_(std::move(options)),
+      metrics_(metrics) {}
+
+Coordinator::~Coordinator() = default;
+
+Coordinator::SweepRuntime* Coordinator::FindSweep(
+    const std::string& sweep_id) {
+  auto it = sweeps_.find(sweep_id);
+  return it == sweeps_.end() ? nullptr : it->second.get();
+}
+
+absl::StatusOr<Coordinator::SweepRuntime*> Coordinator::LoadRuntime(
+    const v1::Sweep& sweep) {
+  auto rt = std::make_unique<SweepRuntime>();
+  rt->sweep = sweep;
+  TF_ASSIGN_OR_RETURN(rt->op, catalog_->Find(sweep.spec().operator_name()));
+  TF_ASSIGN_OR_RETURN(rt->strategy, NewStrategy(sweep.spec(), *rt->op));
+  SweepRuntime* raw = rt.get();
+  sweeps_[sweep.sweep_id()] = std::move(rt);
+  return raw;
+}
+
+absl::Status Coordinator::Recover() {
+  TF_ASSIGN_OR_RETURN(auto next, store_->GetMeta(kNextSweepKey));
+  if (next.has_value() && !absl::SimpleAtoi(*next, &next_sweep_number_)) {
+    return absl::DataLossError(
+        absl::StrCat("meta ", kNextSweepKey, " is not a number: ", *next));
+  }
+  TF_ASSIGN_OR_RETURN(std::vector<v1::Sweep> sweeps, store_->ListSweeps());
+  const absl::Time now = clock_->Now();
+  for (const v1::Sweep& sweep : sweeps) {
+    if (IsFinal(sweep.state())) continue;
+    auto rt = LoadRuntime(sweep);
+    if (!rt.ok()) {
+      // The operator may have been removed: fail the sweep, keep the rest.
+      Txn txn;
+      SweepRuntime tmp;
+      tmp.sweep = sweep;
+      spdlog::error("cannot resume {}: {}", sweep.sweep_id(),
+                    rt.status().ToString());
+      tmp.sweep.set_state(v1::SWEEP_STATE_FAILED);
+      tmp.sweep.set_termination_detail(
+          absl::StrCat("cannot resume: ", rt.status().message()));
+      tmp.sweep.set_finished_unix_ms(absl::ToUnixMillis(now));
+      txn.writes.PutSweep(tmp.sweep);
+      TF_RETURN_IF_ERROR(store_->Commit(txn.writes));
+      continue;
+    }
+    SweepRuntime& s = **rt;
+    TF_ASSIGN_OR_RETURN(s.rounds, store_->ListRounds(sweep.sweep_id()));
+    for (size_t i = 0; i < s.rounds.size(); ++i) {
+      if (s.rounds[i].round_id() != static_cast<int64_t>(i)) {
+        return absl::DataLossError(absl::StrCat(
+            "sweep ", sweep.sweep_id(), ": round ids are not contiguous at ",
+            i));
+      }
+      v1::Round& r = s.rounds[i];
+      if (r.state() == v1::ROUND_STATE_LEASED) {
+        // Give the agent that holds it time to reconnect and report.
+        int64_t grace = absl::ToUnixMillis(now + options_.lease_duration);
+        r.mutable_lease()->set_expires_unix_ms(
+            std::max(r.lease().expires_unix_ms(), grace));
+      }
+    }
+    spdlog::info("resumed sweep {} ({} rounds)", sweep.sweep_id(),
+                 s.rounds.size());
+  }
+  TF_ASSIGN_OR_RETURN(std::vector<v1::BoardInfo> boards, store_->ListBoards());
+  for (v1::BoardInfo& b : boards) {
+    // Until its agent registers again, a board cannot be trusted.
+    b.set_state(v1::BOARD_STATE_LOST);
+    b.clear_current_lease_id();
+    boards_[b.board_id()].info = std::move(b);
+  }
+  PublishBoardMetrics();
+  return absl::OkStatus();
+}
+
+void Coordinator::AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
+                           std::string message, const v1::Round* round) {
+  v1::SweepEvent ev;
+  ev.set_sweep_id(s.sweep.sweep_id());
+  ev.set_seq(s.sweep.last_event_seq() + 1);
+  s.sweep.set_last_event_seq(ev.seq());
+  ev.set_time_unix_ms(clock_->NowUnixMs());
+  ev.set_kind(kind);
+  ev.set_message(std::move(message));
+  if (round != nullptr) {
+    *ev.mutable_round() = *round;
+    ev.mutable_round()->clear_diagnosis();  // keeps events small
+  }
+  if (kind != v1::EVENT_KIND_ROUND_LEASED &&
+      kind != v1::EVENT_KIND_ROUND_FINISHED) {
+    *ev.mutable_sweep() = s.sweep;
+  }
+  txn.writes.AppendEvent(ev);
+  txn.touched.insert(&s);
+}
+
+absl::Status Coordinator::Commit(Txn& txn) {
+  for (SweepRuntime* s : txn.touched) txn.writes.PutSweep(s->sweep);
+  if (txn.writes.empty()) return absl::OkStatus();
+  absl::Status st = store_->Commit(txn.writes);
+  if (!st.ok()) {
+    // In-memory state is now ahead of the durable one; only a restart
+    // (which recovers from the store) makes them agree again.
+    spdlog::critical("store commit failed: {}", st.ToString());
+    return absl::UnavailableError(
+        absl::StrCat("could not record durably: ", st.message()));
+  }
+  std::vector<std::string> done;
+  for (SweepRuntime* s : txn.touched) {
+    if (event_listener_) event_listener_(s->sweep.sweep_id());
+    if (s->finished) done.push_back(s->sweep.sweep_id());
+  }
+  for (const std::string& id : done) {
+    auto it = sweeps_.find(id);
+    if (it != sweeps_.end()) {
+      WriteReport(it->second->sweep, it->second->rounds);
+      sweeps_.erase(it);
+    }
+  }
+  if (metrics_ != nullptr) {
+    int queued = 0;
+    for (const auto& [id, s] : sweeps_) {
+      for (const auto& r : s->rounds) {
+        queued += r.state() == v1::ROUND_STATE_QUEUED ? 1 : 0;
+      }
+    }
+    metrics_->SetQueueDepth(queued);
+  }
+  return absl::OkStatus();
+}
+
+// --- user side ------------------------------------------------------------
+
+absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
+    const v1::SubmitSweepRequest& request) {
+  v1::SweepSpec spec = request.spec();
+  if (!request.spec_yaml().empty()) {
+    TF_ASSIGN_OR_RETURN(spec, ParseSweepSpec(request.spec_yaml()));
+  }
+  TF_ASSIGN_OR_RETURN(spec, ValidateSweepSpec(std::move(spec), *catalog_));
+  if (request.idempotency_key().size() > 128) {
+    return absl::InvalidArgumentError(
+        "idempotency_key: longer than 128 characters");
+  }
+  const std::string idem_key =
+      request.idempotency_key().empty()
+          ? ""
+          : IdempotencyMetaKey(spec.team(), request.idempotency_key());
+  if (!idem_key.empty()) {
+    TF_ASSIGN_OR_RETURN(auto existing_id, store_->GetMeta(idem_key));
+    if (existing_id.has_value()) {
+      TF_ASSIGN_OR_RETURN(v1::Sweep existing, store_->GetSweep(*existing_id));
+      if (!google::protobuf::util::MessageDifferencer::Equals(existing.spec(),
+                                                              spec)) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "idempotency_key '", request.idempotency_key(),
+            "' was used for sweep ", *existing_id, " with a different spec"));
+      }
+      v1::SubmitSweepResponse response;
+      *response.mutable_sweep() = std::move(existing);
+      response.set_existing(true);
+      return response;
+    }
+  }
+
+  v1::Sweep sweep;
+  sweep.set_sweep_id(absl::StrFormat("sw-%06d", next_sweep_number_));
+  *sweep.mutable_spec() = spec;
+  sweep.set_state(v1::SWEEP_STATE_QUEUED);
+  sweep.set_submitted_unix_ms(clock_->NowUnixMs());
+  sweep.set_best_round(-1);
+  sweep.set_next_round_id(1);
+  sweep.set_idempotency_key(request.idempotency_key());
+  sweep.set_simulated(spec.boards().kind() == "sim");
+  TF_ASSIGN_OR_RETURN(SweepRuntime * s, LoadRuntime(sweep));
+
+  v1::Round baseline;
+  baseline.set_sweep_id(sweep.sweep_id());
+  baseline.set_round_id(0);
+  baseline.set_parent_round(-1);
+  *baseline.mutable_params() = spec.baseline_params();
+  baseline.set_stage("baseline");
+  baseline.set_state(v1::ROUND_STATE_QUEUED);
+  baseline.set_created_unix_ms(clock_->NowUnixMs());
+  s->rounds.push_back(baseline);
+
+  Txn txn;
+  txn.writes.PutRound(baseline);
+  txn.writes.PutMeta(kNextSweepKey, absl::StrCat(next_sweep_number_ + 1));
+  if (!idem_key.empty()) txn.writes.PutMeta(idem_key, sweep.sweep_id());
+  AddEvent(txn, *s, v1::EVENT_KIND_SUBMITTED,
+           absl::StrCat("sweep ", sweep.sweep_id(), " submitted by team ",
+                        spec.team(), ": ", spec.operator_name(), " on ",
+                        spec.workload().name(), ", strategy ",
+                        spec.strategy().name()),
+           nullptr);
+  absl::Status st = Commit(txn);
+  if (!st.ok()) {
+    sweeps_.erase(sweep.sweep_id());
+    return st;
+  }
+  ++next_sweep_number_;
+  spdlog::info("submitted {} ({} / {})", s->sweep.sweep_id(),
+               spec.operator_name(), spec.name());
+  v1::SubmitSweepResponse response;
+  *response.mutable_sweep() = s->sweep;
+  return response;
+}
+
+absl::StatusOr<v1::Sweep> Coordinator::CancelSweep(
+    const v1::CancelSweepRequest& request) {
+  SweepRuntime* s = FindSweep(request.sweep_id());
+  if (s == nullptr) {
+    TF_ASSIGN_OR_RETURN(v1::Sweep sweep, store_->GetSweep(request.sweep_id()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("sweep ", sweep.sweep_id(), " has already ended (",
+                     v1::SweepState_Name(sweep.state()), ")"));
+  }
+  Txn txn;
+  Finish(txn, *s, v1::SWEEP_STATE_CANCELLED, v1::TERMINATION_CANCELLED,
+         request.reason().empty() ? "cancelled by the user"
+                                  : absl::StrCat("cancelled: ",
+                                                 request.reason()));
+  v1::Sweep snapshot = s->sweep;
+  TF_RETURN_IF_ERROR(Commit(txn));
+  return snapshot;
+}
+
+bool Coordinator::BoardMatches(const v1::BoardInfo& board,
+                               const v1::BoardSelector& selector) const {
+  if (!selector.kind().empty() && selector.kind() != board.kind()) {
+    return false;
+  }
+  if (!selector.chip().empty() && selector.chip() != board.chip()) {
+    return false;
+  }
+  for (const auto& [key, value] : selector.labels()) {
+    auto it = board.labels().find(key);
+    if (it == board.labels().end() || it->second != value) return false;
+  }
+  return true;
+}
+
+std::vector<v1::BoardInfo> Coordinator::ListBoards(
+    const v1::BoardSelector& selector) {
+  std::vector<v1::BoardInfo> out;
+  for (const auto& [id, b] : boards_) {
+    if (BoardMatches(b.info, selector)) out.push_back(b.info);
+  }
+  return out;
+}
+
+// --- agent side -----------------------------------------------------------
+
+absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
+    const v1::RegisterAgentRequest& request) {
+  if (request.agent_id().empty()) {
+    return absl::InvalidArgumentError("agent_id: must not be empty");
+  }
+  if (request.boards().empty()) {
+    return absl::InvalidArgumentError("boards: an agent needs a board");
+  }
+  std::set<std::string> ids;
+  for (const v1::BoardInfo& b : request.boards()) {
+    if (b.board_id().empty()) {
+      return absl::InvalidArgumentError("boards[].board_id: must not be empty");
+    }
+    if (!ids.insert(b.board_id()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("boards: duplicate board_id ", b.board_id()));
+    }
+    auto it = boards_.find(b.board_id());
+    if (it != boards_.end() && it->second.info.agent_id() != request.agent_id() &&
+        agents_.contains(it->second.info.agent_id())) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("board ", b.board_id(), " is registered by agent ",
+                       it->second.info.agent_id()));
+    }
+  }
+  Txn txn;
+  const absl::Time now = clock_->Now();
+  for (const v1::BoardInfo& b : request.boards()) {
+    BoardRuntime& br = boards_[b.board_id()];
+    // A lease the agent no longer claims is work it lost (agent restart).
+    if (!br.lease_id.empty() && br.lease_id != b.current_lease_id()) {
+      std::string sweep_id;
+      int64_t round_id = 0, epoch = 0;
+      if (ParseLeaseId(br.lease_id, &sweep_id, &round_id, &epoch)) {
+        if (SweepRuntime* s = FindSweep(sweep_id);
+            s != nullptr && round_id < static_cast<int64_t>(s->rounds.size())) {
+          v1::Round& r = s->rounds[round_id];
+          if (r.state() == v1::ROUND_STATE_LEASED &&
+              r.lease().lease_id() == br.lease_id) {
+            Requeue(txn, *s, r,
+                    absl::StrCat("agent ", request.agent_id(),
+                                 " re-registered without the lease"));
+          }
+        }
+      }
+      br.lease_id.clear();
+    }
+    const int64_t rounds_run = br.info.rounds_run();
+    br.info = b;
+    br.info.set_agent_id(request.agent_id());
+    br.info.set_node(request.node());
+    br.info.set_rounds_run(rounds_run);
+    br.info.set_last_seen_unix_ms(absl::ToUnixMillis(now));
+    br.info.set_current_lease_id(br.lease_id);
+    br.info.set_state(br.lease_id.empty() ? v1::BOARD_STATE_IDLE
+                                          : v1::BOARD_STATE_BUSY);
+    txn.writes.PutBoard(br.info);
+  }
+  AgentRuntime& agent = agents_[request.agent_id()];
+  agent.last_seen = now;
+  agent.board_ids.assign(ids.begin(), ids.end());
+  TF_RETURN_IF_ERROR(Commit(txn));
+  PublishBoardMetrics();
+  spdlog::info("agent {} registered {} board(s) from {}", request.agent_id(),
+               request.boards_size(), request.node());
+  v1::RegisterAgentResponse response;
+  response.set_heartbeat_interval_ms(
+      absl::ToInt64Milliseconds(options_.heartbeat_interval));
+  response.set_lease_duration_ms(
+      absl::ToInt64Milliseconds(options_.lease_duration));
+  return response;
+}
+
+absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
+    const v1::HeartbeatRequest& request) {
+  auto it = agents_.find(request.agent_id());
+  if (it == agents_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("agent ", request.agent_id(), " is not registered"));
+  }
+  it->second.last_seen = clock_->Now();
+  v1::HeartbeatResponse response;
+  for (const v1::BoardInfo& b : request.boards()) {
+    auto bit = boards_.find(b.board_id());
+    if (bit == boards_.end() || bit->second.info.agent_id() != request.agent_id()) {
+      continue;
+    }
+    bit->second.info.set_last_seen_unix_ms(clock_->NowUnixMs());
+    bit->second.info.set_health_detail(b.health_detail());
+    if (!b.current_lease_id().empty() &&
+        b.current_lease_id() != bit->second.lease_id) {
+      response.add_revoked_lease_ids(b.current_lease_id());
+    }
+  }
+  return response;
+}
+
+v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
+  if (s.finished) return nullptr;
+  for (v1::Round& r : s.rounds) {
+    if (r.state() == v1::ROUND_STATE_QUEUED) return &r;
+  }
+  if (s.rounds.empty() || s.rounds[0].state() != v1::ROUND_STATE_DONE) {
+    return nullptr;  // candidates need the baseline's measurement
+  }
+  int64_t candidates = 0;
+  int64_t in_flight = 0;
+  for (const v1::Round& r : s.rounds) {
+    if (r.round_id() == 0 || r.state() == v1::ROUND_STATE_CANCELLED) continue;
+    ++candidates;
+    if (r.state() != v1::ROUND_STATE_DONE) ++in_flight;
+  }
+  if (candidates >= s.sweep.spec().budget().max_rounds()) return nullptr;
+  SearchHistory history{s.op, &s.sweep.spec(), &s.rounds,
+                        s.sweep.best_round()};
+  std::vector<Candidate> proposed = s.strategy->Propose(history, 1);
+  if (proposed.empty()) {
+    if (in_flight == 0) {
+      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED,
+             v1::TERMINATION_SPACE_EXHAUSTED,
+             absl::StrCat("strategy ", std::string(s.strategy->name()),
+                          " has no untried configuration left"));
+    }
+    return nullptr;
+  }
+  Candidate& c = proposed.front();
+  v1::Round round;
+  round.set_sweep_id(s.sweep.sweep_id());
+  round.set_round_id(static_cast<int64_t>(s.rounds.size()));
+  round.set_parent_round(c.parent_round);
+  *round.mutable_params() = c.params;
+  for (auto& change : c.changes) *round.add_changes() = std::move(change);
+  round.set_stage(c.stage);
+  round.set_state(v1::ROUND_STATE_QUEUED);
+  round.set_created_unix_ms(clock_->NowUnixMs());
+  s.sweep.set_next_round_id(round.round_id() + 1);
+  s.sweep.set_candidates_proposed(s.sweep.candidates_proposed() + 1);
+  txn.writes.PutRound(round);
+  txn.touched.insert(&s);
+  s.rounds.push_back(std::move(round));
+  return &s.rounds.back();
+}
+
+void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
+                             BoardRuntime& board, v1::WorkItem* work) {
+  const absl::Time now = clock_->Now();
+  round.set_attempts(round.attempts() + 1);
+  v1::Lease* lease = round.mutable_lease();
+  lease->set_epoch(round.attempts());
+  lease->set_lease_id(absl::StrCat(s.sweep.sweep_id(), "/", round.round_id(),
+                                   "/", lease->epoch()));
+  lease->set_board_id(board.info.board_id());
+  lease->set_agent_id(board.info.agent_id());
+  lease->set_granted_unix_ms(absl::ToUnixMillis(now));
+  lease->set_expires_unix_ms(
+      absl::ToUnixMillis(now + options_.lease_duration));
+  round.set_state(v1::ROUND_STATE_LEASED);
+  board.lease_id = lease->lease_id();
+  board.info.set_current_lease_id(lease->lease_id());
+  board.info.set_state(v1::BOARD_STATE_BUSY);
+  txn.writes.PutRound(round);
+
+  if (s.sweep.state() == v1::SWEEP_STATE_QUEUED) {
+    s.sweep.set_state(v1::SWEEP_STATE_RUNNING);
+    s.sweep.set_started_unix_ms(absl::ToUnixMillis(now));
+    AddEvent(txn, s, v1::EVENT_KIND_STARTED,
+             absl::StrCat("sweep ", s.sweep.sweep_id(), " started"), nullptr);
+  }
+  AddEvent(txn, s, v1::EVENT_KIND_ROUND_LEASED,
+           absl::StrCat("round ", round.round_id(), " (",
+                        round.round_id() == 0
+                            ? std::string("baseline")
+                            : DescribeChanges(round.changes()),
+                        ") on ", board.info.board_id(), ", epoch ",
+                        lease->epoch()),
+           &round);
+  if (metrics_ != nullptr) {
+    metrics_->LeaseGranted(
+        absl::ToDoubleSeconds(now - absl::FromUnixMillis(round.created_unix_ms())));
+  }
+
+  work->set_lease_id(lease->lease_id());
+  work->set_epoch(lease->epoch());
+  work->set_sweep_id(s.sweep.sweep_id());
+  work->set_round_id(round.round_id());
+  *work->mutable_operator_() = *s.op;
+  *work->mutable_workload() = s.sweep.spec().workload();
+  *work->mutable_params() = round.params();
+  *work->mutable_measurement() = s.sweep.spec().measurement();
+  work->set_lease_expires_unix_ms(lease->expires_unix_ms());
+  work->set_lease_duration_ms(
+      absl::ToInt64Milliseconds(options_.lease_duration));
+  work->set_seed(s.sweep.spec().strategy().seed() * 1000003u +
+                 static_cast<uint64_t>(round.round_id()));
+}
+
+absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
+    const v1::LeaseWorkRequest& request) {
+  auto agent = agents_.find(request.agent_id());
+  if (agent == agents_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("agent ", request.agent_id(), " is not registered"));
+  }
+  agent->second.last_seen = clock_->Now();
+  auto bit = boards_.find(request.board_id());
+  if (bit == boards_.end() ||
+      bit->second.info.agent_id() != request.agent_id()) {
+    return absl::NotFoundError(absl::StrCat(
+        "board ", request.board_id(), " is not registered by agent ",
+        request.agent_id()));
+  }
+  BoardRuntime& board = bit->second;
+  Txn txn;
+  if (!board.lease_id.empty()) {
+    // The agent asks for work, so the board is no longer running its lease.
+    std::string sweep_id;
+    int64_t round_id = 0, epoch = 0;
+    if (ParseLeaseId(board.lease_id, &sweep_id, &round_id, &epoch)) {
+      SweepRuntime* s = FindSweep(sweep_id);
+      if (s != nullptr && round_id < static_cast<int64_t>(s->rounds.size()) &&
+          s->rounds[round_id].state() == v1::ROUND_STATE_LEASED &&
+          s->rounds[round_id].lease().lease_id() == board.lease_id) {
+        Requeue(txn, *s, s->rounds[round_id],
+                "the board asked for new work while holding this lease");
+      }
+    }
+    board.lease_id.clear();
+  }
+  v1::LeaseWorkResponse response;
+  response.set_retry_after_ms(200);
+  if (board.info.state() == v1::BOARD_STATE_QUARANTINED ||
+      board.info.state() == v1::BOARD_STATE_DRAINING) {
+    response.set_retry_after_ms(1000);
+    TF_RETURN_IF_ERROR(Commit(txn));
+    return response;
+  }
+  board.info.set_state(v1::BOARD_STATE_IDLE);
+  // Higher priority first, then submission order.
+  std::vector<SweepRuntime*> order;
+  for (auto& [id, s] : sweeps_) order.push_back(s.get());
+  std::stable_sort(order.begin(), order.end(),
+                   [](const SweepRuntime* a, const SweepRuntime* b) {
+                     return a->sweep.spec().priority() >
+                            b->sweep.spec().priority();
+                   });
+  for (SweepRuntime* s : order) {
+    if (!BoardMatches(board.info, s->sweep.spec().boards())) continue;
+    v1::Round* round = NextRound(txn, *s);
+    if (round == nullptr) continue;
+    GrantLease(txn, *s, *round, board, response.mutable_work());
+    response.set_granted(true);
+    break;
+  }
+  absl::Status st = Commit(txn);
+  if (!st.ok()) return st;
+  PublishBoardMetrics();
+  return response;
+}
+
+absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
+    const v1::RenewLeaseRequest& request) {
+  if (auto a = agents_.find(request.agent_id()); a != agents_.end()) {
+    a->second.last_seen = clock_->Now();
+  }
+  v1::RenewLeaseResponse response;
+  std::string sweep_id;
+  int64_t round_id = 0, epoch = 0;
+  if (!ParseLeaseId(request.lease_id(), &sweep_id, &round_id, &epoch)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lease_id: malformed '", request.lease_id(), "'"));
+  }
+  SweepRuntime* s = FindSweep(sweep_id);
+  if (s == nullptr || round_id < 0 ||
+      round_id >= static_cast<int64_t>(s->rounds.size())) {
+    return response;  // valid=false: the sweep ended
+  }
+  v1::Round& r = s->rounds[round_id];
+  if (r.state() != v1::ROUND_STATE_LEASED ||
+      r.lease().lease_id() != request.lease_id() ||
+      r.lease().epoch() != request.epoch()) {
+    return response;
+  }
+  const int64_t expires =
+      absl::ToUnixMillis(clock_->Now() + options_.lease_duration);
+  // Renewals stay in memory: a restarted coordinator grants a fresh grace
+  // period to every lease anyway (see Recover).
+  r.mutable_lease()->set_expires_unix_ms(expires);
+  response.set_valid(true);
+  response.set_expires_unix_ms(expires);
+  return response;
+}
+
+void Coordinator::FreeBoard(const std::string& board_id,
+                            const std::string& lease_id) {
+  auto it = boards_.find(board_id);
+  if (it == boards_.end() || it->second.lease_id != lease_id) return;
+  it->second.lease_id.clear();
+  it->second.info.clear_current_lease_id();
+  if (it->second.info.state() == v1::BOARD_STATE_BUSY) {
+    it->second.info.set_state(v1::BOARD_STATE_IDLE);
+  }
+}
+
+void Coordinator::Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
+                          const std::string& why) {
+  FreeBoard(round.lease().board_id(), round.lease().lease_id());
+  round.set_state(v1::ROUND_STATE_QUEUED);
+  txn.writes.PutRound(round);
+  AddEvent(txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
+           absl::StrCat("round ", round.round_id(), " re-queued (epoch ",
+                        round.lease().epoch(), " on ",
+                        round.lease().board_id(), "): ", why),
+           &round);
+  spdlog::warn("{} round {} re-queued: {}", s.sweep.sweep_id(),
+               round.round_id(), why);
+}
+
+absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
+    const v1::ReportResultRequest& request) {
+  if (auto a = agents_.find(request.agent_id()); a != agents_.end()) {
+    a->second.last_seen = clock_->Now();
+  }
+  v1::ReportResultResponse response;
+  if (request.result().outcome() == v1::OUTCOME_UNSPECIFIED) {
+    return absl::InvalidArgumentError("result.outcome: must be set");
+  }
+  SweepRuntime* s = FindSweep(request.sweep_id());
+  if (s == nullptr) {
+    // Finished (or unknown) sweep: a retry of a recorded result is still a
+    // duplicate; anything else is discarded.
+    auto round = store_->GetRound(request.sweep_id(), request.round_id());
+    if (!round.ok()) return round.status();
+    if (round->state() == v1::ROUND_STATE_DONE &&
+        round->lease().epoch() == request.epoch()) {
+      response.set_accepted(true);
+      response.set_duplicate(true);
+      return response;
+    }
+    response.set_reason(
+        absl::StrCat("sweep ", request.sweep_id(), " has ended"));
+    return response;
+  }
+  if (request.round_id() < 0 ||
+      request.round_id() >= static_cast<int64_t>(s->rounds.size())) {
+    return absl::NotFoundError(absl::StrCat("round ", request.round_id(),
+                                            " of sweep ", request.sweep_id()));
+  }
+  v1::Round& round = s->rounds[request.round_id()];
+  if (round.state() == v1::ROUND_STATE_DONE &&
+      round.lease().epoch() == request.epoch()) {
+    response.set_accepted(true);
+    response.set_duplicate(true);
+    return response;
+  }
+  if (round.state() != v1::ROUND_STATE_LEASED ||
+      round.lease().epoch() != request.epoch() ||
+      round.lease().lease_id() != request.lease_id()) {
+    response.set_reason(absl::StrCat(
+        "stale lease ", request.lease_id(), ": round ", round.round_id(),
+        " is ", v1::RoundState_Name(round.state()), " at epoch ",
+        round.lease().epoch()));
+    spdlog::info("discarded result: {}", response.reason());
+    return response;
+  }
+  Txn txn;
+  const absl::Time now = clock_->Now();
+  const std::string outcome = v1::Outcome_Name(request.result().outcome());
+  if (metrics_ != nullptr) {
+    metrics_->RoundRecorded(
+        outcome, absl::ToDoubleSeconds(
+                     now - absl::FromUnixMillis(round.lease().granted_unix_ms())));
+  }
+  if (request.result().outcome() == v1::OUTCOME_BOARD_LOST) {
+    // The board's fault, not the variant's: run it again elsewhere.
+    Requeue(txn, *s, round,
+            absl::StrCat("board fault: ", request.result().detail()));
+    TF_RETURN_IF_ERROR(Commit(txn));
+    response.set_accepted(true);
+    return response;
+  }
+  FreeBoard(round.lease().board_id(), round.lease().lease_id());
+  if (auto b = boards_.find(round.lease().board_id()); b != boards_.end()) {
+    b->second.info.set_rounds_run(b->second.info.rounds_run() + 1);
+  }
+  *round.mutable_result() = request.result();
+  round.set_board_id(round.lease().board_id());
+  round.set_state(v1::ROUND_STATE_DONE);
+  round.set_finished_unix_ms(absl::ToUnixMillis(now));
+  if (request.result().measurement().simulated()) s->sweep.set_simulated(true);
+  if (request.result().has_measurement() &&
+      request.result().measurement().samples() > 0) {
+    txn.writes.PutMeasurement(s->sweep.sweep_id(), round.round_id(),
+                              request.epoch(),
+                              request.result().measurement());
+  }
+  Decide(txn, *s, round);
+  txn.writes.PutRound(round);
+  CheckTermination(txn, *s);
+  TF_RETURN_IF_ERROR(Commit(txn));
+  PublishBoardMetrics();
+  response.set_accepted(true);
+  return response;
+}
+
+void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
+  const v1::RoundResult& res = round.result();
+  const double median = res.measurement().median_us();
+  const std::string sim = res.measurement().simulated() ? " [simulated]" : "";
+  if (round.round_id() == 0) {
+    round.set_decision(v1::DECISION_BASELINE);
+    if (res.outcome() != v1::OUTCOME_OK) {
+      round.set_decision_reason(absl::StrCat(
+          "baseline ", v1::Outcome_Name(res.outcome()), ": ", res.detail()));
+      AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+               absl::StrCat("baseline failed: ", round.decision_reason()),
+               &round);
+      Finish(txn, s, v1::SWEEP_STATE_FAILED, v1::TERMINATION_BASELINE_FAILED,
+             round.decision_reason());
+      return;
+    }
+    round.set_decision_reason("baseline");
+    s.sweep.set_baseline_us(median);
+    s.sweep.set_best_us(median);
+    s.sweep.set_best_round(0);
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+             absl::StrCat("baseline on ", round.board_id(), ": ", Us(median),
+                          sim),
+             &round);
+    return;
+  }
+  s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
+  const std::string what =
+      absl::StrCat("round ", round.round_id(), " (",
+                   DescribeChanges(round.changes()), ") on ", round.board_id());
+  if (res.outcome() != v1::OUTCOME_OK) {
+    round.set_decision(v1::DECISION_REJECTED);
+    round.set_decision_reason(absl::StrCat(v1::Outcome_Name(res.outcome()),
+                                           ": ", res.detail()));
+    s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+             absl::StrCat(what, ": rejected, ", round.decision_reason()),
+             &round);
+    return;
+  }
+  const v1::Round& parent = s.rounds[round.parent_round()];
+  const double parent_us = parent.result().measurement().median_us();
+  round.set_parent_us(parent_us);
+  const double min_gain = s.sweep.spec().min_gain();
+  const double gain = parent_us > 0 ? 1.0 - median / parent_us : 0.0;
+  const double needed = parent_us * (1.0 - min_gain);
+  if (median <= needed && median < s.sweep.best_us()) {
+    round.set_decision(v1::DECISION_KEPT);
+    round.set_decision_reason(absl::StrFormat(
+        "kept: %.1f µs is %.1f%% faster than parent round %d (%.1f µs); "
+        "minimum gain %.1f%%",
+        median, gain * 100, round.parent_round(), parent_us, min_gain * 100));
+    s.sweep.set_best_round(round.round_id());
+    s.sweep.set_best_us(median);
+    s.sweep.set_rounds_without_gain(0);
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+             absl::StrCat(what, ": ", Us(median), sim, ", kept (",
+                          absl::StrFormat("%+.1f%%", gain * 100),
+                          " vs parent)"),
+             &round);
+    AddEvent(txn, s, v1::EVENT_KIND_BEST_IMPROVED,
+             absl::StrFormat("best is now round %d: %.1f µs, %.2fx over the "
+                             "baseline%s",
+                             round.round_id(), median,
+                             s.sweep.baseline_us() / median, sim),
+             &round);
+    return;
+  }
+  round.set_decision(v1::DECISION_ROLLED_BACK);
+  if (median > needed) {
+    round.set_decision_reason(absl::StrFormat(
+        "rolled back: %.1f µs vs parent round %d at %.1f µs (%+.1f%%), needs "
+        "at most %.1f µs for the %.1f%% minimum gain",
+        median, round.parent_round(), parent_us, gain * 100, needed,
+        min_gain * 100));
+  } else {
+    round.set_decision_reason(absl::StrFormat(
+        "rolled back: %.1f µs beats parent round %d but not the current best "
+        "round %d at %.1f µs",
+        median, round.parent_round(), s.sweep.best_round(),
+        s.sweep.best_us()));
+  }
+  s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
+  AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+           absl::StrCat(what, ": ", Us(median), sim, ", rolled back (",
+                        absl::StrFormat("%+.1f%%", gain * 100), " vs parent)"),
+           &round);
+}
+
+void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
+  if (s.finished) return;
+  const v1::SweepSpec& spec = s.sweep.spec();
+  if (s.sweep.best_round() >= 0 && s.sweep.best_us() > 0) {
+    const double speedup = s.sweep.baseline_us() / s.sweep.best_us();
+    if (spec.goal().speedup() > 0 && speedup >= spec.goal().speedup()) {
+      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_GOAL_REACHED,
+             absl::StrFormat("speedup %.2fx reached the goal of %.2fx",
+                             speedup, spec.goal().speedup()));
+      return;
+    }
+    if (spec.goal().target_us() > 0 &&
+        s.sweep.best_us() <= spec.goal().target_us()) {
+      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_GOAL_REACHED,
+             absl::StrFormat("%.1f µs reached the target of %.1f µs",
+                             s.sweep.best_us(), spec.goal().target_us()));
+      return;
+    }
+  }
+  if (spec.budget().max_rounds() > 0 &&
+      s.sweep.rounds_finished() >= spec.budget().max_rounds()) {
+    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_ROUND_BUDGET,
+           absl::StrCat("round budget of ", spec.budget().max_rounds(),
+                        " spent"));
+    return;
+  }
+  if (spec.budget().max_rounds_without_gain() > 0 &&
+      s.sweep.rounds_without_gain() >=
+          spec.budget().max_rounds_without_gain()) {
+    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_NO_GAIN,
+           absl::StrCat(s.sweep.rounds_without_gain(),
+                        " rounds in a row without gain"));
+    return;
+  }
+  if (spec.budget().time_limit_s() > 0 && s.sweep.started_unix_ms() > 0 &&
+      clock_->NowUnixMs() - s.sweep.started_unix_ms() >=
+          spec.budget().time_limit_s() * 1000) {
+    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_TIME_LIMIT,
+           absl::StrCat("time limit of ", spec.budget().time_limit_s(),
+                        " s reached"));
+  }
+}
+
+void Coordinator::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
+                         v1::TerminationReason reason, std::string detail) {
+  if (s.finished) return;
+  s.finished = true;
+  for (v1::Round& r : s.rounds) {
+    if (r.state() == v1::ROUND_STATE_QUEUED ||
+        r.state() == v1::ROUND_STATE_LEASED) {
+      FreeBoard(r.lease().board_id(), r.lease().lease_id());
+      r.set_state(v1::ROUND_STATE_CANCELLED);
+      r.set_decision_reason(
+          absl::StrCat("not run: the sweep ended (", detail, ")"));
+      txn.writes.PutRound(r);
+    }
+  }
+  s.sweep.set_state(state);
+  s.sweep.set_termination(reason);
+  s.sweep.set_termination_detail(detail);
+  s.sweep.set_finished_unix_ms(clock_->NowUnixMs());
+  if (!options_.report_dir.empty()) {
+    s.sweep.set_report_path(
+        absl::StrCat(options_.report_dir, "/", s.sweep.sweep_id(), ".md"));
+  }
+  std::string summary = absl::StrCat(
+      "sweep ", s.sweep.sweep_id(), " ", v1::SweepState_Name(state), ": ",
+      detail);
+  if (s.sweep.best_round() >= 0 && s.sweep.best_us() > 0) {
+    absl::StrAppend(&summary,
+                    absl::StrFormat("; best round %d at %.1f µs, %.2fx over "
+                                    "the baseline%s",
+                                    s.sweep.best_round(), s.sweep.best_us(),
+                                    s.sweep.baseline_us() / s.sweep.best_us(),
+                                    s.sweep.simulated() ? " [simulated]" : ""));
+  }
+  AddEvent(txn, s, v1::EVENT_KIND_FINISHED, summary, nullptr);
+  spdlog::info("{}", summary);
+}
+
+void Coordinator::WriteReport(const v1::Sweep& sweep,
+                              const std::vector<v1::Round>& rounds) {
+  if (sweep.report_path().empty()) return;
+  absl::Status st = MakeDirs(options_.report_dir);
+  if (st.ok()) {
+    st = WriteFileAtomic(sweep.report_path(), RenderReport(sweep, rounds));
+  }
+  if (!st.ok()) {
+    spdlog::error("cannot write report {}: {}", sweep.report_path(),
+                  st.ToString());
+  }
+}
+
+// --- analyzers --------------------------------------------------------------
+
+absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
+  if (metrics_ != nullptr) metrics_->DiagnosisRecorded();
+  SweepRuntime* s = FindSweep(diagnosis.sweep_id());
+  SweepRuntime finished;  // a sweep that has ended, loaded from the store
+  if (s == nullptr) {
+    TF_ASSIGN_OR_RETURN(finished.sweep, store_->GetSweep(diagnosis.sweep_id()));
+    TF_ASSIGN_OR_RETURN(finished.rounds,
+                        store_->ListRounds(diagnosis.sweep_id()));
+    s = &finished;
+  }
+  if (diagnosis.round_id() < 0 ||
+      diagnosis.round_id() >= static_cast<int64_t>(s->rounds.size())) {
+    return absl::NotFoundError(absl::StrCat("round ", diagnosis.round_id(),
+                                            " of sweep ",
+                                            diagnosis.sweep_id()));
+  }
+  v1::Round& round = s->rounds[diagnosis.round_id()];
+  if (round.lease().epoch() != diagnosis.epoch()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "diagnosis for epoch ", diagnosis.epoch(), " of round ",
+        round.round_id(), ", whose current epoch is ", round.lease().epoch()));
+  }
+  *round.mutable_diagnosis() = diagnosis;
+  Txn txn;
+  txn.writes.PutRound(round);
+  std::string msg = absl::StrCat("diagnosis of round ", round.round_id());
+  if (!diagnosis.hotspots().empty()) {
+    const v1::Hotspot& h = diagnosis.hotspots(0);
+    absl::StrAppend(&msg, ": hotspot ", h.op_name(), " ", Us(h.duration_us()),
+                    absl::StrFormat(" (%.0f%% of device time)", h.share() * 100),
+                    diagnosis.simulated() ? " [simulated]" : "");
+  } else if (!diagnosis.evidence_gaps().empty()) {
+    absl::StrAppend(&msg, ": evidence gap: ",
+                    diagnosis.evidence_gaps(0).reason());
+  }
+  AddEvent(txn, *s, v1::EVENT_KIND_DIAGNOSIS, msg, &round);
+  if (s == &finished) {
+    txn.touched.erase(s);
+    txn.writes.PutSweep(finished.sweep);
+  }
+  TF_RETURN_IF_ERROR(Commit(txn));
+  if (s == &finished) {
+    if (event_listener_) event_listener_(finished.sweep.sweep_id());
+    WriteReport(finished.sweep, finished.rounds);
+  }
+  return absl::OkStatus();
+}
+
+// --- time -------------------------------------------------------------------
+
+absl::Status Coordinator::Tick() {
+  const absl::Time now = clock_->Now();
+  Txn txn;
+  bool boards_changed = false;
+  for (auto it = agents_.begin(); it != agents_.end();) {
+    if (now - it->second.last_seen <= options_.agent_timeout) {
+      ++it;
+      continue;
+    }
+    const std::string why = absl::StrCat(
+        "agent ", it->first, " silent for ",
+        absl::FormatDuration(now - it->second.last_seen));
+    spdlog::warn("{}: its boards are lost", why);
+    for (const std::string& board_id : it->second.board_ids) {
+      auto b = boards_.find(board_id);
+      if (b == boards_.end()) continue;
+      std::string sweep_id;
+      int64_t round_id = 0, epoch = 0;
+      if (!b->second.lease_id.empty() &&
+          ParseLeaseId(b->second.lease_id, &sweep_id, &round_id, &epoch)) {
+        SweepRuntime* s = FindSweep(sweep_id);
+        if (s != nullptr && round_id < static_cast<int64_t>(s->rounds.size()) &&
+            s->rounds[round_id].state() == v1::ROUND_STATE_LEASED) {
+          Requeue(txn, *s, s->rounds[round_id], absl::StrCat("board lost: ", why));
+        }
+      }
+      b->second.lease_id.clear();
+      b->second.info.clear_current_lease_id();
+      b->second.info.set_state(v1::BOARD_STATE_LOST);
+      b->second.info.set_health_detail(why);
+      txn.writes.PutBoard(b->second.info);
+      boards_changed = true;
+    }
+    it = agents_.erase(it);
+  }
+  for (auto& [id, s] : sweeps_) {
+    for (v1::Round& r : s->rounds) {
+      if (r.state() == v1::ROUND_STATE_LEASED &&
+          r.lease().expires_unix_ms() < absl::ToUnixMillis(now)) {
+        if (metrics_ != nullptr) metrics_->LeaseExpired();
+        Requeue(txn, *s, r, "lease expired without a result");
+        boards_changed = true;
+      }
+    }
+    CheckTermination(txn, *s);
+  }
+  TF_RETURN_IF_ERROR(Commit(txn));
+  if (boards_changed) PublishBoardMetrics();
+  return absl::OkStatus();
+}
+
+void Coordinator::PublishBoardMetrics() {
+  if (metrics_ == nullptr) return;
+  std::map<std::string, int> counts;
+  for (v1::BoardState st :
+       {v1::BOARD_STATE_IDLE, v1::BOARD_STATE_BUSY, v1::BOARD_STATE_LOST,
+        v1::BOARD_STATE_QUARANTINED, v1::BOARD_STATE_DRAINING}) {
+    counts[BoardStateName(st)] = 0;
+  }
+  for (const auto& [id, b] : boards_) ++counts[BoardStateName(b.info.state())];
+  metrics_->SetBoardsByState(counts);
+}
+
+}  // namespace tunefarm

@@ -1,0 +1,146 @@
+// Coordinator: the farm's domain core. It owns all sweep state: validates
+// submissions, runs each sweep's strategy, places candidates on boards,
+// grants leases (expiry + epoch), records results exactly once, decides keep
+// or roll back, applies the termination rules and writes every change to the
+// Store in one synced batch before answering.
+//
+// Thread-safety: none. Every method must be called from one thread (the
+// control loop, coordinator/control_loop.h); gRPC and ZeroMQ threads hand
+// work to it. The Store, catalog, clock and metrics must outlive it.
+//
+// Reads that only need acknowledged state (GetSweep, ListRounds, reports,
+// watch replay) go straight to the Store from any thread: see
+// coordinator/queries.h.
+#ifndef TUNEFARM_COORDINATOR_COORDINATOR_H_
+#define TUNEFARM_COORDINATOR_COORDINATOR_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/farm_metrics.h"
+#include "coordinator/strategy.h"
+#include "ops/catalog.h"
+#include "storage/store.h"
+#include "tunefarm/v1/agent.pb.h"
+#include "tunefarm/v1/farm.pb.h"
+
+namespace tunefarm {
+
+struct CoordinatorOptions {
+  absl::Duration lease_duration = absl::Seconds(30);
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // An agent silent for this long is lost, and so are its boards' leases.
+  absl::Duration agent_timeout = absl::Seconds(5);
+  // Where finished sweeps' reports are written ("" = not written).
+  std::string report_dir;
+};
+
+class Coordinator {
+ public:
+  // `metrics` may be null. Call Recover() before anything else.
+  Coordinator(Store* store, const OperatorCatalog* catalog, Clock* clock,
+              CoordinatorOptions options, FarmMetrics* metrics);
+  ~Coordinator();
+
+  // Loads every queued or running sweep from the store and resumes it.
+  // Leases granted before the restart stay valid for one more lease
+  // duration, so agents that kept running can still report.
+  absl::Status Recover();
+
+  // --- user side ---------------------------------------------------------
+  absl::StatusOr<v1::SubmitSweepResponse> SubmitSweep(
+      const v1::SubmitSweepRequest& request);
+  absl::StatusOr<v1::Sweep> CancelSweep(const v1::CancelSweepRequest& request);
+  std::vector<v1::BoardInfo> ListBoards(const v1::BoardSelector& selector);
+
+  // --- agent side --------------------------------------------------------
+  absl::StatusOr<v1::RegisterAgentResponse> RegisterAgent(
+      const v1::RegisterAgentRequest& request);
+  // NOT_FOUND for an agent this coordinator does not know: register again.
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& request);
+  absl::StatusOr<v1::LeaseWorkResponse> LeaseWork(
+      const v1::LeaseWorkRequest& request);
+  absl::StatusOr<v1::RenewLeaseResponse> RenewLease(
+      const v1::RenewLeaseRequest& request);
+  absl::StatusOr<v1::ReportResultResponse> ReportResult(
+      const v1::ReportResultRequest& request);
+
+  // --- analyzers ---------------------------------------------------------
+  // Attaches a diagnosis to its round (running or finished sweep).
+  absl::Status RecordDiagnosis(const v1::Diagnosis& diagnosis);
+
+  // Expires leases, notices lost agents and time limits. Call periodically.
+  absl::Status Tick();
+
+  // Called after each commit that appended events to a sweep (watchers).
+  void SetEventListener(std::function<void(const std::string&)> listener) {
+    event_listener_ = std::move(listener);
+  }
+
+  // Number of sweeps still queued or running (for tests and shutdown).
+  int active_sweeps() const { return static_cast<int>(sweeps_.size()); }
+
+ private:
+  struct SweepRuntime;
+  struct BoardRuntime {
+    v1::BoardInfo info;
+    std::string lease_id;  // current lease, "" when free
+  };
+  struct AgentRuntime {
+    absl::Time last_seen;
+    std::vector<std::string> board_ids;
+  };
+  // A pending batch plus the sweeps whose events it appends.
+  struct Txn;
+
+  SweepRuntime* FindSweep(const std::string& sweep_id);
+  absl::StatusOr<SweepRuntime*> LoadRuntime(const v1::Sweep& sweep);
+  void AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
+                std::string message, const v1::Round* round);
+  absl::Status Commit(Txn& txn);
+
+  bool BoardMatches(const v1::BoardInfo& board,
+                    const v1::BoardSelector& selector) const;
+  // The next round of `s` to run on a board: a queued one, else a new
+  // candidate from the strategy. Null when the sweep has nothing now.
+  v1::Round* NextRound(Txn& txn, SweepRuntime& s);
+  void GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
+                  BoardRuntime& board, v1::WorkItem* work);
+  // Puts a leased round back in the queue (lease expired, board lost).
+  void Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
+               const std::string& why);
+  void FreeBoard(const std::string& board_id, const std::string& lease_id);
+  void Decide(Txn& txn, SweepRuntime& s, v1::Round& round);
+  // Ends the sweep when a termination rule holds.
+  void CheckTermination(Txn& txn, SweepRuntime& s);
+  void Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
+              v1::TerminationReason reason, std::string detail);
+  void WriteReport(const v1::Sweep& sweep,
+                   const std::vector<v1::Round>& rounds);
+  void PublishBoardMetrics();
+
+  Store* store_;
+  const OperatorCatalog* catalog_;
+  Clock* clock_;
+  CoordinatorOptions options_;
+  FarmMetrics* metrics_;
+  std::function<void(const std::string&)> event_listener_;
+
+  // Active (queued or running) sweeps, in submission order.
+  std::map<std::string, std::unique_ptr<SweepRuntime>> sweeps_;
+  std::map<std::string, BoardRuntime> boards_;
+  std::map<std::string, AgentRuntime> agents_;
+  int64_t next_sweep_number_ = 1;
+};
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_COORDINATOR_COORDINATOR_H_

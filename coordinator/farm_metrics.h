@@ -1,0 +1,30 @@
+// FarmMetrics: what the coordinator core reports for Prometheus, as a plain
+// interface so the domain core never sees prometheus-cpp. The
+// implementation (coordinator/prometheus_metrics.h) is wired in main.cc.
+// Implementations are thread-safe.
+#ifndef TUNEFARM_COORDINATOR_FARM_METRICS_H_
+#define TUNEFARM_COORDINATOR_FARM_METRICS_H_
+
+#include <map>
+#include <string>
+
+namespace tunefarm {
+
+class FarmMetrics {
+ public:
+  virtual ~FarmMetrics() = default;
+  // A round's result was recorded; `lease_to_result_s` is the time from
+  // lease grant to the recorded result.
+  virtual void RoundRecorded(const std::string& outcome,
+                             double lease_to_result_s) = 0;
+  virtual void LeaseGranted(double queue_wait_s) = 0;
+  virtual void LeaseExpired() = 0;
+  // Number of boards in each state ("idle", "busy", "lost" …).
+  virtual void SetBoardsByState(const std::map<std::string, int>& counts) = 0;
+  virtual void SetQueueDepth(int queued_rounds) = 0;
+  virtual void DiagnosisRecorded() = 0;
+};
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_COORDINATOR_FARM_METRICS_H_

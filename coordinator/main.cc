@@ -1,0 +1,177 @@
+// tunefarm-coordinator: wires the store, the operator catalog, the domain
+// core, the control loop, the gRPC services, the diagnosis intake from
+// ZeroMQ and the Prometheus endpoint together. The only place that names
+// concrete implementations.
+#include <signal.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "analyzer/pipeline.h"
+#include "common/clock.h"
+#include "common/files.h"
+#include "common/logging.h"
+#include "common/metrics_server.h"
+#include "coordinator/control_loop.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/prometheus_metrics.h"
+#include "coordinator/service.h"
+#include "grpcpp/grpcpp.h"
+#include "ops/catalog.h"
+#include "storage/store.h"
+
+namespace tunefarm {
+namespace {
+
+int Fail(const std::string& what, const absl::Status& status) {
+  spdlog::critical("{}: {}", what, status.ToString());
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"tunefarm coordinator: owns every sweep, leases boards"};
+  std::string data_dir = ".farm";
+  std::string listen = "127.0.0.1:7070";
+  std::string port_file;
+  std::string diagnosis_bind = "tcp://127.0.0.1:*";
+  std::string diagnosis_endpoint_file;
+  std::vector<std::string> ops_dirs;
+  std::string metrics_address = "127.0.0.1:0";
+  std::string metrics_port_file;
+  int64_t lease_ms = 30000, heartbeat_ms = 1000, agent_timeout_ms = 5000,
+          tick_ms = 100;
+  std::string log_level = "info";
+  app.add_option("--data_dir", data_dir, "RocksDB and reports live here");
+  app.add_option("--listen", listen, "gRPC address; port 0 picks one");
+  app.add_option("--port_file", port_file, "write the bound gRPC port here");
+  app.add_option("--diagnosis_bind", diagnosis_bind,
+                 "ZeroMQ PULL endpoint for analyzers' diagnoses");
+  app.add_option("--diagnosis_endpoint_file", diagnosis_endpoint_file,
+                 "write the bound diagnosis endpoint here");
+  app.add_option("--ops_dir", ops_dirs, "operator package folders")
+      ->default_str(TUNEFARM_DEFAULT_OPS_DIR);
+  app.add_option("--metrics_address", metrics_address, "host:port");
+  app.add_option("--metrics_port_file", metrics_port_file);
+  app.add_option("--lease_ms", lease_ms)->check(CLI::Range(100, 86400000));
+  app.add_option("--heartbeat_ms", heartbeat_ms)->check(CLI::Range(10, 60000));
+  app.add_option("--agent_timeout_ms", agent_timeout_ms)
+      ->check(CLI::Range(50, 600000));
+  app.add_option("--tick_ms", tick_ms)->check(CLI::Range(1, 10000));
+  app.add_option("--log_level", log_level);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  InitLogging("coordinator", log_level);
+  if (ops_dirs.empty()) ops_dirs.push_back(TUNEFARM_DEFAULT_OPS_DIR);
+
+  // Signals are taken by sigwait in this thread only.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  if (auto st = MakeDirs(data_dir); !st.ok()) return Fail("data_dir", st);
+  auto store = OpenRocksDbStore(data_dir + "/db");
+  if (!store.ok()) return Fail("opening the store", store.status());
+  auto catalog = OperatorCatalog::LoadFromDirs(ops_dirs);
+  if (!catalog.ok()) return Fail("loading operators", catalog.status());
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<FarmMetrics> metrics = NewPrometheusFarmMetrics(*registry);
+  auto metrics_server = MetricsServer::Start(metrics_address, registry);
+  if (!metrics_server.ok()) return Fail("metrics", metrics_server.status());
+  spdlog::info("metrics on http://{}/metrics (port {})", metrics_address,
+               (*metrics_server)->port());
+  if (!metrics_port_file.empty()) {
+    (void)WriteFileAtomic(metrics_port_file,
+                          absl::StrCat((*metrics_server)->port(), "\n"));
+  }
+
+  CoordinatorOptions options;
+  options.lease_duration = absl::Milliseconds(lease_ms);
+  options.heartbeat_interval = absl::Milliseconds(heartbeat_ms);
+  options.agent_timeout = absl::Milliseconds(agent_timeout_ms);
+  options.report_dir = data_dir + "/reports";
+  Coordinator coordinator(store->get(), &*catalog, &SystemClock(), options,
+                          metrics.get());
+  if (auto st = coordinator.Recover(); !st.ok()) return Fail("recovery", st);
+  EventNotifier notifier;
+  coordinator.SetEventListener([&](const std::string&) { notifier.Notify(); });
+
+  ControlLoop loop(absl::Milliseconds(tick_ms), [&] {
+    if (auto st = coordinator.Tick(); !st.ok()) {
+      spdlog::error("tick: {}", st.ToString());
+    }
+  });
+  loop.Start();
+
+  auto receiver = PipelineReceiver::Bind(diagnosis_bind);
+  if (!receiver.ok()) return Fail("diagnosis endpoint", receiver.status());
+  spdlog::info("diagnoses on {}", (*receiver)->bound_endpoint());
+  if (!diagnosis_endpoint_file.empty()) {
+    (void)WriteFileAtomic(diagnosis_endpoint_file,
+                          (*receiver)->bound_endpoint() + "\n");
+  }
+  std::atomic<bool> stop{false};
+  std::thread intake([&] {
+    while (!stop.load()) {
+      auto msg = (*receiver)->Receive(absl::Milliseconds(200));
+      if (!msg.ok()) {
+        if (!absl::IsDeadlineExceeded(msg.status())) {
+          spdlog::warn("diagnosis intake: {}", msg.status().ToString());
+        }
+        continue;
+      }
+      if (!msg->has_diagnosis()) {
+        spdlog::warn("diagnosis intake: message without a diagnosis dropped");
+        continue;
+      }
+      absl::Status st =
+          loop.Call([&] { return coordinator.RecordDiagnosis(msg->diagnosis()); });
+      if (!st.ok()) spdlog::warn("diagnosis dropped: {}", st.ToString());
+    }
+  });
+
+  FarmService farm_service(&coordinator, &loop, store->get(), &notifier);
+  AgentGrpcService agent_service(&coordinator, &loop);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&farm_service);
+  builder.RegisterService(&agent_service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    stop = true;
+    intake.join();
+    return Fail("gRPC", absl::UnavailableError(
+                            absl::StrCat("cannot listen on ", listen)));
+  }
+  spdlog::info("coordinator listening on port {} (data in {})", port,
+               data_dir);
+  if (!port_file.empty()) {
+    (void)WriteFileAtomic(port_file, absl::StrCat(port, "\n"));
+  }
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}: shutting down", sig);
+  notifier.Shutdown();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  stop = true;
+  intake.join();
+  loop.Stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace tunefarm
+
+int main(int argc, char** argv) { return tunefarm::Main(argc, argv); }
