@@ -472,11 +472,6 @@ absl::Status WriteProfile(const Args& args, const SimChip& chip,
 
 // ----- stages ----------------------------------------------------------------
 
-struct Failure {
-  int code;
-  absl::Status status;
-};
-
 int Fail(int code, const absl::Status& s) {
   std::fprintf(stderr, "tunefarm-sim-matmul: error: %s\n",
                std::string(s.message()).c_str());

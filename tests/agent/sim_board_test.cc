@@ -1,5 +1,7 @@
 #include "agent/sim_board.h"
 
+#include "agent/process_runner.h"
+
 #include <sys/stat.h>
 
 #include <fstream>
@@ -375,6 +377,106 @@ TEST_F(SimBoardTest, RunDelayMakesTheRoundTakeTime) {
   Evaluation e = Eval(Work(Params(32, 32, 32, 1, 16)));
   EXPECT_EQ(e.result.outcome(), v1::OUTCOME_OK) << e.result.detail();
   EXPECT_GE(e.result.run_s(), 0.3);
+}
+
+}  // namespace
+}  // namespace tunefarm
+
+namespace tunefarm {
+namespace {
+
+// The kernel program itself, on bad input: exit 2 and a message naming what
+// is wrong, never a crash.
+class KernelProgramTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::string> dir = MakeTempDir("kernel_program_test");
+    ASSERT_TRUE(dir.ok());
+    dir_ = *dir;
+    ASSERT_TRUE(WriteFileAtomic(dir_ + "/params.json",
+                                R"({"tile_m":32,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})")
+                    .ok());
+    ASSERT_TRUE(WriteFileAtomic(dir_ + "/workload.json",
+                                R"({"name":"w","dtype":"fp16","dims":{"m":64,"n":64,"k":64}})")
+                    .ok());
+  }
+  void TearDown() override { ASSERT_TRUE(RemoveAll(dir_).ok()); }
+
+  ProcessResult Run(std::vector<std::string> args) {
+    ProcessSpec spec;
+    spec.argv = {SIM_MATMUL_BIN};
+    for (std::string& a : args) spec.argv.push_back(std::move(a));
+    spec.stderr_path = dir_ + "/stderr";
+    spec.timeout = absl::Seconds(20);
+    absl::StatusOr<ProcessResult> r = RunProcess(spec);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : ProcessResult{};
+  }
+  ProcessResult Build(const std::string& params_json, const std::string& workload_json) {
+    EXPECT_TRUE(WriteFileAtomic(dir_ + "/p.json", params_json).ok());
+    EXPECT_TRUE(WriteFileAtomic(dir_ + "/w.json", workload_json).ok());
+    return Run({"--stage", "build", "--params", dir_ + "/p.json", "--workload",
+                dir_ + "/w.json", "--out", dir_ + "/out"});
+  }
+
+  std::string dir_;
+};
+
+TEST_F(KernelProgramTest, GoodInputBuilds) {
+  ProcessResult r = Run({"--stage", "build", "--params", dir_ + "/params.json",
+                         "--workload", dir_ + "/workload.json", "--out", dir_ + "/out"});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_tail;
+}
+
+TEST_F(KernelProgramTest, BadInputExits2NamingTheField) {
+  const std::string good_w = R"({"name":"w","dtype":"fp16","dims":{"m":64,"n":64,"k":64}})";
+  const std::string good_p =
+      R"({"tile_m":32,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})";
+  struct Case { std::string params, workload, expect; };
+  for (const Case& c : std::vector<Case>{
+           {"{not json", good_w, "not valid JSON"},
+           {"[1,2]", good_w, "must hold a JSON object"},
+           {R"({"tile_m":32})", good_w, "tile_n is missing"},
+           {R"({"tile_m":32.5,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})", good_w,
+            "tile_m must be an integer"},
+           {R"({"tile_m":[1],"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})", good_w,
+            "parameter tile_m"},
+           {R"({"tile_m":18446744073709551615,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})",
+            good_w, "tile_m"},
+           {R"({"tile_m":48,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})", good_w,
+            "tile_m=48 is outside its domain"},
+           {R"J({"tile_m":32,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16,"evil":"$(id)"})J",
+            good_w, "unknown parameter \"evil\""},
+           {good_p, R"({"dtype":"fp16","dims":{"m":64,"n":64}})", "dim k is missing"},
+           {good_p, R"({"dtype":"fp16","dims":{"m":64,"n":99999999999,"k":64}})", "dim n"},
+           {good_p, R"({"dtype":"fp16","dims":{"m":"64","n":64,"k":64}})", "dim m"},
+           {good_p, R"({"dtype":"bf17","dims":{"m":64,"n":64,"k":64}})", "dtype"},
+       }) {
+    ProcessResult r = Build(c.params, c.workload);
+    EXPECT_EQ(r.exit_code, 2) << c.params << " " << c.workload;
+    EXPECT_TRUE(absl::StrContains(r.stderr_tail, c.expect))
+        << c.params << " " << c.workload << " → " << r.stderr_tail;
+  }
+}
+
+TEST_F(KernelProgramTest, BadFlagsExit2) {
+  EXPECT_TRUE(absl::StrContains(
+      Run({"--stage", "build", "--params", dir_ + "/missing.json", "--workload",
+           dir_ + "/workload.json", "--out", dir_ + "/out"}).stderr_tail,
+      "missing.json"));
+  ProcessResult r = Run({"--stage", "explode", "--params", dir_ + "/params.json",
+                         "--workload", dir_ + "/workload.json", "--out", dir_ + "/out"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(r.stderr_tail, "--stage")) << r.stderr_tail;
+  r = Run({"--stage", "run", "--params", dir_ + "/params.json", "--workload",
+           dir_ + "/workload.json", "--out", dir_ + "/out", "--samples", "1e99"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(r.stderr_tail, "--samples")) << r.stderr_tail;
+  r = Run({"--bogus", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(r.stderr_tail, "--bogus")) << r.stderr_tail;
+  r = Run({"--stage"});
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 }  // namespace

@@ -1,0 +1,80 @@
+// A CSV reader for profiler exports (msprof, torch_npu, PyPTO tables).
+//
+// ParseCsv reads RFC 4180 text as the Ascend tools write it: a UTF-8 BOM is
+// dropped, lines end in LF or CRLF, quoted cells may hold commas, quotes
+// ("" inside quotes) and newlines. The tools' own quirks are handled by the
+// accessors, not by the parser: shape cells are quoted twice over
+// (`"""32,32"""` decodes to the text `"32,32"`, which Text() unquotes),
+// time-stamp cells end in a TAB, and `N/A` marks a missing value.
+//
+// Columns are always found by header name (case-insensitive, trimmed, with
+// the aliases that differ across CANN / torch_npu versions), never by
+// position, because the column layout drifts between versions.
+//
+// CsvTable is a plain value: it owns its cells, and const access is
+// thread-safe. The functions here are pure.
+#ifndef TUNEFARM_ANALYZER_CSV_H_
+#define TUNEFARM_ANALYZER_CSV_H_
+
+#include <cstddef>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tunefarm {
+
+struct CsvTable {
+  std::string file_name;
+  std::vector<std::string> header;
+  // Every row has exactly header.size() cells (ParseCsv rejects ragged rows).
+  std::vector<std::vector<std::string>> rows;
+  // 1-based line in the file where each row starts (for error messages).
+  std::vector<int> row_lines;
+  // Only from ParseCsvSkippingRaggedRows: one "file:line: ..." message per
+  // row it dropped.
+  std::vector<std::string> skipped_rows;
+
+  // The index of the first header that matches one of `aliases`, trying the
+  // aliases in order; headers and aliases compare case-insensitively after
+  // trimming whitespace. nullopt when none is present.
+  std::optional<int> Column(
+      std::initializer_list<std::string_view> aliases) const;
+
+  // The cell as decoded by RFC 4180 (no trimming). Empty for a column of
+  // nullopt or out-of-range indexes, so callers can chain Column() into it.
+  std::string_view Cell(size_t row, std::optional<int> column) const;
+  // The cell trimmed of whitespace (incl. TAB) with the profilers' extra
+  // quote layer removed; nullopt for empty, `N/A` or a missing column.
+  std::optional<std::string> Text(size_t row,
+                                  std::optional<int> column) const;
+  // The cell as a number; nullopt for empty, `N/A`, a missing column or
+  // text that is not a number.
+  std::optional<double> Number(size_t row, std::optional<int> column) const;
+};
+
+// Parses `text`; `file_name` only labels errors. INVALID_ARGUMENT, naming
+// the file and line, for an empty file, a ragged row (cell count differing
+// from the header's), an unterminated quote or text after a closing quote.
+// Blank lines are skipped.
+absl::StatusOr<CsvTable> ParseCsv(std::string_view text,
+                                  std::string_view file_name);
+
+// As ParseCsv, but a ragged row is dropped and described in skipped_rows
+// instead of failing the file: real exports carry the odd truncated row
+// (msinsight's MemoryL0 kernel_details has one), and one bad task should
+// not hide the rest. Quoting errors still fail the file.
+absl::StatusOr<CsvTable> ParseCsvSkippingRaggedRows(
+    std::string_view text, std::string_view file_name);
+
+// A numeric cell: trims whitespace (profilers leave a TAB after time
+// stamps), accepts thousands separators ("1,234.5"), and gives nullopt for
+// empty, `N/A`, non-finite or non-numeric text.
+std::optional<double> ParseNumber(std::string_view cell);
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_ANALYZER_CSV_H_

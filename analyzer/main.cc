@@ -1,0 +1,217 @@
+// tunefarm-analyzer: one analyzer worker process. It binds a ZeroMQ PULL
+// endpoint for profile bundles, pushes each bundle's diagnosis to the
+// coordinator, and serves Prometheus metrics. SIGTERM or SIGINT stops it
+// cleanly (exit status 0).
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <ctime>
+#include <exception>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "analyzer/worker.h"
+#include "common/files.h"
+#include "common/logging.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace tunefarm {
+namespace {
+
+// Set by the signal handler; only a lock-free atomic store happens there.
+std::atomic<int> g_stop_signal{0};
+
+void OnStopSignal(int sig) { g_stop_signal.store(sig); }
+
+struct Flags {
+  std::string bind = "tcp://127.0.0.1:*";
+  std::string endpoint_file;
+  std::string coordinator;
+  std::string metrics_address = "127.0.0.1:0";
+  std::string id;
+  std::string log_level = "info";
+};
+
+// The Prometheus side of the worker's counters. The worker keeps plain
+// atomics; the main thread copies their growth here, so the worker does not
+// depend on prometheus-cpp.
+class Metrics {
+ public:
+  explicit Metrics(prometheus::Registry& registry)
+      : bundles_(prometheus::BuildCounter()
+                     .Name("tunefarm_analyzer_bundles_total")
+                     .Help("Profile bundles received")
+                     .Register(registry)
+                     .Add({})),
+        diagnoses_(prometheus::BuildCounter()
+                       .Name("tunefarm_analyzer_diagnoses_total")
+                       .Help("Diagnoses handed to the coordinator")
+                       .Register(registry)
+                       .Add({})),
+        garbled_(prometheus::BuildCounter()
+                     .Name("tunefarm_analyzer_garbled_messages_total")
+                     .Help("Pipeline messages dropped as garbled")
+                     .Register(registry)
+                     .Add({})),
+        send_failures_(prometheus::BuildCounter()
+                           .Name("tunefarm_analyzer_send_failures_total")
+                           .Help("Diagnoses no coordinator took (dropped)")
+                           .Register(registry)
+                           .Add({})),
+        analysis_seconds_(
+            prometheus::BuildHistogram()
+                .Name("tunefarm_analyzer_analysis_seconds")
+                .Help("Wall time of one bundle's analysis")
+                .Register(registry)
+                .Add({}, prometheus::Histogram::BucketBoundaries{
+                             0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5})) {}
+
+  // Thread-safe (prometheus-cpp metrics are).
+  void ObserveAnalysis(absl::Duration d) {
+    analysis_seconds_.Observe(absl::ToDoubleSeconds(d));
+  }
+
+  // Called from one thread only.
+  void Sync(const AnalyzerStats& now) {
+    bundles_.Increment(now.bundles_received - last_.bundles_received);
+    diagnoses_.Increment(now.diagnoses_sent - last_.diagnoses_sent);
+    garbled_.Increment(now.garbled - last_.garbled);
+    send_failures_.Increment(now.send_failures - last_.send_failures);
+    last_ = now;
+  }
+
+ private:
+  prometheus::Counter& bundles_;
+  prometheus::Counter& diagnoses_;
+  prometheus::Counter& garbled_;
+  prometheus::Counter& send_failures_;
+  prometheus::Histogram& analysis_seconds_;
+  AnalyzerStats last_;
+};
+
+int RunAnalyzer(const Flags& flags) {
+  InitLogging("analyzer", flags.log_level);
+  std::string id = flags.id.empty() ? absl::StrCat("analyzer-", getpid())
+                                    : flags.id;
+
+  // SIGTERM/SIGINT are blocked in every thread (threads started later, such
+  // as ZeroMQ's and civetweb's, inherit the mask) and taken synchronously
+  // by the main loop below, so no handler runs inside library code.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A handler as well as the mask, so that a stop signal reaching a thread
+  // that does not block it (a library may reset its mask) still means
+  // "stop", never the default "die".
+  struct sigaction action = {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(flags.metrics_address);
+  } catch (const std::exception& e) {
+    spdlog::error("cannot serve metrics on --metrics_address={}: {}",
+                  flags.metrics_address, e.what());
+    return 1;
+  }
+  exposer->RegisterCollectable(registry);
+  std::vector<int> ports = exposer->GetListeningPorts();
+  spdlog::info("metrics on http://{}/metrics (port {})",
+               flags.metrics_address, ports.empty() ? 0 : ports.front());
+  Metrics metrics(*registry);
+
+  AnalyzerWorker::Options options;
+  options.id = id;
+  options.bind_endpoint = flags.bind;
+  options.coordinator_endpoints =
+      absl::StrSplit(flags.coordinator, ',', absl::SkipWhitespace());
+  options.on_analyzed = [&metrics](absl::Duration d) {
+    metrics.ObserveAnalysis(d);
+  };
+  absl::StatusOr<std::unique_ptr<AnalyzerWorker>> worker =
+      AnalyzerWorker::Create(std::move(options));
+  if (!worker.ok()) {
+    spdlog::error("cannot start the analyzer: {}", worker.status().ToString());
+    return 1;
+  }
+  if (!flags.endpoint_file.empty()) {
+    absl::Status st =
+        WriteFileAtomic(flags.endpoint_file, (*worker)->bound_endpoint());
+    if (!st.ok()) {
+      spdlog::error("cannot write --endpoint_file: {}", st.ToString());
+      return 1;
+    }
+  }
+  spdlog::info("analyzer {} bound {}, diagnoses to {}", id,
+               (*worker)->bound_endpoint(), flags.coordinator);
+
+  std::atomic<bool> stop{false};
+  std::thread runner([&] { (*worker)->Run(stop); });
+  while (true) {
+    timespec tick{0, 200 * 1000 * 1000};
+    int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+    metrics.Sync((*worker)->stats());
+    if (sig != SIGTERM && sig != SIGINT) sig = g_stop_signal.load();
+    if (sig == SIGTERM || sig == SIGINT) {
+      spdlog::info("signal {}: stopping", sig);
+      break;
+    }
+  }
+  stop = true;
+  runner.join();
+  metrics.Sync((*worker)->stats());
+  // The worker goes first: closing its sender waits out the linger so a
+  // diagnosis in flight still reaches the coordinator.
+  worker->reset();
+  // civetweb's shutdown polls its listener for about a second and there is
+  // nothing to flush on /metrics, so the exposer is left to process exit
+  // (kept reachable, not leaked).
+  static prometheus::Exposer* const kExiting = exposer.release();
+  (void)kExiting;
+  return 0;
+}
+
+}  // namespace
+}  // namespace tunefarm
+
+int main(int argc, char** argv) {
+  tunefarm::Flags flags;
+  CLI::App app{"tunefarm analyzer worker: profile bundles in (ZeroMQ PULL), "
+               "diagnoses out (ZeroMQ PUSH to the coordinator)"};
+  app.add_option("--bind", flags.bind,
+                 "ZeroMQ endpoint to bind for bundles; port * picks one")
+      ->capture_default_str();
+  app.add_option("--endpoint_file", flags.endpoint_file,
+                 "once bound, write the real endpoint here (atomically, no "
+                 "trailing newline)");
+  app.add_option("--coordinator", flags.coordinator,
+                 "the coordinator's diagnosis PULL endpoint(s), comma "
+                 "separated")
+      ->required();
+  app.add_option("--metrics_address", flags.metrics_address,
+                 "host:port for Prometheus /metrics; port 0 picks one")
+      ->capture_default_str();
+  app.add_option("--id", flags.id, "analyzer id (default analyzer-<pid>)");
+  app.add_option("--log_level", flags.log_level,
+                 "trace, debug, info, warn or error")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  return tunefarm::RunAnalyzer(flags);
+}

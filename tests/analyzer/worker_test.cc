@@ -1,0 +1,225 @@
+#include "analyzer/worker.h"
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/files.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/analyzer/test_bundles.h"
+#include "zmq.hpp"
+
+namespace tunefarm {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tunefarm::testing::MsprofRealBundle;
+
+constexpr absl::Duration kWait = absl::Seconds(10);
+
+// Waits until `done` holds or `limit` passes; polls briefly because the
+// state it waits on lives in another thread or process.
+template <typename Pred>
+bool WaitFor(Pred done, absl::Duration limit = kWait) {
+  absl::Time deadline = absl::Now() + limit;
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+TEST(AnalyzerWorkerTest, BundleInDiagnosisOut) {
+  // The coordinator's side: a receiver for diagnoses.
+  absl::StatusOr<std::unique_ptr<PipelineReceiver>> coordinator =
+      PipelineReceiver::Bind("tcp://127.0.0.1:*");
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+
+  FakeClock clock(absl::FromUnixMillis(1'700'000'123'456));
+  std::atomic<int> analyses{0};
+  AnalyzerWorker::Options options;
+  options.id = "analyzer-t";
+  options.coordinator_endpoints = {(*coordinator)->bound_endpoint()};
+  options.poll_interval = absl::Milliseconds(20);
+  options.clock = &clock;
+  options.on_analyzed = [&](absl::Duration) { ++analyses; };
+  absl::StatusOr<std::unique_ptr<AnalyzerWorker>> worker =
+      AnalyzerWorker::Create(options);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+
+  std::atomic<bool> stop{false};
+  std::thread runner([&] { (*worker)->Run(stop); });
+
+  // A garbled frame and a diagnosis (not a bundle) first, over a raw
+  // socket: both are counted and dropped, the worker keeps going.
+  zmq::context_t ctx(1);
+  zmq::socket_t raw(ctx, zmq::socket_type::push);
+  raw.set(zmq::sockopt::linger, 0);
+  raw.connect((*worker)->bound_endpoint());
+  raw.send(zmq::buffer(std::string("\x0f garbage")), zmq::send_flags::none);
+  v1::PipelineMessage stray;
+  stray.set_version(kPipelineVersion);
+  stray.mutable_diagnosis()->set_bundle_id("stray");
+  raw.send(zmq::buffer(stray.SerializeAsString()), zmq::send_flags::none);
+
+  absl::StatusOr<std::unique_ptr<PipelineSender>> agent =
+      PipelineSender::Connect({(*worker)->bound_endpoint()});
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  v1::PipelineMessage msg;
+  *msg.mutable_bundle() = MsprofRealBundle();
+  ASSERT_TRUE((*agent)->Send(msg, kWait).ok());
+
+  absl::StatusOr<v1::PipelineMessage> got = (*coordinator)->Receive(kWait);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(got->has_diagnosis());
+  const v1::Diagnosis& d = got->diagnosis();
+  EXPECT_EQ(d.bundle_id(), "bundle-msprof");
+  EXPECT_EQ(d.sweep_id(), "sweep-1");
+  EXPECT_EQ(d.round_id(), 3);
+  EXPECT_EQ(d.analyzer_id(), "analyzer-t");
+  EXPECT_EQ(d.analyzed_unix_ms(), 1'700'000'123'456);
+  ASSERT_GE(d.hotspots_size(), 1);
+  EXPECT_EQ(d.hotspots(0).op_name(), "matmul_kernel");
+  EXPECT_THAT(d.perf_analysis_md(), HasSubstr("# Round Performance Analysis"));
+
+  // The counters move after the send returns, so wait for them too.
+  EXPECT_TRUE(WaitFor([&] {
+    AnalyzerStats s = (*worker)->stats();
+    return s.garbled == 2 && s.diagnoses_sent == 1;
+  })) << (*worker)->stats().garbled;
+  AnalyzerStats stats = (*worker)->stats();
+  EXPECT_EQ(stats.bundles_received, 1);
+  EXPECT_EQ(stats.diagnoses_sent, 1);
+  EXPECT_EQ(stats.send_failures, 0);
+  EXPECT_EQ(analyses.load(), 1);
+
+  stop = true;
+  runner.join();
+}
+
+TEST(AnalyzerWorkerTest, UntakenDiagnosisIsCountedNotFatal) {
+  std::string gone_endpoint;
+  {
+    absl::StatusOr<std::unique_ptr<PipelineReceiver>> gone =
+        PipelineReceiver::Bind("tcp://127.0.0.1:*");
+    ASSERT_TRUE(gone.ok());
+    gone_endpoint = (*gone)->bound_endpoint();
+  }
+  AnalyzerWorker::Options options;
+  options.id = "analyzer-lonely";
+  options.coordinator_endpoints = {gone_endpoint};
+  options.poll_interval = absl::Milliseconds(20);
+  options.send_timeout = absl::Milliseconds(30);
+  absl::StatusOr<std::unique_ptr<AnalyzerWorker>> worker =
+      AnalyzerWorker::Create(options);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  std::atomic<bool> stop{false};
+  std::thread runner([&] { (*worker)->Run(stop); });
+
+  absl::StatusOr<std::unique_ptr<PipelineSender>> agent =
+      PipelineSender::Connect({(*worker)->bound_endpoint()});
+  ASSERT_TRUE(agent.ok());
+  v1::PipelineMessage msg;
+  msg.mutable_bundle()->set_bundle_id("b");
+  ASSERT_TRUE((*agent)->Send(msg, kWait).ok());
+  ASSERT_TRUE((*agent)->Send(msg, kWait).ok());
+  EXPECT_TRUE(WaitFor([&] { return (*worker)->stats().send_failures == 2; }));
+  EXPECT_EQ((*worker)->stats().bundles_received, 2);
+  stop = true;
+  runner.join();
+}
+
+TEST(AnalyzerWorkerTest, CreateNeedsACoordinator) {
+  AnalyzerWorker::Options options;
+  EXPECT_EQ(AnalyzerWorker::Create(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// The real executable as a child process: it writes its endpoint, answers
+// a bundle with a diagnosis, and exits 0 on SIGTERM.
+TEST(AnalyzerProcessTest, ExecutableAnswersAndStopsOnSigterm) {
+  const std::string binary =
+      std::string(TUNEFARM_BINARY_DIR) + "/bin/tunefarm-analyzer";
+  ASSERT_TRUE(std::filesystem::exists(binary)) << binary;
+  absl::StatusOr<std::string> dir = MakeTempDir("analyzer_process_test");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string endpoint_file = *dir + "/endpoint";
+
+  absl::StatusOr<std::unique_ptr<PipelineReceiver>> coordinator =
+      PipelineReceiver::Bind("tcp://127.0.0.1:*");
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status();
+
+  std::vector<std::string> args = {
+      binary,
+      "--coordinator", (*coordinator)->bound_endpoint(),
+      "--endpoint_file", endpoint_file,
+      "--metrics_address", "127.0.0.1:0",
+      "--id", "analyzer-child",
+      "--log_level", "warn"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+
+  std::string endpoint;
+  bool ready = WaitFor([&] {
+    absl::StatusOr<std::string> text = ReadFile(endpoint_file);
+    if (!text.ok() || text->empty()) return false;
+    endpoint = *text;
+    return true;
+  });
+  if (!ready) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    FAIL() << "the analyzer never wrote " << endpoint_file;
+  }
+  EXPECT_THAT(endpoint, HasSubstr("tcp://127.0.0.1:"));
+
+  absl::StatusOr<std::unique_ptr<PipelineSender>> agent =
+      PipelineSender::Connect({endpoint});
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  v1::PipelineMessage msg;
+  *msg.mutable_bundle() = MsprofRealBundle();
+  ASSERT_TRUE((*agent)->Send(msg, kWait).ok());
+  absl::StatusOr<v1::PipelineMessage> got = (*coordinator)->Receive(kWait);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->diagnosis().analyzer_id(), "analyzer-child");
+  EXPECT_EQ(got->diagnosis().bundle_id(), "bundle-msprof");
+  ASSERT_GE(got->diagnosis().hotspots_size(), 1);
+  EXPECT_EQ(got->diagnosis().hotspots(0).op_name(), "matmul_kernel");
+
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  pid_t done = 0;
+  EXPECT_TRUE(WaitFor([&] {
+    done = waitpid(pid, &status, WNOHANG);
+    return done == pid;
+  }));
+  if (done != pid) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_TRUE(RemoveAll(*dir).ok());
+}
+
+}  // namespace
+}  // namespace tunefarm
