@@ -387,12 +387,18 @@ std::string RenderMarkdown(const v1::Diagnosis& d,
                            const StatTable* stats) {
   std::string md = "# Round Performance Analysis\n\n";
   absl::StrAppend(&md, "Bundle `", Md(bundle.bundle_id()), "`, sweep `",
-                  Md(bundle.sweep_id()), "` round ", bundle.round_id(),
-                  ", board `", Md(bundle.board_id()), "` (",
-                  Md(bundle.board_kind()),
-                  bundle.chip().empty() ? "" : absl::StrCat(", ", Md(bundle.chip())),
-                  "), profiler ", Md(bundle.profiler()),
-                  bundle.simulated() ? " (simulated)" : "", ".\n\n");
+                  Md(bundle.sweep_id()), "` round ", bundle.round_id());
+  if (!bundle.board_id().empty()) {
+    absl::StrAppend(&md, ", board `", Md(bundle.board_id()), "`");
+  }
+  std::vector<std::string> kind;
+  if (!bundle.board_kind().empty()) kind.push_back(Md(bundle.board_kind()));
+  if (!bundle.chip().empty()) kind.push_back(Md(bundle.chip()));
+  if (!kind.empty()) absl::StrAppend(&md, " (", absl::StrJoin(kind, ", "), ")");
+  if (!bundle.profiler().empty()) {
+    absl::StrAppend(&md, ", profiler ", Md(bundle.profiler()));
+  }
+  absl::StrAppend(&md, bundle.simulated() ? " (simulated)" : "", ".\n\n");
 
   absl::StrAppend(&md, "## Executive Summary\n\n");
   if (d.hotspots_size() == 0) {

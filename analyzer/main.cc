@@ -132,9 +132,13 @@ int RunAnalyzer(const Flags& flags) {
     return 1;
   }
   exposer->RegisterCollectable(registry);
+  // Port 0 asks civetweb for a free port; GetListeningPorts() has the real
+  // one.
   std::vector<int> ports = exposer->GetListeningPorts();
-  spdlog::info("metrics on http://{}/metrics (port {})",
-               flags.metrics_address, ports.empty() ? 0 : ports.front());
+  std::string host = flags.metrics_address.substr(
+      0, flags.metrics_address.rfind(':'));
+  spdlog::info("metrics on http://{}:{}/metrics", host,
+               ports.empty() ? 0 : ports.front());
   Metrics metrics(*registry);
 
   AnalyzerWorker::Options options;

@@ -74,7 +74,7 @@ TEST(AnalyzeTest, MsprofRealHotspotMatchesOpStatistic) {
   EXPECT_EQ(d.hotspots(2).op_type(), "DSARandomNormal");
   EXPECT_EQ(d.hotspots(2).core_type(), "DSA_SQE");
 
-  // Tiny 32x32 matmul: aic_mac_ratio 0.072, aic_mte2_ratio about 0.42 —
+  // Tiny 32x32 matmul: aic_mac_ratio about 0.015, aic_mte2_ratio about 0.42 —
   // no pipe is busy, the time is latency; and 4 blocks on 24 cube cores.
   EXPECT_EQ(d.bound(), "latency");
   ASSERT_EQ(d.suggestions_size(), 1);
@@ -105,6 +105,7 @@ TEST(AnalyzeTest, MsprofRealHotspotMatchesOpStatistic) {
                             "op_summary_20260511093035.csv"));
   EXPECT_THAT(md, HasSubstr("Task Duration(us)"));
   EXPECT_THAT(md, HasSubstr("op_statistic_20260511093035.csv"));  // cross-check
+  EXPECT_THAT(md, HasSubstr("board `agent-a/npu0` (ascend, Ascend910B2)"));
   EXPECT_THAT(md, ::testing::Not(HasSubstr("(simulated)")));
 }
 
