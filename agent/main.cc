@@ -163,8 +163,6 @@ int Main(int argc, char** argv) {
   sa.sa_handler = OnSignal;
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
-  spdlog::info("agent {} serving {} board(s) to {}", agent_id,
-               board_specs.size(), coordinator);
   agent.Run(g_stop);
   spdlog::info("agent {} stopped", agent_id);
   return 0;

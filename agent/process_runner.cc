@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -178,6 +179,9 @@ absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec) {
   if (pid == 0) {
     // Child: async-signal-safe calls only.
     setpgid(0, 0);
+    // A variant must not outlive an agent killed with SIGKILL (it would keep
+    // the board busy); the forking thread lives until the variant ends.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, nullptr);

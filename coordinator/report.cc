@@ -107,12 +107,12 @@ std::string RenderReport(const v1::Sweep& sweep,
   auto path = KeptPathTo(rounds, sweep.best_round());
   if (path.ok() && !path->empty()) {
     absl::StrAppend(&md, "\n## Kept path (baseline → best)\n\n");
-    for (int64_t id : *path) {
+    for (size_t i = 0; i < path->size(); ++i) {
+      const int64_t id = (*path)[i];
       const v1::Round& r = rounds[id];
       absl::StrAppend(
           &md,
-          absl::StrFormat("%d. round %d: %s — %.2f µs%s\n",
-                          &id - path->data() + 1, id,
+          absl::StrFormat("%d. round %d: %s — %.2f µs%s\n", i + 1, id,
                           id == 0 ? std::string("baseline")
                                   : DescribeChanges(r.changes()),
                           r.result().measurement().median_us(), sim));

@@ -1,0 +1,402 @@
+// Whole-farm tests: a coordinator, an analyzer worker and agents run as
+// separate processes (cli/local_farm.h) on loopback; the test talks to the
+// coordinator over real gRPC and kills processes with real signals.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cli/local_farm.h"
+#include "common/files.h"
+#include "common/subprocess.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tunefarm/v1/farm.grpc.pb.h"
+
+namespace tunefarm {
+namespace {
+
+constexpr char kBinDir[] = TUNEFARM_BINARY_DIR "/bin";
+
+std::string SpecYaml(const std::string& strategy, int max_rounds,
+                     int no_gain) {
+  return absl::StrCat(R"(
+name: it-sweep
+team: itest
+operator: sim_matmul
+workload: square_2k
+goal: {speedup: 1000}
+strategy: {name: )", strategy, R"(, seed: 3}
+budget: {max_rounds: )", max_rounds, R"(, time_limit: 10m, max_rounds_without_gain: )",
+                      no_gain, R"(}
+min_gain: 0.02
+boards: {kind: sim}
+measurement: {warmup: 2, samples: 10}
+)");
+}
+
+class FarmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = MakeTempDir("tunefarm-it-");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+  }
+  void TearDown() override {
+    if (farm_) farm_->Stop();
+    if (HasFailure()) {
+      std::cerr << "logs kept in " << dir_ << "/logs\n";
+    } else {
+      (void)RemoveAll(dir_);
+    }
+  }
+
+  void StartFarm(LocalFarmOptions o) {
+    o.bin_dir = kBinDir;
+    o.data_dir = dir_;
+    o.log_level = "debug";
+    farm_ = std::make_unique<LocalFarm>(o);
+    absl::Status st = farm_->Start();
+    ASSERT_TRUE(st.ok()) << st;
+    Connect();
+  }
+
+  void Connect() {
+    stub_ = v1::TuneFarm::NewStub(grpc::CreateChannel(
+        farm_->coordinator_address(), grpc::InsecureChannelCredentials()));
+  }
+
+  std::string Submit(const std::string& yaml) {
+    v1::SubmitSweepRequest req;
+    req.set_spec_yaml(yaml);
+    v1::SubmitSweepResponse resp;
+    grpc::ClientContext ctx;
+    grpc::Status st = stub_->SubmitSweep(&ctx, req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp.sweep().sweep_id();
+  }
+
+  // GetSweep, retried while the coordinator is unreachable (restarts).
+  absl::StatusOr<v1::Sweep> GetSweep(const std::string& id) {
+    v1::GetSweepRequest req;
+    req.set_sweep_id(id);
+    v1::Sweep sweep;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(5));
+    grpc::Status st = stub_->GetSweep(&ctx, req, &sweep);
+    if (!st.ok()) return absl::UnavailableError(st.error_message());
+    return sweep;
+  }
+
+  v1::Sweep WaitFinished(const std::string& id, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    v1::Sweep last;
+    while (absl::Now() < deadline) {
+      auto s = GetSweep(id);
+      if (s.ok()) {
+        last = *s;
+        if (s->state() == v1::SWEEP_STATE_SUCCEEDED ||
+            s->state() == v1::SWEEP_STATE_FAILED ||
+            s->state() == v1::SWEEP_STATE_CANCELLED) {
+          return last;
+        }
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    ADD_FAILURE() << "sweep " << id << " did not finish; last state "
+                  << v1::SweepState_Name(last.state());
+    return last;
+  }
+
+  v1::ListRoundsResponse Rounds(const std::string& id) {
+    v1::ListRoundsRequest req;
+    req.set_sweep_id(id);
+    req.set_include_diagnosis(true);
+    v1::ListRoundsResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(5));
+    grpc::Status st = stub_->ListRounds(&ctx, req, &resp);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    return resp;
+  }
+
+  // Every event the coordinator recorded for the sweep, through WatchSweep.
+  std::vector<v1::SweepEvent> Events(const std::string& id) {
+    v1::WatchSweepRequest req;
+    req.set_sweep_id(id);
+    req.set_from_seq(1);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(10));
+    auto reader = stub_->WatchSweep(&ctx, req);
+    std::vector<v1::SweepEvent> out;
+    v1::SweepEvent ev;
+    while (reader->Read(&ev)) out.push_back(ev);
+    EXPECT_TRUE(reader->Finish().ok());
+    return out;
+  }
+
+  // Lineage and exactly-once checks every whole-farm test shares.
+  void CheckRecord(const std::string& id, const v1::Sweep& sweep) {
+    v1::ListRoundsResponse rounds = Rounds(id);
+    ASSERT_GT(rounds.rounds_size(), 1);
+    int done_candidates = 0;
+    for (int i = 0; i < rounds.rounds_size(); ++i) {
+      const v1::Round& r = rounds.rounds(i);
+      EXPECT_EQ(r.round_id(), i) << "round ids must be contiguous";
+      if (i == 0) {
+        EXPECT_EQ(r.parent_round(), -1);
+        EXPECT_EQ(r.decision(), v1::DECISION_BASELINE);
+      } else {
+        ASSERT_GE(r.parent_round(), 0);
+        ASSERT_LT(r.parent_round(), i) << "a parent precedes its child";
+        EXPECT_FALSE(r.changes().empty());
+      }
+      if (r.state() == v1::ROUND_STATE_DONE && i > 0) ++done_candidates;
+      if (r.decision() == v1::DECISION_KEPT) {
+        const v1::Round& parent = rounds.rounds(r.parent_round());
+        EXPECT_LT(r.result().measurement().median_us(),
+                  parent.result().measurement().median_us() * 0.98);
+      }
+      if (r.state() == v1::ROUND_STATE_DONE &&
+          r.result().outcome() == v1::OUTCOME_OK) {
+        EXPECT_TRUE(r.result().measurement().simulated());
+        EXPECT_GT(r.result().measurement().samples(), 0);
+      }
+    }
+    EXPECT_EQ(done_candidates, sweep.rounds_finished());
+    // Kept path: baseline → … → best, each step a kept child of the last.
+    ASSERT_FALSE(rounds.kept_path().empty());
+    EXPECT_EQ(rounds.kept_path(0), 0);
+    EXPECT_EQ(*rounds.kept_path().rbegin(), sweep.best_round());
+    for (int i = 1; i < rounds.kept_path_size(); ++i) {
+      const v1::Round& r = rounds.rounds(rounds.kept_path(i));
+      EXPECT_EQ(r.parent_round(), rounds.kept_path(i - 1));
+      EXPECT_EQ(r.decision(), v1::DECISION_KEPT);
+    }
+    // Exactly once: one ROUND_FINISHED event per finished round.
+    std::map<int64_t, int> finished;
+    for (const v1::SweepEvent& ev : Events(id)) {
+      if (ev.kind() == v1::EVENT_KIND_ROUND_FINISHED) {
+        ++finished[ev.round().round_id()];
+      }
+    }
+    for (const v1::Round& r : rounds.rounds()) {
+      const int n = finished.count(r.round_id()) ? finished[r.round_id()] : 0;
+      EXPECT_EQ(n, r.state() == v1::ROUND_STATE_DONE ? 1 : 0)
+          << "round " << r.round_id();
+    }
+  }
+
+  std::string dir_;
+  std::unique_ptr<LocalFarm> farm_;
+  std::unique_ptr<v1::TuneFarm::Stub> stub_;
+};
+
+TEST_F(FarmTest, SweepRunsToCompletionAcrossTwoAgentsWithDiagnoses) {
+  LocalFarmOptions o;
+  o.agents = 2;
+  o.boards_per_agent = 1;
+  StartFarm(o);
+  const std::string id = Submit(SpecYaml("grid", 12, 100));
+  v1::Sweep sweep = WaitFinished(id, absl::Seconds(120));
+  ASSERT_EQ(sweep.state(), v1::SWEEP_STATE_SUCCEEDED)
+      << sweep.termination_detail();
+  EXPECT_EQ(sweep.termination(), v1::TERMINATION_ROUND_BUDGET);
+  EXPECT_EQ(sweep.rounds_finished(), 12);
+  EXPECT_TRUE(sweep.simulated());
+  CheckRecord(id, sweep);
+
+  // Both agents' boards ran rounds.
+  std::set<std::string> boards;
+  const v1::ListRoundsResponse all = Rounds(id);
+  for (const v1::Round& r : all.rounds()) boards.insert(r.board_id());
+  EXPECT_TRUE(boards.count("agent-1/sim0")) << "agent-1 ran nothing";
+  EXPECT_TRUE(boards.count("agent-2/sim0")) << "agent-2 ran nothing";
+
+  // agent → ZeroMQ → analyzer → coordinator: the baseline's diagnosis names
+  // the hotspot parsed from the op_summary the sim board wrote.
+  v1::Diagnosis diagnosis;
+  for (int i = 0; i < 200 && diagnosis.hotspots().empty(); ++i) {
+    diagnosis = Rounds(id).rounds(0).diagnosis();
+    if (diagnosis.hotspots().empty()) absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_FALSE(diagnosis.hotspots().empty());
+  EXPECT_NE(diagnosis.hotspots(0).op_name().find("MatMul"), std::string::npos)
+      << diagnosis.hotspots(0).op_name();
+  EXPECT_GT(diagnosis.hotspots(0).duration_us(), 0);
+  EXPECT_TRUE(diagnosis.simulated());
+
+  // The report is on disk where the sweep says.
+  auto report = ReadFile(sweep.report_path());
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_NE(report->find("Simulated board"), std::string::npos);
+  EXPECT_NE(report->find("Kept path"), std::string::npos);
+}
+
+TEST_F(FarmTest, KilledAgentsRoundIsRerunElsewhereAndRecordedOnce) {
+  LocalFarmOptions o;
+  o.agents = 2;
+  o.boards_per_agent = 1;
+  o.sim_delay_ms = 1500;  // each round takes real time
+  o.heartbeat_ms = 100;
+  o.agent_timeout_ms = 1000;
+  o.lease_ms = 3000;
+  StartFarm(o);
+  const std::string id = Submit(SpecYaml("random", 4, 100));
+
+  // Wait until agent-1 holds a lease, then kill it mid-round.
+  int64_t victim = -1;
+  for (int i = 0; i < 400 && victim < 0; ++i) {
+    const v1::ListRoundsResponse now = Rounds(id);
+    for (const v1::Round& r : now.rounds()) {
+      if (r.state() == v1::ROUND_STATE_LEASED &&
+          r.lease().board_id() == "agent-1/sim0") {
+        victim = r.round_id();
+      }
+    }
+    if (victim < 0) absl::SleepFor(absl::Milliseconds(25));
+  }
+  ASSERT_GE(victim, 0) << "agent-1 never got a lease";
+  farm_->KillAgent(0, SIGKILL);
+
+  v1::Sweep sweep = WaitFinished(id, absl::Seconds(120));
+  ASSERT_EQ(sweep.state(), v1::SWEEP_STATE_SUCCEEDED)
+      << sweep.termination_detail();
+  CheckRecord(id, sweep);
+  const v1::Round r = Rounds(id).rounds(victim);
+  EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE);
+  EXPECT_EQ(r.board_id(), "agent-2/sim0") << "re-run on the surviving agent";
+  EXPECT_GE(r.attempts(), 2);
+  bool requeued = false;
+  for (const v1::SweepEvent& ev : Events(id)) {
+    requeued |= ev.kind() == v1::EVENT_KIND_ROUND_REQUEUED &&
+                ev.round().round_id() == victim;
+  }
+  EXPECT_TRUE(requeued);
+}
+
+TEST_F(FarmTest, KilledCoordinatorResumesWithoutLosingOrDuplicatingRounds) {
+  LocalFarmOptions o;
+  o.agents = 2;
+  o.boards_per_agent = 2;
+  o.sim_delay_ms = 150;
+  o.heartbeat_ms = 100;
+  o.lease_ms = 2000;
+  StartFarm(o);
+  const std::string id = Submit(SpecYaml("random", 16, 100));
+
+  // Let some rounds be acknowledged, then kill -9 the coordinator.
+  std::map<int64_t, v1::Round> acknowledged;
+  for (int i = 0; i < 600; ++i) {
+    acknowledged.clear();
+    const v1::ListRoundsResponse now = Rounds(id);
+    for (const v1::Round& r : now.rounds()) {
+      if (r.state() == v1::ROUND_STATE_DONE) acknowledged[r.round_id()] = r;
+    }
+    if (acknowledged.size() >= 5) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_GE(acknowledged.size(), 5u);
+  farm_->KillCoordinator(SIGKILL);
+  // Whatever became durable between our read and the kill is fine; what we
+  // saw acknowledged must survive unchanged.
+  absl::Status st = farm_->RestartCoordinator();
+  ASSERT_TRUE(st.ok()) << st;
+  Connect();
+
+  v1::Sweep sweep = WaitFinished(id, absl::Seconds(120));
+  ASSERT_EQ(sweep.state(), v1::SWEEP_STATE_SUCCEEDED)
+      << sweep.termination_detail();
+  EXPECT_EQ(sweep.rounds_finished(), 16);
+  CheckRecord(id, sweep);
+  v1::ListRoundsResponse after = Rounds(id);
+  for (const auto& [round_id, before] : acknowledged) {
+    const v1::Round& r = after.rounds(round_id);
+    EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE);
+    EXPECT_EQ(r.lease().epoch(), before.lease().epoch());
+    EXPECT_EQ(r.board_id(), before.board_id());
+    EXPECT_EQ(r.result().measurement().median_us(),
+              before.result().measurement().median_us());
+    EXPECT_EQ(r.decision(), before.decision());
+  }
+}
+
+// The CLI against a live farm: output modes and exit codes that tell bad
+// input from failure.
+class CliTest : public FarmTest {
+ protected:
+  // Runs `tunefarm ARGS`; returns the exit code, output in *out.
+  int Cli(const std::vector<std::string>& args, std::string* out) {
+    std::vector<std::string> argv = {std::string(kBinDir) + "/tunefarm",
+                                     "--coordinator",
+                                     farm_ ? farm_->coordinator_address()
+                                           : "127.0.0.1:1"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::string log = absl::StrCat(dir_, "/cli-", ++calls_, ".out");
+    auto p = Subprocess::Start(argv, log);
+    EXPECT_TRUE(p.ok()) << p.status();
+    auto status = (*p)->Wait(absl::Seconds(120));
+    EXPECT_TRUE(status.has_value());
+    *out = ReadFile(log).value_or("");
+    return WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+  }
+  int calls_ = 0;
+};
+
+TEST_F(CliTest, SubmitWatchRoundsReportAndExitCodes) {
+  std::string out;
+  EXPECT_EQ(Cli({"boards"}, &out), 5) << "no coordinator: unavailable\n"
+                                      << out;
+  EXPECT_NE(out.find("unreachable"), std::string::npos) << out;
+
+  LocalFarmOptions o;
+  o.agents = 1;
+  o.boards_per_agent = 2;
+  StartFarm(o);
+  const std::string spec = dir_ + "/spec.yaml";
+  ASSERT_TRUE(WriteFileAtomic(spec, SpecYaml("random", 6, 100)).ok());
+  EXPECT_EQ(Cli({"submit", spec, "--watch"}, &out), 0) << out;
+  EXPECT_NE(out.find("submitted sw-000001"), std::string::npos) << out;
+  EXPECT_NE(out.find("best configuration:"), std::string::npos) << out;
+  EXPECT_NE(out.find("speedup over the baseline"), std::string::npos) << out;
+  EXPECT_NE(out.find("report: "), std::string::npos) << out;
+
+  EXPECT_EQ(Cli({"rounds", "sw-000001"}, &out), 0) << out;
+  EXPECT_NE(out.find("kept path: 0"), std::string::npos) << out;
+  EXPECT_EQ(Cli({"--output", "json", "status", "sw-000001"}, &out), 0);
+  EXPECT_NE(out.find("\"sweep_id\":\"sw-000001\""), std::string::npos) << out;
+  EXPECT_EQ(Cli({"report", "sw-000001"}, &out), 0);
+  EXPECT_NE(out.find("# Tuning report"), std::string::npos) << out;
+  EXPECT_EQ(Cli({"-o", "json", "boards"}, &out), 0);
+  EXPECT_NE(out.find("agent-1/sim1"), std::string::npos) << out;
+
+  // Bad input: exit 2 naming what is wrong; nothing is recorded.
+  const std::string bad = dir_ + "/bad.yaml";
+  ASSERT_TRUE(WriteFileAtomic(
+                  bad, absl::StrCat(SpecYaml("random", 6, 100),
+                                    "operator_typo: x\n"))
+                  .ok());
+  EXPECT_EQ(Cli({"submit", bad}, &out), 2) << out;
+  EXPECT_NE(out.find("operator_typo"), std::string::npos) << out;
+  EXPECT_EQ(Cli({"submit", dir_ + "/missing.yaml"}, &out), 2) << out;
+  EXPECT_EQ(Cli({"status", "sw-999999"}, &out), 3) << out;
+  EXPECT_EQ(Cli({"cancel", "sw-000001"}, &out), 2)
+      << "a finished sweep cannot be cancelled\n"
+      << out;
+  EXPECT_EQ(Cli({"frobnicate"}, &out), 2) << out;
+  EXPECT_EQ(Cli({"status"}, &out), 0);
+  EXPECT_EQ(out.find("sw-000002"), std::string::npos)
+      << "a rejected spec must record nothing\n"
+      << out;
+}
+
+}  // namespace
+}  // namespace tunefarm
