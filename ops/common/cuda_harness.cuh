@@ -1,0 +1,410 @@
+// cuda_harness.cuh: the CUDA side of the operator stage contract, shared by
+// every CUDA operator program in ops/ (compiled into each variant by nvcc,
+// next to the host-side contract in harness.h).
+//
+// What it gives an operator's main:
+//   - TF_CUDA_CHECK / CudaFail: a CUDA error ends the stage with a message
+//     naming the call, and exit code 3 (the board reports RUN_CRASHED with it);
+//   - PoisonDevice: fills an output buffer with 0xFF bytes (a NaN in every
+//     float) before each run, so an output the kernel never wrote fails the
+//     farm's precision check instead of passing with stale data;
+//   - L2Flusher: a 256 MiB buffer (>= 4x the H200's 60 MiB L2) memset before
+//     every timed sample, so each sample starts with a cold L2;
+//   - TimeKernel: warm-up (at least `warmup` launches and 25 ms), then one
+//     CUDA-event pair per sample around the launch only, the elapsed times
+//     read after one synchronize at the end (the do_bench / NVBench protocol
+//     of shared/reference/cuda-backend.md §2.3);
+//   - MeasureSmClockMhz: the SM clock the card runs at now, from clock64()
+//     cycles over %globaltimer nanoseconds in a spinning kernel (no NVML
+//     needed), read before and after the samples so a throttled run is
+//     flagged in the timing note rather than silently compared;
+//   - DeviceSummary: name, SMs, L2, max clock, for the notes.
+//
+// Ownership: L2Flusher owns its device buffer. Everything here runs on the
+// calling host thread and the legacy default stream; not thread-safe (one
+// stage program, one thread).
+#ifndef TUNEFARM_OPS_COMMON_CUDA_HARNESS_CUH_
+#define TUNEFARM_OPS_COMMON_CUDA_HARNESS_CUH_
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace tf_cuda {
+
+// Exit code of a stage that failed because of CUDA (launch error, fault).
+inline constexpr int kExitCudaError = 3;
+
+[[noreturn]] inline void CudaFail(cudaError_t err, const char* what,
+                                  const char* file, int line) {
+  std::fprintf(stderr, "cuda error: %s failed at %s:%d: %s (%s)\n", what, file,
+               line, cudaGetErrorString(err), cudaGetErrorName(err));
+  std::fflush(stderr);
+  std::exit(kExitCudaError);
+}
+
+#define TF_CUDA_CHECK(expr)                                         \
+  do {                                                              \
+    cudaError_t tf_cuda_err_ = (expr);                              \
+    if (tf_cuda_err_ != cudaSuccess)                                \
+      ::tf_cuda::CudaFail(tf_cuda_err_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+// After a launch: a bad configuration (too many threads, too much shared
+// memory) shows up here, named as a launch failure of `kernel`.
+#define TF_CUDA_CHECK_LAUNCH(kernel)                                \
+  do {                                                              \
+    cudaError_t tf_cuda_err_ = cudaGetLastError();                  \
+    if (tf_cuda_err_ != cudaSuccess)                                \
+      ::tf_cuda::CudaFail(tf_cuda_err_, "launch of " kernel,        \
+                          __FILE__, __LINE__);                      \
+  } while (0)
+
+// Device memory owned for the life of the stage program.
+template <typename T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t count) : count_(count) {
+    TF_CUDA_CHECK(cudaMalloc(&ptr_, std::max<size_t>(count, 1) * sizeof(T)));
+  }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  T* get() const { return ptr_; }
+  size_t count() const { return count_; }
+  size_t bytes() const { return count_ * sizeof(T); }
+
+  void Upload(const std::vector<T>& host) {
+    TF_CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T),
+                             cudaMemcpyHostToDevice));
+  }
+  std::vector<T> Download() const {
+    std::vector<T> host(count_);
+    TF_CUDA_CHECK(cudaMemcpy(host.data(), ptr_, bytes(), cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+ private:
+  T* ptr_ = nullptr;
+  size_t count_;
+};
+
+// 0xFF in every byte: each float reads as a NaN.
+inline void PoisonDevice(void* ptr, size_t bytes) {
+  TF_CUDA_CHECK(cudaMemset(ptr, 0xFF, bytes));
+}
+
+class L2Flusher {
+ public:
+  static constexpr size_t kBytes = 256u << 20;
+  L2Flusher() { TF_CUDA_CHECK(cudaMalloc(&buf_, kBytes)); }
+  ~L2Flusher() { cudaFree(buf_); }
+  L2Flusher(const L2Flusher&) = delete;
+  L2Flusher& operator=(const L2Flusher&) = delete;
+  // Enqueued on the default stream, ahead of the sample's start event.
+  void Flush() { TF_CUDA_CHECK(cudaMemsetAsync(buf_, 0, kBytes, 0)); }
+
+ private:
+  void* buf_ = nullptr;
+};
+
+struct DeviceSummary {
+  std::string name;
+  int sms = 0;
+  int l2_bytes = 0;
+  int max_clock_mhz = 0;
+  int cc_major = 0, cc_minor = 0;
+};
+
+inline DeviceSummary QueryDevice() {
+  int dev = 0;
+  TF_CUDA_CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  TF_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  DeviceSummary s;
+  s.name = prop.name;
+  s.sms = prop.multiProcessorCount;
+  s.l2_bytes = prop.l2CacheSize;
+  s.cc_major = prop.major;
+  s.cc_minor = prop.minor;
+  int khz = 0;
+  TF_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev));
+  s.max_clock_mhz = khz / 1000;
+  return s;
+}
+
+__device__ __forceinline__ uint64_t GlobalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// One thread spins for `spin_ns` of wall time and reports the cycles its SM
+// counted over the nanoseconds that passed.
+__global__ void ClockProbeKernel(uint64_t spin_ns, unsigned long long* out) {
+  const uint64_t t0 = GlobalTimerNs();
+  const long long c0 = clock64();
+  uint64_t t1 = t0;
+  while (t1 - t0 < spin_ns) t1 = GlobalTimerNs();
+  const long long c1 = clock64();
+  out[0] = static_cast<unsigned long long>(c1 - c0);
+  out[1] = t1 - t0;
+}
+
+// The SM clock now, in MHz (0 when the probe could not tell). The probe runs
+// right after real work so it reads the clock the work ran at, not an idle
+// clock.
+inline double MeasureSmClockMhz() {
+  unsigned long long* d = nullptr;
+  TF_CUDA_CHECK(cudaMalloc(&d, 2 * sizeof(unsigned long long)));
+  ClockProbeKernel<<<1, 1>>>(2'000'000, d);  // 2 ms
+  TF_CUDA_CHECK_LAUNCH("ClockProbeKernel");
+  unsigned long long h[2] = {0, 0};
+  TF_CUDA_CHECK(cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost));
+  TF_CUDA_CHECK(cudaFree(d));
+  return h[1] == 0 ? 0.0 : static_cast<double>(h[0]) * 1e3 / static_cast<double>(h[1]);
+}
+
+struct TimingResult {
+  std::vector<double> samples_us;  // warm-up launches first, then samples
+  int warmup = 0;
+  double clock_before_mhz = 0, clock_after_mhz = 0;
+  int max_clock_mhz = 0;
+  bool throttled = false;  // a clock read below 75 % of the max clock
+  std::string note;        // one line for the bundle / logs
+};
+
+// Times `launch` (which enqueues the candidate on the default stream and
+// nothing else). Warm-up: max(warmup, launches needed for 25 ms) unflushed
+// launches, each also timed with events so their times are reported (the
+// board drops the first `warmup` samples). Then `samples` cold samples:
+// flush L2, start event, launch, end event. One synchronize at the end.
+template <typename Launch>
+TimingResult TimeKernel(Launch&& launch, int warmup, int samples) {
+  TimingResult r;
+  L2Flusher flusher;
+  const DeviceSummary dev = QueryDevice();
+  r.max_clock_mhz = dev.max_clock_mhz;
+
+  // Untimed warm-up to the 25 ms floor (module load, clocks ramping up).
+  {
+    launch();
+    TF_CUDA_CHECK_LAUNCH("candidate (first launch)");
+    TF_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto t0 = std::chrono::steady_clock::now();
+    int n = 0;
+    while (n < 5 || std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(25)) {
+      launch();
+      ++n;
+      if (n % 8 == 0) TF_CUDA_CHECK(cudaDeviceSynchronize());
+      if (n > 100000) break;
+    }
+    TF_CUDA_CHECK_LAUNCH("candidate (warm-up)");
+    TF_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  r.clock_before_mhz = MeasureSmClockMhz();
+
+  const int total = std::max(0, warmup) + std::max(1, samples);
+  r.warmup = std::max(0, warmup);
+  std::vector<cudaEvent_t> start(total), stop(total);
+  for (int i = 0; i < total; ++i) {
+    TF_CUDA_CHECK(cudaEventCreate(&start[i]));
+    TF_CUDA_CHECK(cudaEventCreate(&stop[i]));
+  }
+  for (int i = 0; i < total; ++i) {
+    flusher.Flush();
+    TF_CUDA_CHECK(cudaEventRecord(start[i], 0));
+    launch();
+    TF_CUDA_CHECK(cudaEventRecord(stop[i], 0));
+    // Keep the host from running far ahead of the device (the event pool
+    // is small, but a very long queue would measure the queueing).
+    if (i % 32 == 31) TF_CUDA_CHECK(cudaEventSynchronize(stop[i]));
+  }
+  TF_CUDA_CHECK_LAUNCH("candidate (timed)");
+  TF_CUDA_CHECK(cudaDeviceSynchronize());
+  for (int i = 0; i < total; ++i) {
+    float ms = 0;
+    TF_CUDA_CHECK(cudaEventElapsedTime(&ms, start[i], stop[i]));
+    r.samples_us.push_back(static_cast<double>(ms) * 1e3);
+    cudaEventDestroy(start[i]);
+    cudaEventDestroy(stop[i]);
+  }
+  r.clock_after_mhz = MeasureSmClockMhz();
+  const double floor = 0.75 * r.max_clock_mhz;
+  r.throttled = r.max_clock_mhz > 0 &&
+                ((r.clock_before_mhz > 0 && r.clock_before_mhz < floor) ||
+                 (r.clock_after_mhz > 0 && r.clock_after_mhz < floor));
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "device=\"%s\" sms=%d l2_bytes=%d max_sm_clock_mhz=%d "
+                "sm_clock_before_mhz=%.0f sm_clock_after_mhz=%.0f throttled=%s "
+                "l2_flush_bytes=%zu warmup=%d samples=%d protocol=cuda-events-cold-l2",
+                dev.name.c_str(), dev.sms, dev.l2_bytes, dev.max_clock_mhz,
+                r.clock_before_mhz, r.clock_after_mhz, r.throttled ? "yes" : "no",
+                L2Flusher::kBytes, r.warmup, total - r.warmup);
+  r.note = buf;
+  return r;
+}
+
+// The sample values a run stage writes to timing_us.txt: one per line.
+inline std::string TimingLines(const TimingResult& r) {
+  std::string out;
+  char buf[64];
+  for (double us : r.samples_us) {
+    std::snprintf(buf, sizeof(buf), "%.3f\n", us);
+    out += buf;
+  }
+  return out;
+}
+
+inline double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+
+// ----- host side of the stage contract (docs/operators.md) -----------------
+// Kept here so the CUDA programs need nothing but the CUDA toolkit; it
+// follows the same argv and file layout as the cpu backend's harness.h.
+
+// Exit codes: bad input (argv, workload, a workload the variant cannot
+// handle) and I/O failures.
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitIo = 4;
+
+struct StageArgs {
+  std::string stage;  // build | reference | run | profile | extra stages
+  std::string params_path, workload_path, out_dir;
+  uint64_t seed = 0;
+  int warmup = 3, samples = 20;
+};
+
+[[noreturn]] inline void Die(int code, const std::string& what) {
+  std::fprintf(stderr, "error: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::exit(code);
+}
+
+inline StageArgs ParseStageArgs(int argc, char** argv) {
+  StageArgs a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Die(kExitBadInput, flag + " needs a value");
+      return argv[++i];
+    };
+    auto number = [&](const std::string& v) -> long long {
+      char* end = nullptr;
+      const long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 0) Die(kExitBadInput, flag + ": not a count: " + v);
+      return n;
+    };
+    if (flag == "--stage") a.stage = value();
+    else if (flag == "--params") a.params_path = value();
+    else if (flag == "--workload") a.workload_path = value();
+    else if (flag == "--out") a.out_dir = value();
+    else if (flag == "--seed") a.seed = static_cast<uint64_t>(number(value()));
+    else if (flag == "--warmup") a.warmup = static_cast<int>(std::min(number(value()), 100000LL));
+    else if (flag == "--samples") a.samples = static_cast<int>(std::min(number(value()), 100000LL));
+    else if (flag == "--delay_ms") value();  // sim-board compatibility; unused
+    else Die(kExitBadInput, "unknown argument " + flag);
+  }
+  if (a.stage.empty()) Die(kExitBadInput, "--stage is required");
+  if (a.workload_path.empty()) Die(kExitBadInput, "--workload is required");
+  if (a.out_dir.empty()) Die(kExitBadInput, "--out is required");
+  return a;
+}
+
+inline std::string ReadTextFile(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) Die(kExitIo, "cannot open " + path);
+  std::string s;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+inline void WriteBytes(const std::string& path, const void* data, size_t bytes) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) Die(kExitIo, "cannot create " + tmp);
+  if (bytes && std::fwrite(data, 1, bytes, f) != bytes) Die(kExitIo, "short write to " + tmp);
+  if (std::fclose(f) != 0) Die(kExitIo, "cannot close " + tmp);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) Die(kExitIo, "cannot rename to " + path);
+}
+
+inline void WriteText(const std::string& path, const std::string& text) {
+  WriteBytes(path, text.data(), text.size());
+}
+
+inline void WriteFloats(const std::string& path, const std::vector<float>& v) {
+  WriteBytes(path, v.data(), v.size() * sizeof(float));
+}
+
+// dims.<name> of workload.json as the boards write it:
+// {"name": ..., "dtype": ..., "dims": {"m": 4096, ...}}. A small scanner
+// (no JSON library in a CUDA variant); dies naming the file and key.
+inline long long WorkloadDim(const std::string& workload_path, const std::string& name) {
+  const std::string text = ReadTextFile(workload_path);
+  const size_t dims = text.find("\"dims\"");
+  if (dims == std::string::npos) Die(kExitBadInput, workload_path + ": no \"dims\" object");
+  const size_t open = text.find('{', dims);
+  const size_t close = text.find('}', dims);
+  if (open == std::string::npos || close == std::string::npos || close < open)
+    Die(kExitBadInput, workload_path + ": malformed \"dims\" object");
+  const std::string body = text.substr(open + 1, close - open - 1);
+  const std::string key = "\"" + name + "\"";
+  const size_t at = body.find(key);
+  if (at == std::string::npos) Die(kExitBadInput, workload_path + ": dims." + name + " is missing");
+  size_t p = body.find(':', at + key.size());
+  if (p == std::string::npos) Die(kExitBadInput, workload_path + ": dims." + name + " has no value");
+  ++p;
+  while (p < body.size() && (body[p] == ' ' || body[p] == '\n' || body[p] == '\t' || body[p] == '\r')) ++p;
+  char* end = nullptr;
+  const long long v = std::strtoll(body.c_str() + p, &end, 10);
+  if (end == body.c_str() + p || v <= 0 || v > (1LL << 31) - 1)
+    Die(kExitBadInput, workload_path + ": dims." + name + " is not a positive 32-bit integer");
+  return v;
+}
+
+inline uint64_t Mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Seeded inputs on a 1/64 grid in [-scale, scale]: exactly representable,
+// so fp32 products are exact and a correct kernel differs from the fp64
+// reference only by accumulation order. `salt` separates the operands.
+inline std::vector<float> SeededInputs(uint64_t seed, uint64_t salt, size_t count, float scale = 1.f) {
+  std::vector<float> v(count);
+  const uint64_t base = Mix64(seed ^ (salt * 0x2545f4914f6cdd1dULL));
+  for (size_t i = 0; i < count; ++i) {
+    v[i] = scale * static_cast<float>(static_cast<int64_t>(Mix64(base + i) % 129) - 64) / 64.0f;
+  }
+  return v;
+}
+
+// The run stage's timing files: timing_us.txt (every sample, warm-up
+// first, as agent/measurement.h reads it) and timing_note.txt (device,
+// clocks, protocol).
+inline void WriteTiming(const std::string& out_dir, const TimingResult& r) {
+  WriteText(out_dir + "/timing_us.txt", TimingLines(r));
+  WriteText(out_dir + "/timing_note.txt", r.note + "\n");
+}
+
+}  // namespace tf_cuda
+
+#endif  // TUNEFARM_OPS_COMMON_CUDA_HARNESS_CUH_
