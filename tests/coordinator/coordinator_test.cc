@@ -1,0 +1,1363 @@
+// Coordinator domain core: submission, leases (expiry, epochs, renewals),
+// agent liveness, keep / roll back decisions, termination rules, cancel,
+// recovery from the store, diagnoses and lineage.
+//
+// Each test drives a real Coordinator directly (no gRPC) over a real RocksDB
+// store in a temp dir, with a FakeClock so lease and time-limit logic runs
+// without sleeping. Results are hand-made RoundResults; assertions read the
+// durable records back from the Store wherever the behaviour is "recorded".
+#include "coordinator/coordinator.h"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "common/params.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ops/catalog.h"
+#include "storage/lineage.h"
+#include "storage/store.h"
+
+namespace tunefarm {
+namespace {
+
+using ::testing::AnyOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// 3 * 4 * 3 = 36 configurations.
+constexpr char kToyOperator[] = R"(
+name: toy
+parameters:
+  - {name: a, values: [1, 2, 3], default: 1, stage: tiling}
+  - {name: b, values: [1, 2, 3, 4], default: 1, stage: pipeline}
+  - {name: c, values: [1, 2, 3], default: 1, stage: in_core}
+workloads:
+  - {name: small, dtype: fp16, dims: {m: 64, n: 64, k: 64}}
+tolerances: {rtol: 0.01, atol: 0.001}
+backends:
+  sim: {command: ["{bin}/toy"]}
+)";
+
+// Two configurations: the baseline and one candidate.
+constexpr char kTinyOperator[] = R"(
+name: tiny
+parameters:
+  - {name: x, values: [1, 2], default: 1}
+workloads:
+  - {name: one, dtype: fp32, dims: {n: 16}}
+tolerances: {rtol: 0.01, atol: 0.001}
+backends:
+  sim: {command: ["{bin}/tiny"]}
+)";
+
+struct SpecOptions {
+  std::string op = "toy";
+  std::string goal = "{speedup: 100}";  // out of reach unless a test lowers it
+  std::string budget = "{max_rounds: 30, max_rounds_without_gain: 30}";
+  std::string boards = "{kind: sim}";
+  std::string name = "toy-sweep";
+  int priority = 0;
+};
+
+std::string SpecYaml(const SpecOptions& o) {
+  return absl::StrCat("name: ", o.name, "\nteam: qa\noperator: ", o.op,
+                      "\ngoal: ", o.goal, "\nstrategy: grid\nbudget: ",
+                      o.budget, "\nmin_gain: 0.02\nboards: ", o.boards,
+                      "\nmeasurement: {warmup: 1, samples: 5}\npriority: ", o.priority,
+                      "\n");
+}
+
+std::string AgentOf(const std::string& board_id) {
+  return board_id.substr(0, board_id.find('/'));
+}
+
+v1::BoardInfo Board(const std::string& id, const std::string& kind = "sim",
+                    const std::string& chip = "chip-x",
+                    const std::map<std::string, std::string>& labels = {}) {
+  v1::BoardInfo b;
+  b.set_board_id(id);
+  b.set_kind(kind);
+  b.set_chip(chip);
+  b.set_simulated(kind == "sim");
+  for (const auto& [k, v] : labels) (*b.mutable_labels())[k] = v;
+  return b;
+}
+
+// Counts calls, so tests can check what the core reported.
+class FakeFarmMetrics : public FarmMetrics {
+ public:
+  void RoundRecorded(const std::string& outcome, double) override {
+    ++rounds_recorded[outcome];
+  }
+  void LeaseGranted(double) override { ++leases_granted; }
+  void LeaseExpired() override { ++leases_expired; }
+  void SetBoardsByState(const std::map<std::string, int>& counts) override {
+    boards_by_state = counts;
+  }
+  void SetQueueDepth(int queued) override { queue_depth = queued; }
+  void DiagnosisRecorded() override { ++diagnoses; }
+
+  std::map<std::string, int> rounds_recorded;
+  int leases_granted = 0;
+  int leases_expired = 0;
+  std::map<std::string, int> boards_by_state;
+  int queue_depth = -1;
+  int diagnoses = 0;
+};
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::string> dir = MakeTempDir("coordinator_test");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+    for (const char* text : {kToyOperator, kTinyOperator}) {
+      absl::StatusOr<v1::OperatorManifest> op =
+          ParseOperatorManifest(text, "test/operator.yaml");
+      ASSERT_TRUE(op.ok()) << op.status();
+      catalog_.Add(*op);
+    }
+    options_.lease_duration = absl::Seconds(10);
+    options_.heartbeat_interval = absl::Seconds(1);
+    options_.agent_timeout = absl::Seconds(30);
+    options_.report_dir = dir_ + "/reports";
+    OpenStoreAndCoordinator();
+  }
+
+  void TearDown() override {
+    coord_.reset();
+    store_.reset();
+    ASSERT_TRUE(RemoveAll(dir_).ok());
+  }
+
+  void OpenStoreAndCoordinator() {
+    absl::StatusOr<std::unique_ptr<Store>> store =
+        OpenRocksDbStore(dir_ + "/db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    coord_ = std::make_unique<Coordinator>(store_.get(), &catalog_, &clock_,
+                                           options_, &metrics_);
+    absl::Status st = coord_->Recover();
+    ASSERT_TRUE(st.ok()) << st;
+  }
+
+  // A coordinator process restart: everything in memory is dropped, the
+  // database is closed and opened again, and the new core recovers from it.
+  void Restart() {
+    coord_.reset();
+    store_.reset();
+    lease_board_.clear();
+    OpenStoreAndCoordinator();
+  }
+
+  // --- user side -----------------------------------------------------------
+  absl::StatusOr<v1::SubmitSweepResponse> SubmitRaw(
+      const std::string& yaml, const std::string& idempotency_key = "") {
+    v1::SubmitSweepRequest request;
+    request.set_spec_yaml(yaml);
+    request.set_idempotency_key(idempotency_key);
+    return coord_->SubmitSweep(request);
+  }
+
+  // Submits and returns the new sweep's id ("" after a recorded failure).
+  std::string Submit(const std::string& yaml) {
+    absl::StatusOr<v1::SubmitSweepResponse> r = SubmitRaw(yaml);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->sweep().sweep_id() : "";
+  }
+
+  // --- agent side ----------------------------------------------------------
+  void Register(const std::string& agent,
+                const std::vector<v1::BoardInfo>& boards) {
+    v1::RegisterAgentRequest request;
+    request.set_agent_id(agent);
+    request.set_node("node-" + agent);
+    for (const v1::BoardInfo& b : boards) *request.add_boards() = b;
+    absl::StatusOr<v1::RegisterAgentResponse> r = coord_->RegisterAgent(request);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->lease_duration_ms(), 10000);
+  }
+
+  absl::StatusOr<v1::LeaseWorkResponse> LeaseRaw(const std::string& board_id) {
+    v1::LeaseWorkRequest request;
+    request.set_agent_id(AgentOf(board_id));
+    request.set_board_id(board_id);
+    absl::StatusOr<v1::LeaseWorkResponse> r = coord_->LeaseWork(request);
+    if (r.ok() && r->granted()) lease_board_[r->work().lease_id()] = board_id;
+    return r;
+  }
+
+  // A lease that must be granted.
+  v1::WorkItem Lease(const std::string& board_id) {
+    absl::StatusOr<v1::LeaseWorkResponse> r = LeaseRaw(board_id);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return v1::WorkItem();
+    EXPECT_TRUE(r->granted()) << "no work for " << board_id;
+    return r->work();
+  }
+
+  // A lease request that must find nothing to do.
+  void ExpectNoWork(const std::string& board_id) {
+    absl::StatusOr<v1::LeaseWorkResponse> r = LeaseRaw(board_id);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_FALSE(r->granted())
+        << board_id << " unexpectedly got round " << r->work().round_id();
+    EXPECT_GT(r->retry_after_ms(), 0);
+  }
+
+  absl::StatusOr<v1::ReportResultResponse> Report(const v1::WorkItem& work,
+                                                  v1::Outcome outcome,
+                                                  double median_us = 0) {
+    const std::string board = lease_board_.count(work.lease_id())
+                                  ? lease_board_[work.lease_id()]
+                                  : "";
+    v1::ReportResultRequest request;
+    request.set_agent_id(AgentOf(board));
+    request.set_board_id(board);
+    request.set_lease_id(work.lease_id());
+    request.set_epoch(work.epoch());
+    request.set_sweep_id(work.sweep_id());
+    request.set_round_id(work.round_id());
+    v1::RoundResult* result = request.mutable_result();
+    result->set_outcome(outcome);
+    result->mutable_precision()->set_passed(outcome !=
+                                            v1::OUTCOME_PRECISION_FAILED);
+    if (outcome == v1::OUTCOME_OK) {
+      v1::Measurement* m = result->mutable_measurement();
+      m->set_median_us(median_us);
+      m->set_p20_us(median_us * 0.99);
+      m->set_p80_us(median_us * 1.01);
+      m->set_min_us(median_us * 0.98);
+      m->set_max_us(median_us * 1.02);
+      m->set_samples(5);
+      m->set_warmup(1);
+      m->set_simulated(true);
+    } else {
+      result->set_detail(absl::StrCat("test says ", v1::Outcome_Name(outcome)));
+    }
+    return coord_->ReportResult(request);
+  }
+
+  // A result that must be accepted as new (not a duplicate).
+  void ReportOk(const v1::WorkItem& work, double median_us) {
+    absl::StatusOr<v1::ReportResultResponse> r =
+        Report(work, v1::OUTCOME_OK, median_us);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->accepted()) << r->reason();
+    EXPECT_FALSE(r->duplicate());
+  }
+
+  // Leases round 0 on `board_id` and reports it OK at `median_us`.
+  void RunBaseline(const std::string& board_id, double median_us = 100) {
+    v1::WorkItem w = Lease(board_id);
+    ASSERT_EQ(w.round_id(), 0);
+    ReportOk(w, median_us);
+  }
+
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const std::string& agent,
+      const std::map<std::string, std::string>& board_leases = {}) {
+    v1::HeartbeatRequest request;
+    request.set_agent_id(agent);
+    for (const auto& [board, lease] : board_leases) {
+      v1::BoardInfo* b = request.add_boards();
+      b->set_board_id(board);
+      b->set_current_lease_id(lease);
+    }
+    return coord_->Heartbeat(request);
+  }
+
+  absl::StatusOr<v1::RenewLeaseResponse> Renew(const v1::WorkItem& work,
+                                               int64_t epoch) {
+    v1::RenewLeaseRequest request;
+    request.set_agent_id(AgentOf(lease_board_[work.lease_id()]));
+    request.set_lease_id(work.lease_id());
+    request.set_epoch(epoch);
+    return coord_->RenewLease(request);
+  }
+
+  void Tick() {
+    absl::Status st = coord_->Tick();
+    ASSERT_TRUE(st.ok()) << st;
+  }
+
+  // --- reading back the durable state --------------------------------------
+  v1::Sweep StoredSweep(const std::string& id) {
+    absl::StatusOr<v1::Sweep> s = store_->GetSweep(id);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *s : v1::Sweep();
+  }
+  v1::Round StoredRound(const std::string& id, int64_t round_id) {
+    absl::StatusOr<v1::Round> r = store_->GetRound(id, round_id);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : v1::Round();
+  }
+  std::vector<v1::Round> StoredRounds(const std::string& id) {
+    absl::StatusOr<std::vector<v1::Round>> r = store_->ListRounds(id);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : std::vector<v1::Round>();
+  }
+  std::vector<v1::SweepEvent> Events(const std::string& id) {
+    absl::StatusOr<std::vector<v1::SweepEvent>> e = store_->ReadEvents(id, 1, 0);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? *e : std::vector<v1::SweepEvent>();
+  }
+  // Events of `kind` (about round `round_id`, unless it is -1).
+  int CountEvents(const std::string& id, v1::EventKind kind,
+                  int64_t round_id = -1) {
+    int n = 0;
+    for (const v1::SweepEvent& e : Events(id)) {
+      if (e.kind() != kind) continue;
+      if (round_id >= 0 && (!e.has_round() || e.round().round_id() != round_id))
+        continue;
+      ++n;
+    }
+    return n;
+  }
+  // The log has seq 1..N with no gap and the stored sweep points at N.
+  void ExpectEventLogConsistent(const std::string& id) {
+    std::vector<v1::SweepEvent> events = Events(id);
+    for (size_t i = 0; i < events.size(); ++i) {
+      EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1)) << id;
+      EXPECT_EQ(events[i].sweep_id(), id);
+    }
+    EXPECT_EQ(StoredSweep(id).last_event_seq(),
+              static_cast<int64_t>(events.size()));
+  }
+  v1::BoardInfo BoardNow(const std::string& board_id) {
+    for (const v1::BoardInfo& b : coord_->ListBoards(v1::BoardSelector())) {
+      if (b.board_id() == board_id) return b;
+    }
+    ADD_FAILURE() << "board " << board_id << " not listed";
+    return v1::BoardInfo();
+  }
+
+  std::string dir_;
+  OperatorCatalog catalog_;
+  FakeClock clock_;
+  FakeFarmMetrics metrics_;
+  CoordinatorOptions options_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Coordinator> coord_;
+  std::map<std::string, std::string> lease_board_;  // lease_id → board_id
+};
+
+// --- submission ---------------------------------------------------------------
+
+TEST_F(CoordinatorTest, SubmitQueuesTheSweepWithItsBaselineRound) {
+  std::vector<std::string> notified;
+  coord_->SetEventListener([&](const std::string& id) { notified.push_back(id); });
+
+  absl::StatusOr<v1::SubmitSweepResponse> r = SubmitRaw(SpecYaml({}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->existing());
+  const std::string id = r->sweep().sweep_id();
+  EXPECT_EQ(id, "sw-000001");
+  EXPECT_EQ(r->sweep().state(), v1::SWEEP_STATE_QUEUED);
+  EXPECT_EQ(r->sweep().best_round(), -1);
+  EXPECT_EQ(r->sweep().submitted_unix_ms(), clock_.NowUnixMs());
+  EXPECT_THAT(notified, ElementsAre(id));
+  EXPECT_EQ(coord_->active_sweeps(), 1);
+
+  const v1::Sweep stored = StoredSweep(id);
+  EXPECT_EQ(stored.state(), v1::SWEEP_STATE_QUEUED);
+  EXPECT_EQ(stored.spec().operator_name(), "toy");
+  EXPECT_EQ(stored.spec().budget().max_rounds(), 30);
+  EXPECT_DOUBLE_EQ(stored.spec().min_gain(), 0.02);
+  EXPECT_EQ(stored.spec().workload().name(), "small");  // operator's first
+
+  const std::vector<v1::Round> rounds = StoredRounds(id);
+  ASSERT_EQ(rounds.size(), 1u);
+  EXPECT_EQ(rounds[0].round_id(), 0);
+  EXPECT_EQ(rounds[0].state(), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(rounds[0].parent_round(), -1);
+  EXPECT_EQ(rounds[0].stage(), "baseline");
+  absl::StatusOr<const v1::OperatorManifest*> op = catalog_.Find("toy");
+  ASSERT_TRUE(op.ok());
+  EXPECT_EQ(ParamsKey(rounds[0].params()), ParamsKey(DefaultParams(**op)));
+
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_SUBMITTED), 1);
+  ExpectEventLogConsistent(id);
+  EXPECT_EQ(metrics_.queue_depth, 1);
+}
+
+TEST_F(CoordinatorTest, SubmitRejectsBadSpecsNamingTheField) {
+  absl::StatusOr<v1::SubmitSweepResponse> r = SubmitRaw("name: [unclosed\n");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+
+  r = SubmitRaw(SpecYaml({.op = "no_such_op"}));
+  EXPECT_THAT(r.status().code(), AnyOf(absl::StatusCode::kInvalidArgument,
+                                       absl::StatusCode::kNotFound));
+  EXPECT_THAT(r.status().message(), HasSubstr("operator"));
+  EXPECT_THAT(r.status().message(), HasSubstr("no_such_op"));
+
+  r = SubmitRaw(SpecYaml({.budget = "{max_rounds: ten}"}));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("budget.max_rounds"));
+
+  r = SubmitRaw(SpecYaml({.boards = "{kind: cuda}"}));  // toy has no cuda
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("boards"));
+
+  v1::SubmitSweepRequest long_key;
+  long_key.set_spec_yaml(SpecYaml({}));
+  long_key.set_idempotency_key(std::string(129, 'k'));
+  r = coord_->SubmitSweep(long_key);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("idempotency_key"));
+
+  // Nothing was stored and no sweep number was spent.
+  absl::StatusOr<std::vector<v1::Sweep>> sweeps = store_->ListSweeps();
+  ASSERT_TRUE(sweeps.ok());
+  EXPECT_THAT(*sweeps, IsEmpty());
+  EXPECT_EQ(coord_->active_sweeps(), 0);
+  EXPECT_EQ(Submit(SpecYaml({})), "sw-000001");
+}
+
+TEST_F(CoordinatorTest, IdempotencyKeyReturnsTheExistingSweep) {
+  absl::StatusOr<v1::SubmitSweepResponse> first =
+      SubmitRaw(SpecYaml({}), "key-1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string id = first->sweep().sweep_id();
+  const int64_t events_before = Events(id).size();
+
+  absl::StatusOr<v1::SubmitSweepResponse> again =
+      SubmitRaw(SpecYaml({}), "key-1");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->existing());
+  EXPECT_EQ(again->sweep().sweep_id(), id);
+  absl::StatusOr<std::vector<v1::Sweep>> sweeps = store_->ListSweeps();
+  ASSERT_TRUE(sweeps.ok());
+  EXPECT_EQ(sweeps->size(), 1u);
+  EXPECT_EQ(static_cast<int64_t>(Events(id).size()), events_before);
+  EXPECT_EQ(StoredRounds(id).size(), 1u);
+  EXPECT_EQ(coord_->active_sweeps(), 1);
+
+  absl::StatusOr<v1::SubmitSweepResponse> other =
+      SubmitRaw(SpecYaml({.goal = "{speedup: 50}"}), "key-1");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(other.status().message(), HasSubstr("key-1"));
+  EXPECT_THAT(other.status().message(), HasSubstr(id));
+
+  // The key is durable: a restarted coordinator still honours it.
+  Restart();
+  again = SubmitRaw(SpecYaml({}), "key-1");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->existing());
+  EXPECT_EQ(again->sweep().sweep_id(), id);
+
+  // A different key is a different sweep.
+  absl::StatusOr<v1::SubmitSweepResponse> fresh =
+      SubmitRaw(SpecYaml({}), "key-2");
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_FALSE(fresh->existing());
+  EXPECT_EQ(fresh->sweep().sweep_id(), "sw-000002");
+}
+
+// --- leases -------------------------------------------------------------------
+
+TEST_F(CoordinatorTest, LeaseNeedsARegisteredAgentAndItsOwnBoard) {
+  const std::string id = Submit(SpecYaml({}));
+  absl::StatusOr<v1::LeaseWorkResponse> r = LeaseRaw("ghost/b0");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(r.status().message(), HasSubstr("ghost"));
+
+  Register("a1", {Board("a1/b0")});
+  Register("a2", {Board("a2/b0")});
+  v1::LeaseWorkRequest foreign;
+  foreign.set_agent_id("a1");
+  foreign.set_board_id("a2/b0");
+  r = coord_->LeaseWork(foreign);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(r.status().message(), HasSubstr("a2/b0"));
+
+  foreign.set_board_id("a1/nope");
+  r = coord_->LeaseWork(foreign);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+
+  // Another agent cannot take over a board whose agent is alive.
+  v1::RegisterAgentRequest steal;
+  steal.set_agent_id("a3");
+  *steal.add_boards() = Board("a1/b0");
+  EXPECT_EQ(coord_->RegisterAgent(steal).status().code(),
+            absl::StatusCode::kAlreadyExists);
+
+  EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_QUEUED);
+}
+
+TEST_F(CoordinatorTest, BaselineRunsFirstThenEveryBoardGetsADistinctCandidate) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1"), Board("a1/b2"),
+                  Board("a1/b3")});
+
+  const v1::WorkItem base = Lease("a1/b0");
+  EXPECT_EQ(base.sweep_id(), id);
+  EXPECT_EQ(base.round_id(), 0);
+  EXPECT_EQ(base.epoch(), 1);
+  EXPECT_EQ(base.lease_id(), absl::StrCat(id, "/0/1"));
+  EXPECT_EQ(base.operator_().name(), "toy");
+  EXPECT_EQ(base.workload().name(), "small");
+  EXPECT_EQ(base.measurement().samples(), 5);
+  EXPECT_EQ(base.lease_expires_unix_ms(),
+            clock_.NowUnixMs() + 10000);
+
+  // Candidates need the baseline's number: nothing else to run yet.
+  ExpectNoWork("a1/b1");
+
+  const v1::Round leased = StoredRound(id, 0);
+  EXPECT_EQ(leased.state(), v1::ROUND_STATE_LEASED);
+  EXPECT_EQ(leased.lease().board_id(), "a1/b0");
+  EXPECT_EQ(leased.lease().agent_id(), "a1");
+  EXPECT_EQ(leased.attempts(), 1);
+  const v1::Sweep running = StoredSweep(id);
+  EXPECT_EQ(running.state(), v1::SWEEP_STATE_RUNNING);
+  EXPECT_EQ(running.started_unix_ms(), clock_.NowUnixMs());
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_STARTED), 1);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_LEASED, 0), 1);
+  EXPECT_EQ(BoardNow("a1/b0").state(), v1::BOARD_STATE_BUSY);
+  EXPECT_EQ(BoardNow("a1/b0").current_lease_id(), base.lease_id());
+
+  ReportOk(base, 100);
+  const v1::Sweep after_base = StoredSweep(id);
+  EXPECT_DOUBLE_EQ(after_base.baseline_us(), 100);
+  EXPECT_EQ(after_base.best_round(), 0);
+  EXPECT_EQ(StoredRound(id, 0).decision(), v1::DECISION_BASELINE);
+
+  std::set<std::string> keys = {ParamsKey(StoredRound(id, 0).params())};
+  std::set<int64_t> round_ids;
+  for (const std::string board : {"a1/b1", "a1/b2", "a1/b3", "a1/b0"}) {
+    const v1::WorkItem w = Lease(board);
+    round_ids.insert(w.round_id());
+    keys.insert(ParamsKey(w.params()));
+    const v1::Round r = StoredRound(id, w.round_id());
+    EXPECT_EQ(r.state(), v1::ROUND_STATE_LEASED);
+    EXPECT_EQ(r.parent_round(), 0);
+    EXPECT_FALSE(r.changes().empty());
+    EXPECT_EQ(r.lease().board_id(), board);
+    EXPECT_EQ(ParamsKey(r.params()), ParamsKey(w.params()));
+  }
+  EXPECT_THAT(round_ids, ElementsAre(1, 2, 3, 4));
+  EXPECT_EQ(keys.size(), 5u);  // baseline + 4 distinct candidates
+  EXPECT_EQ(metrics_.leases_granted, 5);
+  EXPECT_EQ(StoredSweep(id).candidates_proposed(), 4);
+  ExpectEventLogConsistent(id);
+}
+
+TEST_F(CoordinatorTest, LeaseRespectsTheBoardSelector) {
+  const std::string id = Submit(SpecYaml(
+      {.boards = "{kind: sim, chip: chip-x, labels: {pool: blue}}"}));
+  Register("a1", {Board("a1/cpu", "cpu", "chip-x", {{"pool", "blue"}}),
+                  Board("a1/chip", "sim", "chip-y", {{"pool", "blue"}}),
+                  Board("a1/nolabel", "sim", "chip-x"),
+                  Board("a1/red", "sim", "chip-x", {{"pool", "red"}}),
+                  Board("a1/good", "sim", "chip-x",
+                        {{"pool", "blue"}, {"zone", "z1"}})});
+  for (const std::string board : {"a1/cpu", "a1/chip", "a1/nolabel", "a1/red"}) {
+    ExpectNoWork(board);
+  }
+  EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_QUEUED);
+  const v1::WorkItem w = Lease("a1/good");
+  EXPECT_EQ(w.round_id(), 0);
+
+  v1::BoardSelector selector = StoredSweep(id).spec().boards();
+  std::vector<v1::BoardInfo> listed = coord_->ListBoards(selector);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].board_id(), "a1/good");
+  EXPECT_EQ(coord_->ListBoards(v1::BoardSelector()).size(), 5u);
+}
+
+TEST_F(CoordinatorTest, ExpiredLeaseIsRequeuedAndItsEpochFenced) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1")});
+  RunBaseline("a1/b0");
+
+  const v1::WorkItem w1 = Lease("a1/b0");
+  ASSERT_EQ(w1.round_id(), 1);
+  ASSERT_EQ(w1.epoch(), 1);
+
+  clock_.Advance(absl::Seconds(5));
+  Tick();
+  EXPECT_EQ(StoredRound(id, 1).state(), v1::ROUND_STATE_LEASED);
+
+  clock_.Advance(absl::Seconds(6));  // 11 s > the 10 s lease
+  Tick();
+  EXPECT_EQ(StoredRound(id, 1).state(), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_REQUEUED, 1), 1);
+  EXPECT_EQ(metrics_.leases_expired, 1);
+  EXPECT_EQ(BoardNow("a1/b0").state(), v1::BOARD_STATE_IDLE);
+  EXPECT_EQ(BoardNow("a1/b0").current_lease_id(), "");
+
+  // The agent still holding it is told to stop.
+  absl::StatusOr<v1::HeartbeatResponse> hb =
+      Heartbeat("a1", {{"a1/b0", w1.lease_id()}});
+  ASSERT_TRUE(hb.ok()) << hb.status();
+  EXPECT_THAT(hb->revoked_lease_ids(), ElementsAre(w1.lease_id()));
+
+  // A late result of the expired epoch is refused.
+  absl::StatusOr<v1::ReportResultResponse> late =
+      Report(w1, v1::OUTCOME_OK, 90);
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_FALSE(late->accepted());
+  EXPECT_THAT(late->reason(), HasSubstr("stale"));
+
+  // The same round goes out again with the next epoch.
+  const v1::WorkItem w2 = Lease("a1/b1");
+  EXPECT_EQ(w2.round_id(), 1);
+  EXPECT_EQ(w2.epoch(), 2);
+  EXPECT_EQ(w2.lease_id(), absl::StrCat(id, "/1/2"));
+  EXPECT_EQ(ParamsKey(w2.params()), ParamsKey(w1.params()));
+  late = Report(w1, v1::OUTCOME_OK, 90);
+  ASSERT_TRUE(late.ok());
+  EXPECT_FALSE(late->accepted());
+
+  ReportOk(w2, 97);
+  absl::StatusOr<v1::ReportResultResponse> dup = Report(w2, v1::OUTCOME_OK, 97);
+  ASSERT_TRUE(dup.ok()) << dup.status();
+  EXPECT_TRUE(dup->accepted());
+  EXPECT_TRUE(dup->duplicate());
+  // A retry with a different number is still the recorded duplicate.
+  dup = Report(w2, v1::OUTCOME_OK, 50);
+  ASSERT_TRUE(dup.ok());
+  EXPECT_TRUE(dup->duplicate());
+
+  const v1::Round done = StoredRound(id, 1);
+  EXPECT_EQ(done.state(), v1::ROUND_STATE_DONE);
+  EXPECT_EQ(done.attempts(), 2);
+  EXPECT_EQ(done.lease().epoch(), 2);
+  EXPECT_EQ(done.board_id(), "a1/b1");
+  EXPECT_DOUBLE_EQ(done.result().measurement().median_us(), 97);
+  EXPECT_EQ(done.decision(), v1::DECISION_KEPT);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_FINISHED, 1), 1);
+  EXPECT_EQ(StoredSweep(id).rounds_finished(), 1);
+  EXPECT_EQ(metrics_.rounds_recorded["OUTCOME_OK"], 2);  // baseline + once
+  absl::StatusOr<std::vector<v1::Measurement>> ms =
+      store_->ListMeasurements(id, 1);
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  ASSERT_EQ(ms->size(), 1u);
+  EXPECT_DOUBLE_EQ((*ms)[0].median_us(), 97);
+  ExpectEventLogConsistent(id);
+}
+
+TEST_F(CoordinatorTest, RenewLeaseExtendsTheExpiry) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  const v1::WorkItem w = Lease("a1/b0");
+
+  clock_.Advance(absl::Seconds(8));
+  absl::StatusOr<v1::RenewLeaseResponse> renewed = Renew(w, w.epoch());
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  EXPECT_TRUE(renewed->valid());
+  EXPECT_EQ(renewed->expires_unix_ms(), clock_.NowUnixMs() + 10000);
+
+  clock_.Advance(absl::Seconds(8));  // 16 s after the grant, 8 after renewal
+  Tick();
+  EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_LEASED);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_REQUEUED), 0);
+
+  absl::StatusOr<v1::RenewLeaseResponse> wrong_epoch = Renew(w, w.epoch() + 1);
+  ASSERT_TRUE(wrong_epoch.ok()) << wrong_epoch.status();
+  EXPECT_FALSE(wrong_epoch->valid());
+
+  v1::RenewLeaseRequest malformed;
+  malformed.set_agent_id("a1");
+  malformed.set_lease_id("garbage");
+  EXPECT_EQ(coord_->RenewLease(malformed).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  clock_.Advance(absl::Seconds(3));  // past the renewed expiry
+  Tick();
+  EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_QUEUED);
+  renewed = Renew(w, w.epoch());
+  ASSERT_TRUE(renewed.ok()) << renewed.status();
+  EXPECT_FALSE(renewed->valid());
+  absl::StatusOr<v1::ReportResultResponse> late = Report(w, v1::OUTCOME_OK, 100);
+  ASSERT_TRUE(late.ok());
+  EXPECT_FALSE(late->accepted());
+}
+
+TEST_F(CoordinatorTest, HigherPrioritySweepsGetBoardsFirstAndIdleBoardsServeOthers) {
+  const std::string low = Submit(SpecYaml({.name = "low"}));
+  const std::string high = Submit(SpecYaml({.name = "high", .priority = 10}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1"), Board("a1/b2")});
+  const v1::WorkItem first = Lease("a1/b0");
+  EXPECT_EQ(first.sweep_id(), high);
+  // The high sweep has nothing more until its baseline is in: b1 serves low.
+  const v1::WorkItem second = Lease("a1/b1");
+  EXPECT_EQ(second.sweep_id(), low);
+  EXPECT_EQ(second.round_id(), 0);
+  ExpectNoWork("a1/b2");
+  ReportOk(first, 100);
+  const v1::WorkItem third = Lease("a1/b2");
+  EXPECT_EQ(third.sweep_id(), high);
+  EXPECT_EQ(third.round_id(), 1);
+}
+
+TEST_F(CoordinatorTest, AskingForWorkWhileHoldingALeaseGivesThatLeaseUp) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  const v1::WorkItem w1 = Lease("a1/b0");
+  const v1::WorkItem w2 = Lease("a1/b0");
+  EXPECT_EQ(w2.round_id(), 0);
+  EXPECT_EQ(w2.epoch(), 2);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_REQUEUED, 0), 1);
+  absl::StatusOr<v1::ReportResultResponse> stale =
+      Report(w1, v1::OUTCOME_OK, 100);
+  ASSERT_TRUE(stale.ok());
+  EXPECT_FALSE(stale->accepted());
+  ReportOk(w2, 100);
+}
+
+TEST_F(CoordinatorTest, ReRegisteringWithoutTheLeaseRequeuesTheRound) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  const v1::WorkItem w = Lease("a1/b0");
+  Register("a1", {Board("a1/b0")});  // agent restarted, lost its work
+  EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_REQUEUED, 0), 1);
+  EXPECT_EQ(BoardNow("a1/b0").state(), v1::BOARD_STATE_IDLE);
+
+  // Re-registering while still claiming the lease keeps it.
+  const v1::WorkItem again = Lease("a1/b0");
+  v1::BoardInfo busy = Board("a1/b0");
+  busy.set_current_lease_id(again.lease_id());
+  Register("a1", {busy});
+  EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_LEASED);
+  EXPECT_EQ(BoardNow("a1/b0").state(), v1::BOARD_STATE_BUSY);
+  ReportOk(again, 100);
+  (void)w;
+}
+
+TEST_F(CoordinatorTest, ResultWithoutOutcomeIsRefused) {
+  Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  const v1::WorkItem w = Lease("a1/b0");
+  absl::StatusOr<v1::ReportResultResponse> r =
+      Report(w, v1::OUTCOME_UNSPECIFIED);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("outcome"));
+  ReportOk(w, 100);
+}
+
+// --- agents -------------------------------------------------------------------
+
+TEST_F(CoordinatorTest, SilentAgentLosesItsBoardsAndItsLeasedRound) {
+  options_.agent_timeout = absl::Seconds(5);  // shorter than the lease
+  Restart();
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1")});
+  Register("a2", {Board("a2/b0")});
+  const v1::WorkItem w = Lease("a1/b0");
+
+  clock_.Advance(absl::Seconds(3));
+  ASSERT_TRUE(Heartbeat("a2").ok());
+  Tick();
+  EXPECT_EQ(BoardNow("a1/b0").state(), v1::BOARD_STATE_BUSY);
+
+  clock_.Advance(absl::Seconds(3));  // a1 silent 6 s, a2 3 s
+  Tick();
+  for (const std::string board : {"a1/b0", "a1/b1"}) {
+    const v1::BoardInfo b = BoardNow(board);
+    EXPECT_EQ(b.state(), v1::BOARD_STATE_LOST) << board;
+    EXPECT_THAT(b.health_detail(), HasSubstr("silent"));
+    EXPECT_EQ(b.current_lease_id(), "");
+  }
+  EXPECT_EQ(BoardNow("a2/b0").state(), v1::BOARD_STATE_IDLE);
+  absl::StatusOr<std::vector<v1::BoardInfo>> stored = store_->ListBoards();
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  for (const v1::BoardInfo& b : *stored) {
+    EXPECT_EQ(b.state(), AgentOf(b.board_id()) == "a1" ? v1::BOARD_STATE_LOST
+                                                       : v1::BOARD_STATE_IDLE)
+        << b.board_id();
+  }
+  EXPECT_EQ(metrics_.boards_by_state["lost"], 2);
+  EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_QUEUED);
+  ASSERT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_REQUEUED, 0), 1);
+
+  absl::StatusOr<v1::HeartbeatResponse> hb = Heartbeat("a1");
+  EXPECT_EQ(hb.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(LeaseRaw("a1/b1").status().code(), absl::StatusCode::kNotFound);
+  absl::StatusOr<v1::ReportResultResponse> late = Report(w, v1::OUTCOME_OK, 100);
+  ASSERT_TRUE(late.ok());
+  EXPECT_FALSE(late->accepted());
+
+  // Registering again brings the boards back; the round runs again.
+  Register("a1", {Board("a1/b0"), Board("a1/b1")});
+  EXPECT_EQ(BoardNow("a1/b0").state(), v1::BOARD_STATE_IDLE);
+  EXPECT_TRUE(Heartbeat("a1").ok());
+  const v1::WorkItem again = Lease("a1/b1");
+  EXPECT_EQ(again.round_id(), 0);
+  EXPECT_EQ(again.epoch(), 2);
+  ReportOk(again, 100);
+  EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_DONE);
+}
+
+TEST_F(CoordinatorTest, BoardLostOutcomeRequeuesWithoutJudging) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1")});
+  RunBaseline("a1/b0");
+  const v1::WorkItem w = Lease("a1/b0");
+  ASSERT_EQ(w.round_id(), 1);
+
+  absl::StatusOr<v1::ReportResultResponse> r =
+      Report(w, v1::OUTCOME_BOARD_LOST);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->accepted());
+
+  const v1::Round round = StoredRound(id, 1);
+  EXPECT_EQ(round.state(), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(round.decision(), v1::DECISION_UNSPECIFIED);
+  EXPECT_EQ(round.result().outcome(), v1::OUTCOME_UNSPECIFIED);
+  const v1::Sweep sweep = StoredSweep(id);
+  EXPECT_EQ(sweep.rounds_finished(), 0);
+  EXPECT_EQ(sweep.rounds_without_gain(), 0);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_FINISHED, 1), 0);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_REQUEUED, 1), 1);
+  EXPECT_EQ(BoardNow("a1/b0").state(), v1::BOARD_STATE_IDLE);
+
+  // The same variant runs again (elsewhere), not a new candidate.
+  const v1::WorkItem again = Lease("a1/b1");
+  EXPECT_EQ(again.round_id(), 1);
+  EXPECT_EQ(again.epoch(), 2);
+  ReportOk(again, 99);
+  EXPECT_EQ(StoredRound(id, 1).decision(), v1::DECISION_ROLLED_BACK);
+  EXPECT_EQ(StoredSweep(id).rounds_finished(), 1);
+}
+
+// --- decisions ----------------------------------------------------------------
+
+TEST_F(CoordinatorTest, KeepsRollsBackAndRejects) {
+  const std::string id = Submit(SpecYaml({}));  // min_gain 0.02
+  Register("a1", {Board("a1/b0"), Board("a1/b1"), Board("a1/b2"),
+                  Board("a1/b3"), Board("a1/b4")});
+  RunBaseline("a1/b0", 100);
+  std::vector<v1::WorkItem> w;
+  for (const std::string board :
+       {"a1/b0", "a1/b1", "a1/b2", "a1/b3", "a1/b4"}) {
+    w.push_back(Lease(board));
+    EXPECT_EQ(StoredRound(id, w.back().round_id()).parent_round(), 0);
+  }
+
+  ReportOk(w[0], 97);  // needs <= 98
+  v1::Round r = StoredRound(id, w[0].round_id());
+  EXPECT_EQ(r.decision(), v1::DECISION_KEPT);
+  EXPECT_DOUBLE_EQ(r.parent_us(), 100);
+  v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.best_round(), w[0].round_id());
+  EXPECT_DOUBLE_EQ(s.best_us(), 97);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_BEST_IMPROVED, w[0].round_id()), 1);
+
+  ReportOk(w[1], 99);
+  r = StoredRound(id, w[1].round_id());
+  EXPECT_EQ(r.decision(), v1::DECISION_ROLLED_BACK);
+  EXPECT_THAT(r.decision_reason(), HasSubstr("98.0"));
+
+  ReportOk(w[2], 97.5);  // beats its parent by 2.5% but not the best (97)
+  r = StoredRound(id, w[2].round_id());
+  EXPECT_EQ(r.decision(), v1::DECISION_ROLLED_BACK);
+  EXPECT_THAT(r.decision_reason(), HasSubstr("current best"));
+
+  absl::StatusOr<v1::ReportResultResponse> resp =
+      Report(w[3], v1::OUTCOME_PRECISION_FAILED);
+  ASSERT_TRUE(resp.ok());
+  EXPECT_TRUE(resp->accepted());
+  r = StoredRound(id, w[3].round_id());
+  EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE);
+  EXPECT_EQ(r.decision(), v1::DECISION_REJECTED);
+  EXPECT_THAT(r.decision_reason(), HasSubstr("PRECISION_FAILED"));
+
+  resp = Report(w[4], v1::OUTCOME_BUILD_FAILED);
+  ASSERT_TRUE(resp.ok());
+  EXPECT_EQ(StoredRound(id, w[4].round_id()).decision(),
+            v1::DECISION_REJECTED);
+
+  s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_RUNNING);
+  EXPECT_EQ(s.best_round(), w[0].round_id());
+  EXPECT_DOUBLE_EQ(s.best_us(), 97);
+  EXPECT_EQ(s.rounds_finished(), 5);
+  EXPECT_EQ(s.rounds_without_gain(), 4);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_BEST_IMPROVED), 1);
+
+  // New candidates now start from the new best.
+  const v1::WorkItem next = Lease("a1/b0");
+  EXPECT_EQ(StoredRound(id, next.round_id()).parent_round(), w[0].round_id());
+  ExpectEventLogConsistent(id);
+}
+
+TEST_F(CoordinatorTest, FailedBaselineFailsTheSweep) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1")});
+  const v1::WorkItem w = Lease("a1/b0");
+  absl::StatusOr<v1::ReportResultResponse> r =
+      Report(w, v1::OUTCOME_PRECISION_FAILED);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->accepted());
+
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_FAILED);
+  EXPECT_EQ(s.termination(), v1::TERMINATION_BASELINE_FAILED);
+  EXPECT_THAT(s.termination_detail(), HasSubstr("PRECISION_FAILED"));
+  EXPECT_EQ(s.best_round(), -1);
+  EXPECT_EQ(StoredRound(id, 0).decision(), v1::DECISION_BASELINE);
+  EXPECT_EQ(coord_->active_sweeps(), 0);
+  ExpectNoWork("a1/b1");
+  EXPECT_TRUE(ReadFile(s.report_path()).ok()) << s.report_path();
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_FINISHED), 1);
+}
+
+// --- termination --------------------------------------------------------------
+
+TEST_F(CoordinatorTest, GoalReachedEndsTheSweepAndCancelsInFlightRounds) {
+  const std::string id = Submit(SpecYaml({.goal = "{speedup: 1.25}"}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1"), Board("a1/b2")});
+  RunBaseline("a1/b0", 100);
+  const v1::WorkItem r1 = Lease("a1/b0");
+  const v1::WorkItem r2 = Lease("a1/b1");
+  const v1::WorkItem r3 = Lease("a1/b2");
+
+  ReportOk(r1, 79);  // 1.27x
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.termination(), v1::TERMINATION_GOAL_REACHED);
+  EXPECT_EQ(s.best_round(), r1.round_id());
+  EXPECT_GT(s.finished_unix_ms(), 0);
+  for (const v1::WorkItem* w : {&r2, &r3}) {
+    const v1::Round r = StoredRound(id, w->round_id());
+    EXPECT_EQ(r.state(), v1::ROUND_STATE_CANCELLED);
+    EXPECT_THAT(r.decision_reason(), HasSubstr("not run"));
+  }
+  EXPECT_EQ(coord_->active_sweeps(), 0);
+
+  // Late results of the cancelled rounds are discarded.
+  absl::StatusOr<v1::ReportResultResponse> late = Report(r2, v1::OUTCOME_OK, 50);
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_FALSE(late->accepted());
+  EXPECT_FALSE(late->duplicate());
+  EXPECT_EQ(StoredRound(id, r2.round_id()).state(), v1::ROUND_STATE_CANCELLED);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_FINISHED, r2.round_id()), 0);
+  EXPECT_EQ(StoredSweep(id).best_round(), r1.round_id());
+
+  // The boards are free and there is nothing left to do.
+  EXPECT_EQ(BoardNow("a1/b1").state(), v1::BOARD_STATE_IDLE);
+  EXPECT_EQ(BoardNow("a1/b2").current_lease_id(), "");
+  ExpectNoWork("a1/b1");
+
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_FINISHED), 1);
+  EXPECT_EQ(s.report_path(), options_.report_dir + "/" + id + ".md");
+  absl::StatusOr<std::string> report = ReadFile(s.report_path());
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(*report, HasSubstr(id));
+  ExpectEventLogConsistent(id);
+}
+
+TEST_F(CoordinatorTest, TargetLatencyReachedEndsTheSweep) {
+  const std::string id = Submit(SpecYaml({.goal = "{target_us: 80}"}));
+  Register("a1", {Board("a1/b0")});
+  RunBaseline("a1/b0", 100);
+  ReportOk(Lease("a1/b0"), 85);
+  EXPECT_EQ(StoredSweep(id).state(), v1::SWEEP_STATE_RUNNING);
+  ReportOk(Lease("a1/b0"), 79.5);
+  EXPECT_EQ(StoredSweep(id).termination(), v1::TERMINATION_GOAL_REACHED);
+}
+
+TEST_F(CoordinatorTest, RoundBudgetEndsTheSweep) {
+  const std::string id = Submit(
+      SpecYaml({.budget = "{max_rounds: 3, max_rounds_without_gain: 30}"}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1"), Board("a1/b2"),
+                  Board("a1/b3")});
+  RunBaseline("a1/b0", 100);
+  std::vector<v1::WorkItem> w = {Lease("a1/b0"), Lease("a1/b1"),
+                                 Lease("a1/b2")};
+  ExpectNoWork("a1/b3");  // the budget counts rounds in flight too
+
+  ReportOk(w[0], 100);
+  ReportOk(w[1], 100);
+  EXPECT_EQ(StoredSweep(id).state(), v1::SWEEP_STATE_RUNNING);
+  ReportOk(w[2], 100);
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.termination(), v1::TERMINATION_ROUND_BUDGET);
+  EXPECT_EQ(s.rounds_finished(), 3);
+  EXPECT_EQ(StoredRounds(id).size(), 4u);
+}
+
+TEST_F(CoordinatorTest, RoundsWithoutGainEndTheSweep) {
+  const std::string id = Submit(
+      SpecYaml({.budget = "{max_rounds: 30, max_rounds_without_gain: 2}"}));
+  Register("a1", {Board("a1/b0")});
+  RunBaseline("a1/b0", 100);
+  ReportOk(Lease("a1/b0"), 99);  // rolled back: 1 without gain
+  EXPECT_EQ(StoredSweep(id).rounds_without_gain(), 1);
+  ReportOk(Lease("a1/b0"), 90);  // kept: the count starts again
+  EXPECT_EQ(StoredSweep(id).rounds_without_gain(), 0);
+  ReportOk(Lease("a1/b0"), 99);
+  EXPECT_EQ(StoredSweep(id).state(), v1::SWEEP_STATE_RUNNING);
+  ReportOk(Lease("a1/b0"), 99);
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.termination(), v1::TERMINATION_NO_GAIN);
+  EXPECT_EQ(s.rounds_without_gain(), 2);
+  EXPECT_EQ(s.rounds_finished(), 4);
+}
+
+TEST_F(CoordinatorTest, TimeLimitEndsTheSweepOnTick) {
+  const std::string id = Submit(SpecYaml(
+      {.budget = "{max_rounds: 30, max_rounds_without_gain: 30, "
+                 "time_limit: 1m}"}));
+  // The limit counts from the start (first lease), not from submission.
+  clock_.Advance(absl::Minutes(2));
+  Tick();
+  EXPECT_EQ(StoredSweep(id).state(), v1::SWEEP_STATE_QUEUED);
+
+  Register("a1", {Board("a1/b0")});
+  RunBaseline("a1/b0", 100);
+  const v1::WorkItem w = Lease("a1/b0");
+  clock_.Advance(absl::Seconds(59));
+  ASSERT_TRUE(Renew(w, w.epoch()).ok());
+  Tick();
+  EXPECT_EQ(StoredSweep(id).state(), v1::SWEEP_STATE_RUNNING);
+
+  clock_.Advance(absl::Seconds(1));
+  Tick();
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.termination(), v1::TERMINATION_TIME_LIMIT);
+  EXPECT_THAT(s.termination_detail(), HasSubstr("60"));
+  EXPECT_EQ(StoredRound(id, w.round_id()).state(), v1::ROUND_STATE_CANCELLED);
+  EXPECT_EQ(coord_->active_sweeps(), 0);
+}
+
+TEST_F(CoordinatorTest, ExhaustedSpaceEndsTheSweep) {
+  const std::string id = Submit(SpecYaml({.op = "tiny"}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1")});
+  RunBaseline("a1/b0", 100);
+  const v1::WorkItem only = Lease("a1/b0");
+  EXPECT_EQ(only.params().at("x").int_value(), 2);
+  // Nothing else to try, but the sweep waits for the round in flight.
+  ExpectNoWork("a1/b1");
+  EXPECT_EQ(StoredSweep(id).state(), v1::SWEEP_STATE_RUNNING);
+
+  ReportOk(only, 99);
+  ExpectNoWork("a1/b1");
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.termination(), v1::TERMINATION_SPACE_EXHAUSTED);
+  EXPECT_EQ(StoredRounds(id).size(), 2u);
+  absl::StatusOr<std::string> report = ReadFile(s.report_path());
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(*report, HasSubstr(id));
+}
+
+// --- cancel -------------------------------------------------------------------
+
+TEST_F(CoordinatorTest, CancelEndsTheSweepOnce) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  const v1::WorkItem w = Lease("a1/b0");
+
+  v1::CancelSweepRequest cancel;
+  cancel.set_sweep_id(id);
+  cancel.set_reason("wrong workload");
+  absl::StatusOr<v1::Sweep> cancelled = coord_->CancelSweep(cancel);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state(), v1::SWEEP_STATE_CANCELLED);
+  EXPECT_EQ(cancelled->termination(), v1::TERMINATION_CANCELLED);
+  EXPECT_THAT(cancelled->termination_detail(), HasSubstr("wrong workload"));
+
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_CANCELLED);
+  EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_CANCELLED);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_FINISHED), 1);
+  EXPECT_EQ(coord_->active_sweeps(), 0);
+  EXPECT_EQ(BoardNow("a1/b0").state(), v1::BOARD_STATE_IDLE);
+
+  absl::StatusOr<v1::HeartbeatResponse> hb =
+      Heartbeat("a1", {{"a1/b0", w.lease_id()}});
+  ASSERT_TRUE(hb.ok());
+  EXPECT_THAT(hb->revoked_lease_ids(), ElementsAre(w.lease_id()));
+  absl::StatusOr<v1::RenewLeaseResponse> renew = Renew(w, w.epoch());
+  ASSERT_TRUE(renew.ok());
+  EXPECT_FALSE(renew->valid());
+  absl::StatusOr<v1::ReportResultResponse> late = Report(w, v1::OUTCOME_OK, 90);
+  ASSERT_TRUE(late.ok());
+  EXPECT_FALSE(late->accepted());
+
+  absl::StatusOr<v1::Sweep> twice = coord_->CancelSweep(cancel);
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(twice.status().message(), HasSubstr(id));
+
+  cancel.set_sweep_id("sw-999999");
+  EXPECT_EQ(coord_->CancelSweep(cancel).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_FINISHED), 1);
+  ExpectEventLogConsistent(id);
+}
+
+// --- recovery -----------------------------------------------------------------
+
+TEST_F(CoordinatorTest, RestartResumesTheSweepWithoutLosingRounds) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1"), Board("a1/b2")});
+  RunBaseline("a1/b0", 100);
+  const v1::WorkItem r1 = Lease("a1/b0");
+  const v1::WorkItem r2 = Lease("a1/b1");
+  ReportOk(r1, 90);  // kept
+  const v1::WorkItem r3 = Lease("a1/b0");
+  ReportOk(r3, 99);  // rolled back; r2 stays in flight across the restart
+  ASSERT_EQ(r2.round_id(), 2);
+  ASSERT_EQ(r3.round_id(), 3);
+  const std::string r2_board = lease_board_[r2.lease_id()];
+
+  Restart();
+  lease_board_[r2.lease_id()] = r2_board;
+  EXPECT_EQ(coord_->active_sweeps(), 1);
+  for (const v1::BoardInfo& b : coord_->ListBoards(v1::BoardSelector())) {
+    EXPECT_EQ(b.state(), v1::BOARD_STATE_LOST) << b.board_id();
+  }
+  EXPECT_EQ(StoredRound(id, 2).state(), v1::ROUND_STATE_LEASED);
+
+  v1::BoardInfo busy = Board("a1/b1");
+  busy.set_current_lease_id(r2.lease_id());
+  Register("a1", {Board("a1/b0"), busy, Board("a1/b2")});
+
+  // The lease granted before the restart is still honoured.
+  absl::StatusOr<v1::RenewLeaseResponse> renew = Renew(r2, r2.epoch());
+  ASSERT_TRUE(renew.ok()) << renew.status();
+  EXPECT_TRUE(renew->valid());
+  ReportOk(r2, 95);  // beats its parent (baseline) but not the best (r1)
+  EXPECT_EQ(StoredRound(id, 2).decision(), v1::DECISION_ROLLED_BACK);
+  absl::StatusOr<v1::ReportResultResponse> dup = Report(r2, v1::OUTCOME_OK, 95);
+  ASSERT_TRUE(dup.ok());
+  EXPECT_TRUE(dup->duplicate());
+
+  // The strategy resumes after the last round, from the best one.
+  const v1::WorkItem r4 = Lease("a1/b0");
+  EXPECT_EQ(r4.round_id(), 4);
+  EXPECT_EQ(StoredRound(id, 4).parent_round(), r1.round_id());
+  ReportOk(r4, 80);
+
+  const std::vector<v1::Round> rounds = StoredRounds(id);
+  ASSERT_EQ(rounds.size(), 5u);
+  std::set<std::string> configs;
+  for (size_t i = 0; i < rounds.size(); ++i) {
+    EXPECT_EQ(rounds[i].round_id(), static_cast<int64_t>(i));
+    EXPECT_EQ(rounds[i].state(), v1::ROUND_STATE_DONE) << i;
+    EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_FINISHED, i), 1) << i;
+    configs.insert(ParamsKey(rounds[i].params()));
+  }
+  EXPECT_EQ(configs.size(), rounds.size());
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.rounds_finished(), 4);
+  EXPECT_EQ(s.best_round(), 4);
+  EXPECT_EQ(s.next_round_id(), 5);
+  ExpectEventLogConsistent(id);
+
+  EXPECT_EQ(Submit(SpecYaml({.name = "second"})), "sw-000002");
+}
+
+TEST_F(CoordinatorTest, RestartGivesInFlightLeasesOneMoreLeaseDuration) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  const v1::WorkItem w = Lease("a1/b0");  // expires in 10 s
+  clock_.Advance(absl::Seconds(8));
+
+  Restart();
+  clock_.Advance(absl::Seconds(5));  // past the original expiry
+  Tick();
+  EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_LEASED);
+  clock_.Advance(absl::Seconds(6));  // past the grace period
+  Tick();
+  EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_REQUEUED, 0), 1);
+
+  Register("a1", {Board("a1/b0")});
+  const v1::WorkItem again = Lease("a1/b0");
+  EXPECT_EQ(again.round_id(), 0);
+  EXPECT_EQ(again.epoch(), 2);
+  ExpectEventLogConsistent(id);
+}
+
+// An agent that kept running through a coordinator restart re-registers
+// claiming its lease and then heartbeats with it. Recover() promises that
+// lease stays valid, so the heartbeat must not revoke it (a revoked lease
+// makes the agent abandon the work, agent/agent.cc HeartbeatLoop).
+// DISABLED: fails today, see the bug report (RegisterAgent does not adopt a
+// claimed lease after Recover(), so Heartbeat revokes it).
+TEST_F(CoordinatorTest, DISABLED_RestartDoesNotRevokeLeasesAgentsStillHold) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  const v1::WorkItem w = Lease("a1/b0");
+
+  Restart();
+  lease_board_[w.lease_id()] = "a1/b0";
+  v1::BoardInfo busy = Board("a1/b0");
+  busy.set_current_lease_id(w.lease_id());
+  Register("a1", {busy});
+  EXPECT_EQ(BoardNow("a1/b0").state(), v1::BOARD_STATE_BUSY);
+  EXPECT_EQ(BoardNow("a1/b0").current_lease_id(), w.lease_id());
+
+  absl::StatusOr<v1::HeartbeatResponse> hb =
+      Heartbeat("a1", {{"a1/b0", w.lease_id()}});
+  ASSERT_TRUE(hb.ok()) << hb.status();
+  EXPECT_THAT(hb->revoked_lease_ids(), IsEmpty());
+  ReportOk(w, 100);
+  EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_DONE);
+}
+
+// A sweep whose operator left the catalog cannot resume: it fails, and the
+// other sweeps resume.
+TEST_F(CoordinatorTest, RestartFailsSweepsWhoseOperatorIsGone) {
+  const std::string gone = Submit(SpecYaml({.op = "tiny"}));
+  const std::string kept = Submit(SpecYaml({.name = "kept"}));
+  coord_.reset();
+  catalog_ = OperatorCatalog();
+  absl::StatusOr<v1::OperatorManifest> toy =
+      ParseOperatorManifest(kToyOperator, "test/operator.yaml");
+  ASSERT_TRUE(toy.ok());
+  catalog_.Add(*toy);
+  Restart();
+
+  EXPECT_EQ(coord_->active_sweeps(), 1);
+  const v1::Sweep s = StoredSweep(gone);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_FAILED);
+  EXPECT_THAT(s.termination_detail(), HasSubstr("tiny"));
+  EXPECT_EQ(StoredSweep(kept).state(), v1::SWEEP_STATE_QUEUED);
+  Register("a1", {Board("a1/b0")});
+  EXPECT_EQ(Lease("a1/b0").sweep_id(), kept);
+}
+
+// Watchers (FarmService::WatchSweep) stream until a FINISHED event, so every
+// sweep that ends must log one, and must not leave rounds queued.
+// DISABLED: fails today, see the bug report (Recover() fails such a sweep
+// with a bare PutSweep: no FINISHED event, rounds left QUEUED/LEASED).
+TEST_F(CoordinatorTest, DISABLED_SweepFailedOnRestartLogsFinishedEvent) {
+  const std::string gone = Submit(SpecYaml({.op = "tiny"}));
+  coord_.reset();
+  catalog_ = OperatorCatalog();
+  Restart();
+  EXPECT_EQ(StoredSweep(gone).state(), v1::SWEEP_STATE_FAILED);
+  EXPECT_EQ(CountEvents(gone, v1::EVENT_KIND_FINISHED), 1);
+  EXPECT_EQ(StoredRound(gone, 0).state(), v1::ROUND_STATE_CANCELLED);
+  ExpectEventLogConsistent(gone);
+}
+
+// --- diagnoses ----------------------------------------------------------------
+
+TEST_F(CoordinatorTest, DiagnosisIsAttachedToItsRound) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  RunBaseline("a1/b0", 100);
+
+  v1::Diagnosis d;
+  d.set_sweep_id(id);
+  d.set_round_id(0);
+  d.set_epoch(1);
+  d.set_analyzer_id("an-1");
+  d.set_bound("memory");
+  d.set_simulated(true);
+  v1::Hotspot* h = d.add_hotspots();
+  h->set_op_name("MatMulV2");
+  h->set_duration_us(40);
+  h->set_share(0.8);
+  absl::Status st = coord_->RecordDiagnosis(d);
+  ASSERT_TRUE(st.ok()) << st;
+  v1::Round r = StoredRound(id, 0);
+  EXPECT_EQ(r.diagnosis().bound(), "memory");
+  ASSERT_EQ(r.diagnosis().hotspots_size(), 1);
+  EXPECT_EQ(r.diagnosis().hotspots(0).op_name(), "MatMulV2");
+  EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE);  // the rest of the round kept
+  EXPECT_DOUBLE_EQ(r.result().measurement().median_us(), 100);
+  std::vector<v1::SweepEvent> events = Events(id);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back().kind(), v1::EVENT_KIND_DIAGNOSIS);
+  EXPECT_THAT(events.back().message(), HasSubstr("MatMulV2"));
+  EXPECT_EQ(metrics_.diagnoses, 1);
+
+  v1::Diagnosis wrong = d;
+  wrong.set_epoch(2);
+  EXPECT_EQ(coord_->RecordDiagnosis(wrong).code(),
+            absl::StatusCode::kFailedPrecondition);
+  wrong = d;
+  wrong.set_round_id(42);
+  EXPECT_EQ(coord_->RecordDiagnosis(wrong).code(), absl::StatusCode::kNotFound);
+  wrong = d;
+  wrong.set_sweep_id("sw-999999");
+  EXPECT_EQ(coord_->RecordDiagnosis(wrong).code(), absl::StatusCode::kNotFound);
+
+  // Later rounds do not wipe it.
+  ReportOk(Lease("a1/b0"), 99);
+  EXPECT_EQ(StoredRound(id, 0).diagnosis().bound(), "memory");
+
+  // A finished sweep still takes diagnoses (analyzers lag behind).
+  v1::CancelSweepRequest cancel;
+  cancel.set_sweep_id(id);
+  ASSERT_TRUE(coord_->CancelSweep(cancel).ok());
+  const int64_t seq_before = StoredSweep(id).last_event_seq();
+  d.set_bound("compute");
+  st = coord_->RecordDiagnosis(d);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(StoredRound(id, 0).diagnosis().bound(), "compute");
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.last_event_seq(), seq_before + 1);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_CANCELLED);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_DIAGNOSIS, 0), 2);
+  ExpectEventLogConsistent(id);
+  wrong = d;
+  wrong.set_epoch(7);
+  EXPECT_EQ(coord_->RecordDiagnosis(wrong).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// --- lineage ------------------------------------------------------------------
+
+TEST_F(CoordinatorTest, KeptPathLeadsFromBaselineToBest) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  RunBaseline("a1/b0", 100);
+  // round: parent → result
+  const std::vector<std::pair<int64_t, double>> plan = {
+      {0, 90},  // 1 kept
+      {1, 95},  // 2 rolled back
+      {1, 80},  // 3 kept
+      {3, 70},  // 4 kept
+      {4, 69},  // 5 rolled back (needs <= 68.6)
+  };
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const v1::WorkItem w = Lease("a1/b0");
+    ASSERT_EQ(w.round_id(), static_cast<int64_t>(i + 1));
+    EXPECT_EQ(StoredRound(id, w.round_id()).parent_round(), plan[i].first)
+        << "round " << w.round_id();
+    ReportOk(w, plan[i].second);
+  }
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.best_round(), 4);
+  EXPECT_DOUBLE_EQ(s.best_us(), 70);
+
+  absl::StatusOr<std::vector<int64_t>> path = store_->KeptPath(id);
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_THAT(*path, ElementsAre(0, 1, 3, 4));
+  absl::StatusOr<std::vector<int64_t>> from_rounds =
+      KeptPathTo(StoredRounds(id), s.best_round());
+  ASSERT_TRUE(from_rounds.ok()) << from_rounds.status();
+  EXPECT_EQ(*from_rounds, *path);
+  absl::StatusOr<std::vector<int64_t>> ancestors = store_->Ancestors(id, 5);
+  ASSERT_TRUE(ancestors.ok());
+  EXPECT_THAT(*ancestors, ElementsAre(4, 3, 1, 0));
+  absl::StatusOr<std::vector<int64_t>> children = store_->Children(id, 1);
+  ASSERT_TRUE(children.ok());
+  EXPECT_THAT(*children, ElementsAre(2, 3));
+  for (int64_t kept : {1, 3, 4}) {
+    EXPECT_EQ(StoredRound(id, kept).decision(), v1::DECISION_KEPT);
+  }
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_BEST_IMPROVED), 3);
+}
+
+}  // namespace
+}  // namespace tunefarm
