@@ -1,0 +1,396 @@
+#include "agent/variant_build.h"
+
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "agent/process_runner.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+
+namespace tunefarm {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kHeaderName[] = "tf_params.h";
+constexpr char kBinaryName[] = "variant";
+constexpr char kResultName[] = "result";
+constexpr char kLogName[] = "build.log";
+constexpr size_t kMaxDepFiles = 1024;
+constexpr uintmax_t kMaxDepBytes = 64 << 20;
+
+bool IsIdentChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+bool IsCName(absl::string_view s) {
+  if (s.empty() || absl::ascii_isdigit(static_cast<unsigned char>(s[0]))) {
+    return false;
+  }
+  return std::all_of(s.begin(), s.end(), IsIdentChar);
+}
+
+// Length-prefixed fields, so that no two different inputs hash alike.
+class Hasher {
+ public:
+  Hasher() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
+  ~Hasher() { EVP_MD_CTX_free(ctx_); }
+  Hasher(const Hasher&) = delete;
+  Hasher& operator=(const Hasher&) = delete;
+  void Add(absl::string_view tag, absl::string_view data) {
+    const std::string head = absl::StrCat(tag, ":", data.size(), ":");
+    EVP_DigestUpdate(ctx_, head.data(), head.size());
+    EVP_DigestUpdate(ctx_, data.data(), data.size());
+  }
+  std::string Hex() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx_, md, &len);
+    return absl::BytesToHexString(
+        absl::string_view(reinterpret_cast<const char*>(md), len));
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
+// The first line of `<compiler> --version`, memoised per compiler name for
+// the life of the process (an upgrade in place needs an agent restart).
+absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler,
+                                             const std::string& scratch_dir,
+                                             const std::atomic<bool>& cancel) {
+  static std::mutex mu;
+  static auto* cache = new std::map<std::string, std::string>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache->find(compiler);
+    if (it != cache->end()) return it->second;
+  }
+  ProcessSpec spec;
+  spec.argv = {compiler, "--version"};
+  spec.stdout_path = absl::StrCat(scratch_dir, "/version.stdout");
+  spec.stderr_path = absl::StrCat(scratch_dir, "/version.stderr");
+  spec.timeout = absl::Seconds(60);
+  spec.cancel = &cancel;
+  absl::StatusOr<ProcessResult> r = RunProcess(spec);
+  if (!r.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "compiler \"", compiler, "\" cannot be run: ", r.status().message()));
+  }
+  if (r->cancelled) return absl::CancelledError("build cancelled");
+  if (r->timed_out || r->term_signal != 0 || r->exit_code != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "compiler \"", compiler, "\" --version failed (exit ", r->exit_code,
+        ", signal ", r->term_signal, "): ", r->stderr_tail));
+  }
+  TF_ASSIGN_OR_RETURN(std::string out, ReadFile(spec.stdout_path));
+  std::string first(absl::StripAsciiWhitespace(
+      std::vector<absl::string_view>(absl::StrSplit(out, '\n')).front()));
+  if (first.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "compiler \"", compiler, "\" --version printed nothing"));
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  (*cache)[compiler] = first;
+  return first;
+}
+
+// Regular files under `dir` (recursive or not), sorted, bounded.
+absl::Status ListFiles(const std::string& dir, bool recursive,
+                       std::vector<std::string>* out) {
+  std::error_code ec;
+  std::vector<std::string> found;
+  auto visit = [&](const fs::directory_entry& e) {
+    if (e.is_regular_file(ec) && !e.is_symlink(ec)) found.push_back(e.path().string());
+  };
+  if (recursive) {
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      visit(*it);
+    }
+  } else {
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      visit(*it);
+    }
+  }
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot list ", dir, ": ", ec.message()));
+  }
+  std::sort(found.begin(), found.end());
+  out->insert(out->end(), found.begin(), found.end());
+  if (out->size() > kMaxDepFiles) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "more than ", kMaxDepFiles, " files to hash under ", dir,
+        "; point extra_include_dirs at a smaller folder"));
+  }
+  return absl::OkStatus();
+}
+
+// One lock per key, so concurrent builds of one variant build once.
+std::shared_ptr<std::mutex> KeyLock(const std::string& key) {
+  static std::mutex mu;
+  static auto* locks = new std::map<std::string, std::shared_ptr<std::mutex>>();
+  std::lock_guard<std::mutex> lock(mu);
+  std::shared_ptr<std::mutex>& m = (*locks)[key];
+  if (!m) m = std::make_shared<std::mutex>();
+  return m;
+}
+
+// Reads a finished cache entry; NOT_FOUND when there is none (or a broken
+// one, which is then rebuilt).
+absl::StatusOr<BuildResult> ReadEntry(const std::string& entry_dir,
+                                      const std::string& key) {
+  absl::StatusOr<std::string> result = ReadFile(entry_dir + "/" + kResultName);
+  if (!result.ok()) return absl::NotFoundError("no cache entry");
+  BuildResult out;
+  out.key = key;
+  out.cache_hit = true;
+  absl::StatusOr<std::string> log = ReadFile(entry_dir + "/" + kLogName);
+  if (log.ok()) {
+    out.log_tail = log->size() > 4096 ? log->substr(log->size() - 4096) : *log;
+  }
+  const absl::string_view verdict = absl::StripAsciiWhitespace(*result);
+  if (verdict == "ok") {
+    out.ok = true;
+    out.binary = entry_dir + "/" + kBinaryName;
+    if (access(out.binary.c_str(), X_OK) != 0) {
+      return absl::NotFoundError("cache entry lacks its binary");
+    }
+  } else if (verdict != "failed") {
+    return absl::NotFoundError("cache entry has an unknown result");
+  }
+  return out;
+}
+
+std::string UniqueSuffix() {
+  static std::atomic<uint64_t> counter{0};
+  return absl::StrCat(getpid(), "_", counter.fetch_add(1), "_",
+                      absl::ToUnixNanos(absl::Now()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ParamsHeader(const ParamMap& params) {
+  std::map<std::string, const v1::ParamValue*> sorted;
+  for (const auto& [name, value] : params) sorted[name] = &value;
+  std::string out =
+      "// Generated by tunefarm (agent/variant_build): this variant's "
+      "parameters.\n#pragma once\n";
+  for (const auto& [name, value] : sorted) {
+    if (!IsCName(name) || name.size() > 64) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parameter name \"", absl::CHexEscape(name.substr(0, 64)),
+          "\" is not a C identifier; it cannot become a compile-time constant"));
+    }
+    std::string text;
+    switch (value->kind_case()) {
+      case v1::ParamValue::kIntValue: {
+        const int64_t v = value->int_value();
+        if (v == INT64_MIN) {
+          text = "(-9223372036854775807LL - 1)";
+        } else {
+          text = v < 0 ? absl::StrCat("(", v, "LL)") : absl::StrCat(v);
+        }
+        break;
+      }
+      case v1::ParamValue::kDoubleValue: {
+        const double v = value->double_value();
+        if (!std::isfinite(v)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "parameter ", name, ": ", v, " is not a finite number"));
+        }
+        text = absl::StrFormat("%.17g", v);
+        if (text.find_first_of(".eE") == std::string::npos) text += ".0";
+        if (v < 0) text = absl::StrCat("(", text, ")");
+        break;
+      }
+      case v1::ParamValue::kBoolValue:
+        text = value->bool_value() ? "1" : "0";
+        break;
+      case v1::ParamValue::kStringValue: {
+        const std::string& s = value->string_value();
+        if (s.empty() || s.size() > 128 ||
+            !std::all_of(s.begin(), s.end(), IsIdentChar)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "parameter ", name, ": string value \"",
+              absl::CHexEscape(s.substr(0, 64)),
+              "\" is not an identifier ([A-Za-z0-9_]+); refusing to put it in "
+              "generated code"));
+        }
+        text = s;
+        break;
+      }
+      case v1::ParamValue::KIND_NOT_SET:
+        return absl::InvalidArgumentError(
+            absl::StrCat("parameter ", name, " has no value"));
+    }
+    absl::StrAppend(&out, "#define TF_PARAM_", absl::AsciiStrToUpper(name), " ",
+                    text, "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,
+                                         const std::atomic<bool>& cancel) {
+  const absl::Time start = absl::Now();
+  if (request.compiler.empty()) {
+    return absl::InvalidArgumentError("BuildVariant: no compiler given");
+  }
+  if (request.sources.empty()) {
+    return absl::InvalidArgumentError("BuildVariant: no sources given");
+  }
+  if (request.cache_dir.empty()) {
+    return absl::InvalidArgumentError("BuildVariant: no cache_dir given");
+  }
+  for (const std::string& s : request.sources) {
+    if (s.empty() || s[0] != '/') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("BuildVariant: source \"", s, "\" is not an absolute path"));
+    }
+  }
+  TF_RETURN_IF_ERROR(MakeDirs(request.cache_dir));
+
+  // A refused parameter is the variant's fault, answered without compiling.
+  absl::StatusOr<std::string> header = ParamsHeader(request.params);
+  if (!header.ok()) {
+    BuildResult r;
+    r.log_tail = std::string(header.status().message());
+    r.build_time = absl::Now() - start;
+    return r;
+  }
+
+  const std::string scratch =
+      absl::StrCat(request.cache_dir, "/.tmp_", UniqueSuffix());
+  TF_RETURN_IF_ERROR(MakeDirs(scratch));
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { (void)RemoveAll(dir); }
+  } cleanup{scratch};
+
+  absl::StatusOr<std::string> identity =
+      CompilerIdentity(request.compiler, scratch, cancel);
+  if (!identity.ok()) return identity.status();
+
+  Hasher h;
+  h.Add("compiler", request.compiler);
+  h.Add("identity", *identity);
+  for (const std::string& f : request.flags) h.Add("flag", f);
+  for (const std::string& d : request.extra_include_dirs) h.Add("include", d);
+  h.Add("header", *header);
+  std::vector<std::string> deps;
+  for (const std::string& s : request.sources) {
+    deps.push_back(s);
+    TF_RETURN_IF_ERROR(ListFiles(fs::path(s).parent_path().string(), false, &deps));
+  }
+  for (const std::string& d : request.extra_include_dirs) {
+    TF_RETURN_IF_ERROR(ListFiles(d, true, &deps));
+  }
+  uintmax_t dep_bytes = 0;
+  for (const std::string& f : deps) {
+    absl::StatusOr<std::string> content = ReadFile(f);
+    if (!content.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot read build input ", f, ": ", content.status().message()));
+    }
+    dep_bytes += content->size();
+    if (dep_bytes > kMaxDepBytes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "build inputs exceed ", kMaxDepBytes, " bytes (at ", f, ")"));
+    }
+    h.Add("file", f);
+    h.Add("content", *content);
+  }
+  const std::string key = h.Hex().substr(0, 40);
+  const std::string entry_dir = absl::StrCat(request.cache_dir, "/", key);
+
+  std::shared_ptr<std::mutex> key_lock = KeyLock(key);
+  std::lock_guard<std::mutex> lock(*key_lock);
+  if (absl::StatusOr<BuildResult> hit = ReadEntry(entry_dir, key); hit.ok()) {
+    hit->build_time = absl::Now() - start;
+    return hit;
+  }
+
+  // Build in the scratch folder, then rename it into place.
+  const std::string build_dir = scratch + "/entry";
+  TF_RETURN_IF_ERROR(MakeDirs(build_dir));
+  TF_RETURN_IF_ERROR(WriteFileAtomic(build_dir + "/" + kHeaderName, *header));
+  ProcessSpec spec;
+  spec.argv = {request.compiler, "-include", build_dir + "/" + kHeaderName};
+  for (const std::string& d : request.extra_include_dirs) {
+    spec.argv.push_back(absl::StrCat("-I", d));
+  }
+  for (const std::string& s : request.sources) spec.argv.push_back(s);
+  for (const std::string& f : request.flags) spec.argv.push_back(f);
+  spec.argv.push_back("-o");
+  spec.argv.push_back(build_dir + "/" + kBinaryName);
+  spec.cwd = build_dir;
+  spec.stdout_path = build_dir + "/build.stdout";
+  spec.stderr_path = build_dir + "/" + kLogName;
+  spec.timeout = request.timeout;
+  spec.cancel = &cancel;
+  absl::StatusOr<ProcessResult> run = RunProcess(spec);
+  if (!run.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "compiler \"", request.compiler, "\" cannot be run: ", run.status().message()));
+  }
+  BuildResult out;
+  out.key = key;
+  out.log_tail = run->stderr_tail;
+  if (run->cancelled) return absl::CancelledError("build cancelled");
+  if (run->timed_out) {
+    out.log_tail = absl::StrCat("build timed out after ",
+                                absl::FormatDuration(request.timeout), "\n",
+                                run->stderr_tail);
+    out.build_time = absl::Now() - start;
+    return out;  // not cached: a timeout may be the machine's load
+  }
+  out.ok = run->term_signal == 0 && run->exit_code == 0 &&
+           access((build_dir + "/" + kBinaryName).c_str(), X_OK) == 0;
+  if (!out.ok && run->term_signal != 0) {
+    absl::StrAppend(&out.log_tail, "\ncompiler killed by ",
+                    SignalName(run->term_signal));
+  } else if (!out.ok && run->exit_code == 0) {
+    absl::StrAppend(&out.log_tail, "\ncompiler exited 0 but wrote no binary");
+  }
+  if (!out.ok) {
+    TF_RETURN_IF_ERROR(WriteFileAtomic(build_dir + "/" + kLogName, out.log_tail));
+  }
+  TF_RETURN_IF_ERROR(
+      WriteFileAtomic(build_dir + "/" + kResultName, out.ok ? "ok\n" : "failed\n"));
+  std::error_code ec;
+  fs::rename(build_dir, entry_dir, ec);
+  if (ec) {
+    // Another process finished the same key first: use its entry.
+    if (absl::StatusOr<BuildResult> hit = ReadEntry(entry_dir, key); hit.ok()) {
+      hit->build_time = absl::Now() - start;
+      return hit;
+    }
+    return absl::InternalError(absl::StrCat("cannot move build into cache at ",
+                                            entry_dir, ": ", ec.message()));
+  }
+  if (out.ok) out.binary = entry_dir + "/" + kBinaryName;
+  out.build_time = absl::Now() - start;
+  return out;
+}
+
+}  // namespace tunefarm
