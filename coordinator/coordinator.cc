@@ -118,18 +118,20 @@ absl::Status Coordinator::Recover() {
     if (IsFinal(sweep.state())) continue;
     auto rt = LoadRuntime(sweep);
     if (!rt.ok()) {
-      // The operator may have been removed: fail the sweep, keep the rest.
-      Txn txn;
-      SweepRuntime tmp;
-      tmp.sweep = sweep;
+      // The operator may have been removed: fail this sweep the normal way
+      // (rounds closed, FINISHED event for watchers), keep the rest.
       spdlog::error("cannot resume {}: {}", sweep.sweep_id(),
                     rt.status().ToString());
-      tmp.sweep.set_state(v1::SWEEP_STATE_FAILED);
-      tmp.sweep.set_termination_detail(
-          absl::StrCat("cannot resume: ", rt.status().message()));
-      tmp.sweep.set_finished_unix_ms(absl::ToUnixMillis(now));
-      txn.writes.PutSweep(tmp.sweep);
-      TF_RETURN_IF_ERROR(store_->Commit(txn.writes));
+      auto failed = std::make_unique<SweepRuntime>();
+      failed->sweep = sweep;
+      TF_ASSIGN_OR_RETURN(failed->rounds, store_->ListRounds(sweep.sweep_id()));
+      SweepRuntime* f = failed.get();
+      sweeps_[sweep.sweep_id()] = std::move(failed);
+      Txn txn;
+      Finish(txn, *f, v1::SWEEP_STATE_FAILED, v1::TERMINATION_UNSPECIFIED,
+             absl::StrCat("cannot resume after a restart: ",
+                          rt.status().message()));
+      TF_RETURN_IF_ERROR(Commit(txn));
       continue;
     }
     SweepRuntime& s = **rt;
@@ -387,6 +389,24 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
         }
       }
       br.lease_id.clear();
+    }
+    // After a coordinator restart the agent may still run a lease this
+    // coordinator recovered: adopt it, so its result is still welcome.
+    if (br.lease_id.empty() && !b.current_lease_id().empty()) {
+      std::string sweep_id;
+      int64_t round_id = 0, epoch = 0;
+      if (ParseLeaseId(b.current_lease_id(), &sweep_id, &round_id, &epoch)) {
+        SweepRuntime* s = FindSweep(sweep_id);
+        if (s != nullptr && round_id >= 0 &&
+            round_id < static_cast<int64_t>(s->rounds.size())) {
+          const v1::Round& r = s->rounds[round_id];
+          if (r.state() == v1::ROUND_STATE_LEASED &&
+              r.lease().lease_id() == b.current_lease_id() &&
+              r.lease().board_id() == b.board_id()) {
+            br.lease_id = b.current_lease_id();
+          }
+        }
+      }
     }
     const int64_t rounds_run = br.info.rounds_run();
     br.info = b;
@@ -874,6 +894,26 @@ void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
     Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_TIME_LIMIT,
            absl::StrCat("time limit of ", spec.budget().time_limit_s(),
                         " s reached"));
+    return;
+  }
+  // Nothing in flight and nothing left to try: done now, not on the next
+  // lease request (which may never come if no board matches any more).
+  if (s.strategy == nullptr || s.rounds.empty() ||
+      s.rounds[0].state() != v1::ROUND_STATE_DONE) {
+    return;
+  }
+  for (const v1::Round& r : s.rounds) {
+    if (r.state() == v1::ROUND_STATE_QUEUED ||
+        r.state() == v1::ROUND_STATE_LEASED) {
+      return;
+    }
+  }
+  SearchHistory history{s.op, &s.sweep.spec(), &s.rounds,
+                        s.sweep.best_round()};
+  if (s.strategy->Propose(history, 1).empty()) {
+    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_SPACE_EXHAUSTED,
+           absl::StrCat("strategy ", std::string(s.strategy->name()),
+                        " has no untried configuration left"));
   }
 }
 
@@ -1001,7 +1041,8 @@ absl::Status Coordinator::Tick() {
           ParseLeaseId(b->second.lease_id, &sweep_id, &round_id, &epoch)) {
         SweepRuntime* s = FindSweep(sweep_id);
         if (s != nullptr && round_id < static_cast<int64_t>(s->rounds.size()) &&
-            s->rounds[round_id].state() == v1::ROUND_STATE_LEASED) {
+            s->rounds[round_id].state() == v1::ROUND_STATE_LEASED &&
+            s->rounds[round_id].lease().lease_id() == b->second.lease_id) {
           Requeue(txn, *s, s->rounds[round_id], absl::StrCat("board lost: ", why));
         }
       }

@@ -1188,9 +1188,7 @@ TEST_F(CoordinatorTest, RestartGivesInFlightLeasesOneMoreLeaseDuration) {
 // claiming its lease and then heartbeats with it. Recover() promises that
 // lease stays valid, so the heartbeat must not revoke it (a revoked lease
 // makes the agent abandon the work, agent/agent.cc HeartbeatLoop).
-// DISABLED: fails today, see the bug report (RegisterAgent does not adopt a
-// claimed lease after Recover(), so Heartbeat revokes it).
-TEST_F(CoordinatorTest, DISABLED_RestartDoesNotRevokeLeasesAgentsStillHold) {
+TEST_F(CoordinatorTest, RestartDoesNotRevokeLeasesAgentsStillHold) {
   const std::string id = Submit(SpecYaml({}));
   Register("a1", {Board("a1/b0")});
   const v1::WorkItem w = Lease("a1/b0");
@@ -1235,9 +1233,7 @@ TEST_F(CoordinatorTest, RestartFailsSweepsWhoseOperatorIsGone) {
 
 // Watchers (FarmService::WatchSweep) stream until a FINISHED event, so every
 // sweep that ends must log one, and must not leave rounds queued.
-// DISABLED: fails today, see the bug report (Recover() fails such a sweep
-// with a bare PutSweep: no FINISHED event, rounds left QUEUED/LEASED).
-TEST_F(CoordinatorTest, DISABLED_SweepFailedOnRestartLogsFinishedEvent) {
+TEST_F(CoordinatorTest, SweepFailedOnRestartLogsFinishedEvent) {
   const std::string gone = Submit(SpecYaml({.op = "tiny"}));
   coord_.reset();
   catalog_ = OperatorCatalog();

@@ -1,8 +1,12 @@
 // Whole-farm tests: a coordinator, an analyzer worker and agents run as
 // separate processes (cli/local_farm.h) on loopback; the test talks to the
 // coordinator over real gRPC and kills processes with real signals.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <map>
@@ -38,6 +42,25 @@ min_gain: 0.02
 boards: {kind: sim}
 measurement: {warmup: 2, samples: 10}
 )");
+}
+
+// GET http://127.0.0.1:PORT/metrics, the whole response.
+std::string ScrapeMetrics(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string req = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    (void)!::write(fd, req.data(), req.size());
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
+  }
+  ::close(fd);
+  return out;
 }
 
 class FarmTest : public ::testing::Test {
@@ -233,6 +256,15 @@ TEST_F(FarmTest, SweepRunsToCompletionAcrossTwoAgentsWithDiagnoses) {
       << diagnosis.hotspots(0).op_name();
   EXPECT_GT(diagnosis.hotspots(0).duration_us(), 0);
   EXPECT_TRUE(diagnosis.simulated());
+
+  // The coordinator's /metrics counts what it recorded.
+  const std::string metrics = ScrapeMetrics(farm_->coordinator_metrics_port());
+  EXPECT_NE(metrics.find("tunefarm_rounds_total{outcome=\"ok\"}"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("tunefarm_boards{state=\"idle\"}"), std::string::npos);
+  EXPECT_NE(metrics.find("tunefarm_lease_latency_seconds_count"),
+            std::string::npos);
 
   // The report is on disk where the sweep says.
   auto report = ReadFile(sweep.report_path());
