@@ -2,552 +2,235 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
-#include "analyzer/csv.h"
+#include "analyzer/perf_analysis_md.h"
+#include "analyzer/profile.h"
+#include "analyzer/rules.h"
 #include "common/params.h"
 
 namespace tunefarm {
 namespace {
 
-// A pipe whose ratio stays under this is not what bounds the kernel: when
-// neither the compute nor the load pipe reaches it, the time goes to
-// scalar work, synchronisation and launch (ratios are fractions 0..1, see
-// ascend-formats.md §0.1).
-constexpr double kBusyRatio = 0.5;
-
-// Pipe-ratio columns of the PipeUtilization metric group, averaged per op.
-constexpr std::string_view kRatioColumns[] = {
-    "aic_mac_ratio",    "aic_scalar_ratio",  "aic_mte1_ratio",
-    "aic_mte2_ratio",   "aic_mte3_ratio",    "aic_fixpipe_ratio",
-    "aiv_vec_ratio",    "aiv_scalar_ratio",  "aiv_mte2_ratio",
-    "aiv_mte3_ratio",
-};
-
-// Debian's abseil has its own absl::string_view (not std::string_view).
 absl::string_view Av(std::string_view s) { return {s.data(), s.size()}; }
 
-enum class FileKind { kKernelDetails, kOpSummary, kOpStatistic, kOther };
-
-std::string_view BaseName(std::string_view path) {
-  size_t slash = path.find_last_of("/\\");
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-FileKind Classify(std::string_view path) {
-  std::string base = absl::AsciiStrToLower(Av(BaseName(path)));
-  if (!absl::EndsWith(base, ".csv")) return FileKind::kOther;
-  if (absl::StartsWith(base, "kernel_details")) return FileKind::kKernelDetails;
-  if (absl::StartsWith(base, "op_summary")) return FileKind::kOpSummary;
-  if (absl::StartsWith(base, "op_statistic")) return FileKind::kOpStatistic;
-  return FileKind::kOther;
-}
-
-struct Mean {
-  double sum = 0;
-  int64_t n = 0;
-  double value() const { return n == 0 ? 0 : sum / n; }
-};
-
-struct OpStats {
-  std::string name;
-  std::string type;
-  std::string core;
-  double total_us = 0;
-  int64_t count = 0;
-  std::map<std::string, Mean> ratios;  // column name -> mean over rows
-  std::optional<double> max_block_dim;
-};
-
-// A per-task table (op_summary or kernel_details), aggregated per op name.
-struct TaskTable {
-  std::string file;  // path inside the bundle
-  std::string name_col;
-  std::string duration_col;
-  std::string block_col;  // empty when absent
-  std::vector<OpStats> ops;  // largest total first
-  double total_us = 0;
-  int64_t rows_used = 0;
-  int64_t rows_skipped = 0;  // no duration (N/A) or negative
-  std::vector<std::string> ragged;  // rows the CSV reader dropped
-};
-
-// op_statistic rows: totals per op type.
-struct StatTable {
-  std::string file;
-  std::vector<OpStats> ops;  // largest total first; name == type
-  double total_us = 0;
-  std::vector<std::string> ragged;
-};
-
-void SortOps(std::vector<OpStats>& ops) {
-  std::sort(ops.begin(), ops.end(), [](const OpStats& a, const OpStats& b) {
-    if (a.total_us != b.total_us) return a.total_us > b.total_us;
-    return a.name < b.name;
-  });
-}
-
-std::string HeaderAt(const CsvTable& t, std::optional<int> col) {
-  return col.has_value() ? absl::StrCat(absl::StripAsciiWhitespace(
-                               t.header[static_cast<size_t>(*col)]))
-                         : std::string();
-}
-
-absl::StatusOr<TaskTable> ReadTaskTable(const v1::ProfileFile& file) {
-  absl::StatusOr<CsvTable> parsed = ParseCsvSkippingRaggedRows(file.content(), file.path());
-  if (!parsed.ok()) return parsed.status();
-  const CsvTable& t = *parsed;
-  // Aliases across msprof / torch_npu versions (ascend-formats.md §2.3).
-  std::optional<int> name_col = t.Column({"Op Name", "Name"});
-  std::optional<int> type_col = t.Column({"OP Type", "Type"});
-  std::optional<int> core_col = t.Column({"Task Type", "Accelerator Core"});
-  std::optional<int> dur_col = t.Column({"Task Duration(us)", "Duration(us)"});
-  std::optional<int> block_col = t.Column({"Block Dim", "Block Num"});
-  if (!dur_col.has_value()) {
-    return absl::InvalidArgumentError(
-        "no column 'Task Duration(us)' or 'Duration(us)'");
+std::vector<InputFile> FilesOf(const v1::ProfileBundle& bundle) {
+  std::vector<InputFile> files;
+  files.reserve(static_cast<size_t>(bundle.files_size()));
+  for (const v1::ProfileFile& f : bundle.files()) {
+    files.push_back({f.path(), f.content()});
   }
-  if (!name_col.has_value() && !type_col.has_value()) {
-    return absl::InvalidArgumentError(
-        "no column 'Op Name', 'Name', 'OP Type' or 'Type'");
-  }
-  std::vector<std::pair<std::string, std::optional<int>>> ratio_cols;
-  for (std::string_view name : kRatioColumns) {
-    std::optional<int> col = t.Column({name});
-    if (col.has_value()) ratio_cols.emplace_back(std::string(name), col);
-  }
+  return files;
+}
 
-  TaskTable out;
-  out.file = file.path();
-  out.ragged = t.skipped_rows;
-  out.name_col = HeaderAt(t, name_col.has_value() ? name_col : type_col);
-  out.duration_col = HeaderAt(t, dur_col);
-  out.block_col = HeaderAt(t, block_col);
-  std::map<std::string, OpStats> by_name;
-  for (size_t r = 0; r < t.rows.size(); ++r) {
-    std::optional<double> dur = t.Number(r, dur_col);
-    if (!dur.has_value() || *dur < 0) {
-      ++out.rows_skipped;
-      continue;
+std::optional<Cite> MetricCite(const TaskTable& t, const OpAggregate& op,
+                               std::initializer_list<std::string_view> cols) {
+  for (std::string_view c : cols) {
+    auto it = op.metrics.find(std::string(c));
+    if (it != op.metrics.end() && it->second.n > 0) {
+      return Cite{t.file, std::string(c), it->second.mean()};
     }
-    std::optional<std::string> type = t.Text(r, type_col);
-    std::optional<std::string> name = t.Text(r, name_col);
-    if (!name.has_value()) name = type;
-    std::string key = name.value_or("(unnamed)");
-    OpStats& op = by_name[key];
-    if (op.count == 0) op.name = key;
-    if (op.type.empty() && type.has_value()) op.type = *type;
-    if (op.core.empty()) op.core = t.Text(r, core_col).value_or("");
-    op.total_us += *dur;
-    ++op.count;
-    for (const auto& [ratio_name, col] : ratio_cols) {
-      std::optional<double> v = t.Number(r, col);
-      if (!v.has_value()) continue;
-      Mean& m = op.ratios[ratio_name];
-      m.sum += *v;
-      ++m.n;
-    }
-    std::optional<double> blocks = t.Number(r, block_col);
-    if (blocks.has_value()) {
-      op.max_block_dim = std::max(op.max_block_dim.value_or(0), *blocks);
-    }
-    out.total_us += *dur;
-    ++out.rows_used;
   }
-  if (out.rows_used == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("no row has a numeric '", out.duration_col, "' (",
-                     t.rows.size(), " data rows)"));
-  }
-  for (auto& [key, op] : by_name) out.ops.push_back(std::move(op));
-  SortOps(out.ops);
-  return out;
+  return std::nullopt;
 }
 
-absl::StatusOr<StatTable> ReadStatTable(const v1::ProfileFile& file) {
-  absl::StatusOr<CsvTable> parsed = ParseCsvSkippingRaggedRows(file.content(), file.path());
-  if (!parsed.ok()) return parsed.status();
-  const CsvTable& t = *parsed;
-  std::optional<int> type_col = t.Column({"OP Type", "Type"});
-  std::optional<int> core_col = t.Column({"Core Type"});
-  std::optional<int> count_col = t.Column({"Count"});
-  std::optional<int> total_col = t.Column({"Total Time(us)"});
-  if (!type_col.has_value() || !total_col.has_value()) {
-    return absl::InvalidArgumentError(
-        "needs columns 'OP Type' and 'Total Time(us)'");
-  }
-  StatTable out;
-  out.file = file.path();
-  out.ragged = t.skipped_rows;
-  for (size_t r = 0; r < t.rows.size(); ++r) {
-    std::optional<double> total = t.Number(r, total_col);
-    if (!total.has_value() || *total < 0) continue;
-    OpStats op;
-    op.name = t.Text(r, type_col).value_or("(unnamed)");
-    op.type = op.name;
-    op.core = t.Text(r, core_col).value_or("");
-    op.total_us = *total;
-    op.count = static_cast<int64_t>(t.Number(r, count_col).value_or(0));
-    out.total_us += *total;
-    out.ops.push_back(std::move(op));
-  }
-  if (out.ops.empty()) {
-    return absl::InvalidArgumentError("no row has a numeric 'Total Time(us)'");
-  }
-  SortOps(out.ops);
-  return out;
-}
-
-// What the rules look at: the hotspot's signals, with the columns and file
-// they came from so every conclusion can cite them.
-struct HotspotSignals {
-  const OpStats* op = nullptr;
-  std::string file;
-  std::string side;  // "aic" (cube core) or "aiv" (vector core)
-  std::optional<double> compute;  // aic_mac_ratio or aiv_vec_ratio
-  std::optional<double> memory;   // aic_mte2_ratio or aiv_mte2_ratio
-  std::string compute_col;
-  std::string memory_col;
-  std::string bound = "unknown";  // compute | memory | latency | unknown
-  std::optional<double> block_dim;
-  std::string block_col;
-  int cores = 0;  // of the hotspot's core kind; 0 = unknown
-  const v1::ProfileBundle* bundle = nullptr;
-};
-
-std::optional<double> RatioOf(const OpStats& op, const std::string& col) {
-  auto it = op.ratios.find(col);
-  if (it == op.ratios.end() || it->second.n == 0) return std::nullopt;
-  return it->second.value();
-}
-
-std::string BoundOf(std::optional<double> compute,
-                    std::optional<double> memory) {
-  if (!compute.has_value() && !memory.has_value()) return "unknown";
-  double c = compute.value_or(0);
-  double m = memory.value_or(0);
-  if (std::max(c, m) < kBusyRatio) return "latency";
-  return m > c ? "memory" : "compute";
-}
-
-HotspotSignals SignalsFor(const OpStats& op, const TaskTable& table,
-                          const v1::ProfileBundle& bundle) {
-  HotspotSignals s;
-  s.op = &op;
-  s.file = table.file;
-  s.bundle = &bundle;
-  s.block_dim = op.max_block_dim;
-  s.block_col = table.block_col;
+void FromTaskTable(const TaskTable& t, const v1::ProfileBundle& bundle,
+                   const ChipFacts* chip, Signals& s) {
+  const OpAggregate& op = t.ops.front();
+  s.hotspot = op.name;
+  s.hotspot_type = op.type;
+  s.hotspot_core = op.core;
+  s.hotspot_us = op.total_us;
+  s.hotspot_count = op.count;
+  s.hotspot_share = t.total_us > 0 ? op.total_us / t.total_us : 0;
   std::string core = absl::AsciiStrToUpper(op.core);
   bool vector_first =
       absl::StrContains(core, "VECTOR") || absl::StrContains(core, "AIV");
-  auto fill = [&](std::string_view side) {
-    s.side = std::string(side);
-    s.compute_col = side == "aiv" ? "aiv_vec_ratio" : "aic_mac_ratio";
-    s.memory_col = side == "aiv" ? "aiv_mte2_ratio" : "aic_mte2_ratio";
-    s.compute = RatioOf(op, s.compute_col);
-    s.memory = RatioOf(op, s.memory_col);
+  auto fill = [&](bool aiv) {
+    s.side = aiv ? "aiv" : "aic";
+    s.compute = aiv ? MetricCite(t, op, {"aiv_vec_ratio", "aiv_vec_fp16_ratio",
+                                         "aiv_vec_fp32_ratio"})
+                    : MetricCite(t, op, {"aic_mac_ratio", "aic_mac_fp16_ratio",
+                                         "aic_mac_int8_ratio"});
+    s.memory = aiv ? MetricCite(t, op, {"aiv_mte2_ratio"})
+                   : MetricCite(t, op, {"aic_mte2_ratio"});
+    s.scalar = aiv ? MetricCite(t, op, {"aiv_scalar_ratio"})
+                   : MetricCite(t, op, {"aic_scalar_ratio"});
+    s.mte3 = aiv ? MetricCite(t, op, {"aiv_mte3_ratio"})
+                 : MetricCite(t, op, {"aic_mte3_ratio"});
+    s.mte1 = aiv ? std::nullopt : MetricCite(t, op, {"aic_mte1_ratio"});
+    s.fixpipe = aiv ? std::nullopt : MetricCite(t, op, {"aic_fixpipe_ratio"});
   };
-  fill(vector_first ? "aiv" : "aic");
+  auto zero = [](const std::optional<Cite>& c) { return !c || c->value == 0; };
+  fill(vector_first);
   // A core type the tools did not name (or a mix op) may carry its work on
   // the other side; an all-zero side says nothing.
-  if (s.compute.value_or(0) == 0 && s.memory.value_or(0) == 0) {
-    HotspotSignals other = s;
-    fill(vector_first ? "aic" : "aiv");
-    if (s.compute.value_or(0) == 0 && s.memory.value_or(0) == 0) s = other;
+  if (zero(s.compute) && zero(s.memory)) {
+    Signals keep = s;
+    fill(!vector_first);
+    if (zero(s.compute) && zero(s.memory)) s = keep;
   }
-  s.bound = BoundOf(s.compute, s.memory);
+  s.occupancy = MetricCite(t, op, {"cube_utilization(%)"});
+  if (s.occupancy) s.occupancy->column = "cube_utilization(%)/100";
+  if (!t.block_col.empty() && op.max_block_dim > 0) {
+    s.block_dim = Cite{t.file, t.block_col, op.max_block_dim};
+  }
+  if (!t.wait_col.empty() && op.total_us > 0) {
+    s.wait = Cite{t.file, absl::StrCat(t.wait_col, "/", t.duration_col),
+                  op.wait_us / op.total_us};
+  }
   const v1::BoardCapabilities& caps = bundle.capabilities();
-  s.cores = s.side == "aiv" ? caps.vector_cores() : caps.cube_cores();
-  return s;
+  if (s.side == "aiv") {
+    s.cores = caps.vector_cores() > 0 ? caps.vector_cores()
+                                      : (chip ? chip->vector_cores : 0);
+  } else {
+    s.cores = caps.cube_cores() > 0 ? caps.cube_cores()
+                                    : (chip ? chip->cube_cores : 0);
+  }
 }
 
-std::optional<int64_t> CurrentInt(const HotspotSignals& s,
-                                  std::string_view param) {
-  auto it = s.bundle->params().find(std::string(param));
-  if (it == s.bundle->params().end() ||
-      it->second.kind_case() != v1::ParamValue::kIntValue) {
+void FromNcu(const NcuReport& r, Signals& s) {
+  const NcuKernel* best = nullptr;
+  double best_us = -1;
+  for (const NcuKernel& k : r.kernels) {
+    const NcuMetric* d = k.Find({"gpu__time_duration.sum", "Duration"});
+    double us = d ? d->value : 0;
+    if (us > best_us) {
+      best = &k;
+      best_us = us;
+    }
+  }
+  if (best == nullptr) return;
+  const NcuKernel& k = *best;
+  s.side = "gpu";
+  s.hotspot = k.name;
+  s.hotspot_type = k.name;
+  s.hotspot_core = k.cc.empty() ? "" : absl::StrCat("CC ", k.cc);
+  s.hotspot_us = std::max(0.0, best_us);
+  s.hotspot_count = 1;
+  double total = 0;
+  for (const NcuKernel& other : r.kernels) {
+    const NcuMetric* d = other.Find({"gpu__time_duration.sum", "Duration"});
+    total += d ? d->value : 0;
+  }
+  s.hotspot_share = total > 0 ? s.hotspot_us / total : 1;
+  auto cite = [&](std::initializer_list<std::string_view> names)
+      -> std::optional<Cite> {
+    for (std::string_view n : names) {
+      const NcuMetric* m = k.Find({n});
+      if (m != nullptr) return Cite{r.file, std::string(n), m->value};
+    }
     return std::nullopt;
+  };
+  s.ncu_compute_sol = cite({"sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                            "Compute (SM) Throughput"});
+  s.ncu_memory_sol =
+      cite({"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+            "Memory Throughput"});
+  s.ncu_waves = cite({"launch__waves_per_multiprocessor", "Waves Per SM"});
+  s.ncu_tensor_pipe = cite(
+      {"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"});
+  s.ncu_occupancy = cite({"sm__warps_active.avg.pct_of_peak_sustained_active",
+                          "Achieved Occupancy"});
+  s.ncu_dram = cite({"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+                     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                     "DRAM Throughput"});
+  s.ncu_l1 = cite({"l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
+                   "L1/TEX Cache Throughput"});
+  s.ncu_l2 = cite({"lts__throughput.avg.pct_of_peak_sustained_elapsed",
+                   "L2 Cache Throughput"});
+  std::optional<Cite> hit = cite({"lts__t_sector_hit_rate.pct", "L2 Hit Rate"});
+  if (hit) {
+    hit->value = std::min(hit->value, 100.0) / 100;  // ncu can read >100 %
+    hit->column += "/100";
+    s.l2_hit = hit;
   }
-  return it->second.int_value();
 }
 
-std::string RatioEvidence(const HotspotSignals& s) {
-  int64_t n = 0;
-  auto it = s.op->ratios.find(s.memory_col);
-  if (it != s.op->ratios.end()) n = it->second.n;
-  return absl::StrFormat(
-      "%s=%.3f vs %s=%.3f (mean over %d rows of `%s` for %s)", s.memory_col,
-      s.memory.value_or(0), s.compute_col, s.compute.value_or(0), n, s.file,
-      s.op->name);
-}
-
-std::string BlockEvidence(const HotspotSignals& s) {
-  return absl::StrFormat(
-      "%s=%.0f for %s (`%s`, column %s) on a board with %d %s cores "
-      "(bundle capabilities)",
-      s.block_col, s.block_dim.value_or(0), s.op->name, s.file, s.block_col,
-      s.cores, s.side == "aiv" ? "vector" : "cube");
-}
-
-// The diagnosis rules: each turns the hotspot's signals into one parameter
-// move. Kept as data so new rules are rows, not new branches.
-struct Rule {
-  std::string_view id;
-  std::string_view parameter;
-  std::string_view direction;  // raise | lower | set
-  double confidence;
-  bool (*applies)(const HotspotSignals&);
-  std::string (*evidence)(const HotspotSignals&);
-  // The proposed value given the current one (nullopt when unknown).
-  std::optional<int64_t> (*target)(const HotspotSignals&,
-                                   std::optional<int64_t> current);
-};
-
-const Rule kRules[] = {
-    {"memory-bound (mte2 > mac/vec): deepen buffering so GM loads overlap "
-     "compute",
-     "buffer_count", "raise", 0.6,
-     [](const HotspotSignals& s) { return s.bound == "memory"; },
-     RatioEvidence,
-     [](const HotspotSignals&, std::optional<int64_t> current)
-         -> std::optional<int64_t> {
-       return current.has_value() ? *current * 2 : 2;
-     }},
-    {"compute-bound with fewer blocks than cores: spread the work over "
-     "every core",
-     "block_dim", "raise", 0.6,
-     [](const HotspotSignals& s) {
-       return s.bound == "compute" && s.block_dim.has_value() &&
-              s.cores > 0 && *s.block_dim < s.cores;
-     },
-     BlockEvidence,
-     [](const HotspotSignals& s, std::optional<int64_t>)
-         -> std::optional<int64_t> { return s.cores; }},
-    {"core under-fill: at most half of the cores get a block", "block_dim",
-     "raise", 0.4,
-     [](const HotspotSignals& s) {
-       return s.block_dim.has_value() && *s.block_dim > 0 && s.cores > 0 &&
-              *s.block_dim * 2 <= s.cores;
-     },
-     BlockEvidence,
-     [](const HotspotSignals& s, std::optional<int64_t>)
-         -> std::optional<int64_t> { return s.cores; }},
-};
-
-// At most this many suggestions per diagnosis: one or two moves the tuner
-// can try next, not a list to wade through.
-constexpr int kMaxSuggestions = 2;
-
-void ApplyRules(const HotspotSignals& s, v1::Diagnosis& d) {
-  for (const Rule& rule : kRules) {
-    if (d.suggestions_size() >= kMaxSuggestions) break;
-    if (!rule.applies(s)) continue;
-    bool seen = false;
-    for (const v1::Suggestion& have : d.suggestions()) {
-      seen = seen || have.parameter() == rule.parameter;
+// Roofline from capabilities (preferred) or the chip table.
+void FillRoofline(const v1::ProfileBundle& bundle, const ChipFacts* chip,
+                  const ProfileData& p, v1::RooflineSignals& r) {
+  const v1::BoardCapabilities& caps = bundle.capabilities();
+  double peak = caps.peak_tflops() > 0 ? caps.peak_tflops()
+                                       : (chip ? chip->cube_tflops : 0);
+  double bw = caps.memory_bandwidth_gbps() > 0
+                  ? caps.memory_bandwidth_gbps()
+                  : (chip ? chip->hbm_gbps : 0);
+  if (peak <= 0 || bw <= 0) return;
+  r.set_peak_tflops(peak);
+  r.set_bandwidth_gbps(bw);
+  r.set_ridge_flop_per_byte(peak * 1e12 / (bw * 1e9));
+  r.set_source(caps.peak_tflops() > 0 ? "board capabilities"
+                                      : std::string(chip->source));
+  // Achieved work, where the profile counts it.
+  if (p.ncu.has_value() && !p.ncu->kernels.empty()) {
+    const NcuKernel& k = p.ncu->kernels.front();
+    const NcuMetric* ffma =
+        k.Find({"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"});
+    const NcuMetric* fadd =
+        k.Find({"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum"});
+    const NcuMetric* fmul =
+        k.Find({"smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"});
+    const NcuMetric* rd =
+        k.Find({"dram__bytes_read.sum", "dram__bytes_op_read.sum"});
+    const NcuMetric* wr =
+        k.Find({"dram__bytes_write.sum", "dram__bytes_op_write.sum"});
+    const NcuMetric* dur = k.Find({"gpu__time_duration.sum", "Duration"});
+    double flops = (ffma ? 2 * ffma->value : 0) + (fadd ? fadd->value : 0) +
+                   (fmul ? fmul->value : 0);
+    double bytes = (rd ? rd->value : 0) + (wr ? wr->value : 0);
+    if (flops > 0 && bytes > 0) r.set_arithmetic_intensity(flops / bytes);
+    if (flops > 0 && dur != nullptr && dur->value > 0) {
+      r.set_achieved_tflops(flops / (dur->value * 1e-6) / 1e12);
     }
-    if (seen) continue;
-    v1::Suggestion* sug = d.add_suggestions();
-    sug->set_parameter(std::string(rule.parameter));
-    sug->set_direction(std::string(rule.direction));
-    sug->set_rule(std::string(rule.id));
-    sug->set_evidence(rule.evidence(s));
-    sug->set_confidence(rule.confidence);
-    std::optional<int64_t> value =
-        rule.target(s, CurrentInt(s, rule.parameter));
-    if (value.has_value()) *sug->mutable_value() = IntParam(*value);
-  }
-}
-
-std::string Md(std::string_view s) {
-  return absl::StrReplaceAll(Av(s), {{"|", "\\|"}, {"\n", " "}});
-}
-
-std::string Fmt(double v) { return absl::StrFormat("%.3f", v); }
-
-std::string RenderMarkdown(const v1::Diagnosis& d,
-                           const v1::ProfileBundle& bundle,
-                           const HotspotSignals* signals,
-                           const std::string& hotspot_file,
-                           const std::string& hotspot_cols,
-                           const StatTable* stats) {
-  std::string md = "# Round Performance Analysis\n\n";
-  absl::StrAppend(&md, "Bundle `", Md(bundle.bundle_id()), "`, sweep `",
-                  Md(bundle.sweep_id()), "` round ", bundle.round_id());
-  if (!bundle.board_id().empty()) {
-    absl::StrAppend(&md, ", board `", Md(bundle.board_id()), "`");
-  }
-  std::vector<std::string> kind;
-  if (!bundle.board_kind().empty()) kind.push_back(Md(bundle.board_kind()));
-  if (!bundle.chip().empty()) kind.push_back(Md(bundle.chip()));
-  if (!kind.empty()) absl::StrAppend(&md, " (", absl::StrJoin(kind, ", "), ")");
-  if (!bundle.profiler().empty()) {
-    absl::StrAppend(&md, ", profiler ", Md(bundle.profiler()));
-  }
-  absl::StrAppend(&md, bundle.simulated() ? " (simulated)" : "", ".\n\n");
-
-  absl::StrAppend(&md, "## Executive Summary\n\n");
-  if (d.hotspots_size() == 0) {
-    absl::StrAppend(&md,
-                    "No hotspot: the bundle holds no readable profile table "
-                    "(see Evidence Gaps).\n\n");
-  } else {
-    const v1::Hotspot& h = d.hotspots(0);
-    absl::StrAppend(
-        &md, "- Hotspot: `", Md(h.op_name()), "` (type ", Md(h.op_type()),
-        ", core ", Md(h.core_type().empty() ? "unknown" : h.core_type()),
-        ") takes ", Fmt(h.duration_us()), " us over ", h.count(),
-        " launches, ", absl::StrFormat("%.1f", 100 * h.share()), " % of ",
-        Fmt(d.total_device_us()), " us device time",
-        d.simulated() ? " (simulated)" : "", ". Source: `",
-        Md(hotspot_file), "`, ", hotspot_cols, ".\n");
-    if (signals != nullptr && d.bound() != "unknown") {
-      absl::StrAppend(&md, "- Bound: ", d.bound(), " — ",
-                      Md(RatioEvidence(*signals)), ".\n");
-    } else {
-      absl::StrAppend(&md,
-                      "- Bound: unknown — no pipe ratios for the hotspot.\n");
+    if (r.arithmetic_intensity() > 0) {
+      r.set_attainable_tflops(
+          std::min(peak, r.arithmetic_intensity() * bw * 1e9 / 1e12));
     }
-    for (const v1::Suggestion& s : d.suggestions()) {
-      absl::StrAppend(&md, "- Suggestion: ", s.direction(), " `",
-                      s.parameter(), "`",
-                      s.has_value()
-                          ? absl::StrCat(" to ", ParamValueToString(s.value()))
-                          : "",
-                      " (", Md(s.rule()), ").\n");
+  } else if (p.tasks.has_value() && !p.tasks->ops.empty()) {
+    const OpAggregate& op = p.tasks->ops.front();
+    double fops = 0;
+    for (const char* c : {"aic_cube_fops", "aiv_vector_fops"}) {
+      auto it = op.metrics.find(c);
+      if (it != op.metrics.end()) fops += it->second.sum;
     }
-    absl::StrAppend(&md, "\n");
-  }
-
-  absl::StrAppend(&md, "## Profile Signals\n\n### Hotspots\n\n");
-  if (d.hotspots_size() == 0) {
-    absl::StrAppend(&md, "None.\n\n");
-  } else {
-    absl::StrAppend(&md,
-                    "| # | Op | Type | Core | Count | Total (us) | Share |\n"
-                    "|---|---|---|---|---|---|---|\n");
-    for (int i = 0; i < d.hotspots_size(); ++i) {
-      const v1::Hotspot& h = d.hotspots(i);
-      absl::StrAppend(&md, "| ", i + 1, " | `", Md(h.op_name()), "` | ",
-                      Md(h.op_type()), " | ", Md(h.core_type()), " | ",
-                      h.count(), " | ", Fmt(h.duration_us()), " | ",
-                      absl::StrFormat("%.1f %%", 100 * h.share()), " |\n");
-    }
-    absl::StrAppend(&md, "\nSource: `", Md(hotspot_file), "`, ",
-                    hotspot_cols, ".\n\n");
-  }
-  if (stats != nullptr && d.hotspots_size() > 0) {
-    const std::string& type = d.hotspots(0).op_type();
-    for (const OpStats& op : stats->ops) {
-      if (op.name != type) continue;
-      absl::StrAppend(&md, "Cross-check: `", Md(stats->file),
-                      "` (columns OP Type, Count, Total Time(us)) gives type ",
-                      Md(type), " ", Fmt(op.total_us), " us over ", op.count,
-                      " launches.\n\n");
+    if (fops > 0 && op.total_us > 0) {
+      r.set_achieved_tflops(fops / (op.total_us * 1e-6) / 1e12);
     }
   }
-  if (signals != nullptr && !signals->op->ratios.empty()) {
-    absl::StrAppend(&md, "### Pipeline Ratios\n\nHotspot `",
-                    Md(signals->op->name), "`, mean over its rows of `",
-                    Md(signals->file), "` (fractions 0..1):\n\n",
-                    "| Column | Mean | Rows |\n|---|---|---|\n");
-    for (const auto& [col, mean] : signals->op->ratios) {
-      absl::StrAppend(&md, "| ", col, " | ", Fmt(mean.value()), " | ",
-                      mean.n, " |\n");
+}
+
+// Top op total from a profile, for the parent comparison.
+std::optional<double> OpTotal(const ProfileData& p, const std::string& name,
+                              double* total) {
+  if (p.tasks.has_value()) {
+    *total = p.tasks->total_us;
+    for (const OpAggregate& op : p.tasks->ops) {
+      if (op.name == name) return op.total_us;
     }
-    absl::StrAppend(&md, "\n");
+  } else if (p.op_statistic.has_value()) {
+    *total = p.op_statistic->total_us;
+    for (const OpStatRow& r : p.op_statistic->rows) {
+      if (r.type == name) return r.total_us;
+    }
   }
-
-  absl::StrAppend(&md, "## Optimization Suggestions\n\n");
-  if (d.suggestions_size() == 0) absl::StrAppend(&md, "None.\n\n");
-  for (const v1::Suggestion& s : d.suggestions()) {
-    absl::StrAppend(&md, "- ", s.direction(), " `", s.parameter(), "`",
-                    s.has_value()
-                        ? absl::StrCat(" to ", ParamValueToString(s.value()))
-                        : "",
-                    ": ", Md(s.rule()), ". Evidence: ", Md(s.evidence()),
-                    ". Confidence ", absl::StrFormat("%.1f", s.confidence()),
-                    ".\n");
-  }
-  if (d.suggestions_size() > 0) absl::StrAppend(&md, "\n");
-
-  absl::StrAppend(&md, "## Evidence Gaps\n\n");
-  if (d.evidence_gaps_size() == 0) absl::StrAppend(&md, "None.\n");
-  for (const v1::EvidenceGap& g : d.evidence_gaps()) {
-    absl::StrAppend(&md, "- `", Md(g.file()), "`: ", Md(g.reason()), "\n");
-  }
-  return md;
+  return std::nullopt;
 }
 
-void AddGap(v1::Diagnosis& d, std::string file, std::string reason) {
-  v1::EvidenceGap* gap = d.add_evidence_gaps();
-  gap->set_file(std::move(file));
-  gap->set_reason(std::move(reason));
-}
-
-// One gap per file with dropped rows: the numbers from it are partial.
-void AddRaggedGap(v1::Diagnosis& d, const std::string& file,
-                  const std::vector<std::string>& ragged) {
-  if (ragged.empty()) return;
-  constexpr size_t kShown = 3;
-  std::vector<std::string> shown(
-      ragged.begin(), ragged.begin() + std::min(kShown, ragged.size()));
-  AddGap(d, file,
-         absl::StrCat(ragged.size(), " malformed row(s) skipped, totals ",
-                      "exclude them: ", absl::StrJoin(shown, "; "),
-                      ragged.size() > kShown ? "; ..." : ""));
-}
-
-void FillHotspots(const std::vector<OpStats>& ops, double total_us,
-                  v1::Diagnosis& d) {
-  d.set_total_device_us(total_us);
-  for (const OpStats& op : ops) {
-    if (d.hotspots_size() >= kMaxHotspots) break;
-    v1::Hotspot* h = d.add_hotspots();
-    h->set_op_name(op.name);
-    h->set_op_type(op.type);
-    h->set_core_type(op.core);
-    h->set_duration_us(op.total_us);
-    h->set_share(total_us > 0 ? op.total_us / total_us : 0);
-    h->set_count(op.count);
-  }
-}
-
-// Newest first: profiler file names carry a time stamp
-// (op_summary_20260511093035.csv), so the larger name is the later run.
-std::vector<const v1::ProfileFile*> FilesOf(const v1::ProfileBundle& bundle,
-                                            FileKind kind) {
-  std::vector<const v1::ProfileFile*> out;
-  for (const v1::ProfileFile& f : bundle.files()) {
-    if (Classify(f.path()) == kind) out.push_back(&f);
-  }
-  std::sort(out.begin(), out.end(),
-            [](const v1::ProfileFile* a, const v1::ProfileFile* b) {
-              std::string_view na = BaseName(a->path());
-              std::string_view nb = BaseName(b->path());
-              if (na != nb) return na > nb;
-              return a->path() > b->path();
-            });
-  return out;
+int SeverityRank(const std::string& s) {
+  return s == "high" ? 0 : s == "medium" ? 1 : 2;
 }
 
 }  // namespace
 
-v1::Diagnosis Analyze(const v1::ProfileBundle& bundle) {
+v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
+                      const v1::ProfileBundle* parent) {
   v1::Diagnosis d;
   d.set_bundle_id(bundle.bundle_id());
   d.set_sweep_id(bundle.sweep_id());
@@ -555,73 +238,317 @@ v1::Diagnosis Analyze(const v1::ProfileBundle& bundle) {
   d.set_epoch(bundle.epoch());
   d.set_simulated(bundle.simulated());
   d.set_bound("unknown");
+  d.set_operator_type("unknown");
 
-  // Per-task tables: torch_npu's kernel_details first (torch_npu writes an
-  // op_summary too), the first one that reads wins.
-  std::vector<const v1::ProfileFile*> task_files =
-      FilesOf(bundle, FileKind::kKernelDetails);
-  for (const v1::ProfileFile* f : FilesOf(bundle, FileKind::kOpSummary)) {
-    task_files.push_back(f);
-  }
-  std::optional<TaskTable> tasks;
-  for (const v1::ProfileFile* f : task_files) {
-    absl::StatusOr<TaskTable> t = ReadTaskTable(*f);
-    if (t.ok()) {
-      AddRaggedGap(d, t->file, t->ragged);
-      tasks = *std::move(t);
-      break;
-    }
-    AddGap(d, f->path(), std::string(t.status().message()));
-  }
-  if (task_files.empty()) {
-    AddGap(d, "op_summary*.csv",
-           "no op_summary*.csv or kernel_details.csv in bundle");
+  std::vector<InputFile> files = FilesOf(bundle);
+  ProfileData p = ReadProfile(files);
+  for (const std::string& f : p.formats) d.add_formats(f);
+
+  std::string profiler = bundle.profiler();
+  if (profiler.empty() && !p.formats.empty()) profiler = p.formats.front();
+  const ChipFacts* chip = FindChip(bundle.chip());
+  if (chip == nullptr && p.trace.has_value()) chip = FindChip(p.trace->device_name);
+  Thresholds th = ThresholdsFor(profiler, bundle.chip());
+
+  Signals s;
+  s.profiler = profiler;
+  s.chip = bundle.chip();
+  for (const auto& [k, v] : bundle.params()) {
+    if (v.kind_case() == v1::ParamValue::kIntValue) s.params[k] = v.int_value();
   }
 
-  std::optional<StatTable> stats;
-  for (const v1::ProfileFile* f : FilesOf(bundle, FileKind::kOpStatistic)) {
-    absl::StatusOr<StatTable> t = ReadStatTable(*f);
-    if (t.ok()) {
-      AddRaggedGap(d, t->file, t->ragged);
-      stats = *std::move(t);
-      break;
+  // Hotspots: per-task table > op_statistic > ncu > PyPTO > trace.
+  std::string hot_file, hot_col;
+  auto add_hotspot = [&](const std::string& name, const std::string& type,
+                         const std::string& core, double us, int64_t count,
+                         double total, double block) {
+    if (d.hotspots_size() >= kMaxHotspots) return;
+    v1::Hotspot* h = d.add_hotspots();
+    h->set_op_name(name);
+    h->set_op_type(type);
+    h->set_core_type(core);
+    h->set_duration_us(us);
+    h->set_share(total > 0 ? us / total : 0);
+    h->set_count(count);
+    h->set_avg_us(count > 0 ? us / static_cast<double>(count) : 0);
+    h->set_block_dim(block);
+    h->set_source_file(hot_file);
+    h->set_source_column(hot_col);
+  };
+  if (p.tasks.has_value()) {
+    const TaskTable& t = *p.tasks;
+    hot_file = t.file;
+    hot_col = t.duration_col;
+    d.set_total_device_us(t.total_us);
+    for (const OpAggregate& op : t.ops) {
+      add_hotspot(op.name, op.type, op.core, op.total_us, op.count, t.total_us,
+                  op.max_block_dim);
     }
-    AddGap(d, f->path(), std::string(t.status().message()));
+    FromTaskTable(t, bundle, chip, s);
+  } else if (p.op_statistic.has_value()) {
+    const OpStatistic& o = *p.op_statistic;
+    hot_file = o.file;
+    hot_col = "Total Time(us)";
+    d.set_total_device_us(o.total_us);
+    for (const OpStatRow& r : o.rows) {
+      add_hotspot(r.type, r.type, r.core, r.total_us, r.count, o.total_us, 0);
+    }
+    s.hotspot = o.rows.front().type;
+    s.hotspot_type = s.hotspot;
+    s.hotspot_core = o.rows.front().core;
+    s.hotspot_us = o.rows.front().total_us;
+    s.hotspot_count = o.rows.front().count;
+    s.hotspot_share = o.total_us > 0 ? s.hotspot_us / o.total_us : 0;
+  } else if (p.ncu.has_value()) {
+    FromNcu(*p.ncu, s);
+    hot_file = p.ncu->file;
+    hot_col = "gpu__time_duration.sum";
+    double total = 0;
+    std::vector<const NcuKernel*> ks;
+    for (const NcuKernel& k : p.ncu->kernels) ks.push_back(&k);
+    auto dur = [](const NcuKernel* k) {
+      const NcuMetric* m = k->Find({"gpu__time_duration.sum", "Duration"});
+      return m ? m->value : 0.0;
+    };
+    std::stable_sort(ks.begin(), ks.end(), [&](auto* a, auto* b) {
+      return dur(a) > dur(b);
+    });
+    for (const NcuKernel* k : ks) total += dur(k);
+    d.set_total_device_us(total);
+    for (const NcuKernel* k : ks) {
+      add_hotspot(k->name, k->name, k->cc.empty() ? "" : "CC " + k->cc, dur(k),
+                  1, total, 0);
+    }
+  } else if (p.pypto.has_value() || p.trace.has_value()) {
+    const std::map<std::string, Stat>& by_name =
+        p.pypto.has_value() ? p.pypto->by_name : p.trace->by_name;
+    hot_file = p.pypto.has_value() ? p.pypto->file : p.trace->file;
+    hot_col = "dur (X events)";
+    std::vector<std::pair<std::string, Stat>> v(by_name.begin(), by_name.end());
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+      return a.second.sum > b.second.sum;
+    });
+    double total = 0;
+    for (const auto& [n, st] : v) total += st.sum;
+    d.set_total_device_us(total);
+    for (const auto& [n, st] : v) {
+      add_hotspot(n, n, p.pypto.has_value() ? "" : "device", st.sum, st.n,
+                  total, 0);
+    }
+    if (!v.empty()) {
+      s.hotspot = v.front().first;
+      s.hotspot_us = v.front().second.sum;
+      s.hotspot_count = v.front().second.n;
+      s.hotspot_share = total > 0 ? s.hotspot_us / total : 0;
+    }
+  }
+  if (p.ncu.has_value() && s.side.empty()) FromNcu(*p.ncu, s);
+  if (p.l2_cache.has_value() && p.l2_cache->hit_rate.n > 0) {
+    s.l2_hit = Cite{p.l2_cache->file, "Hit Rate", p.l2_cache->hit_rate.mean()};
   }
 
-  std::optional<HotspotSignals> signals;
-  std::string hotspot_file;
-  std::string hotspot_cols;
-  if (tasks.has_value()) {
-    FillHotspots(tasks->ops, tasks->total_us, d);
-    hotspot_file = tasks->file;
-    hotspot_cols = absl::StrCat("column ", tasks->duration_col, " summed by ",
-                                tasks->name_col, " over ", tasks->rows_used,
-                                " rows");
-    if (tasks->rows_skipped > 0) {
-      absl::StrAppend(&hotspot_cols, " (", tasks->rows_skipped,
-                      " rows without a duration skipped)");
+  // Timeline and wait.
+  v1::TimelineSignals* tl = d.mutable_timeline();
+  const IntervalSummary* iv = nullptr;
+  std::string iv_file, iv_cols;
+  if (p.trace.has_value()) {
+    iv = &p.trace->device;
+    iv_file = p.trace->file;
+    iv_cols = "device X events ts/dur";
+    tl->set_launches(p.trace->launches);
+    tl->set_short_kernels(p.trace->short_kernels);
+    tl->set_median_launch_delay_us(p.trace->median_launch_delay_us);
+    s.launches = p.trace->launches;
+    if (p.trace->launches > 0) {
+      s.short_kernels =
+          Cite{p.trace->file, "short kernels / launches",
+               static_cast<double>(p.trace->short_kernels) /
+                   static_cast<double>(p.trace->launches)};
     }
-    signals = SignalsFor(tasks->ops.front(), *tasks, bundle);
-    d.set_bound(signals->bound);
-    if (signals->bound == "unknown") {
-      AddGap(d, tasks->file,
-             absl::StrCat("no pipe ratios (", signals->compute_col, ", ",
-                          signals->memory_col, ") for hotspot ",
-                          tasks->ops.front().name,
-                          ": bound not determined"));
+  } else if (p.tasks.has_value() && p.tasks->timeline.intervals > 0) {
+    iv = &p.tasks->timeline;
+    iv_file = p.tasks->file;
+    iv_cols = "start + duration columns";
+  } else if (p.task_time.has_value()) {
+    iv = &p.task_time->timeline;
+    iv_file = p.task_time->file;
+    iv_cols = "task_start(us)/task_stop(us)";
+  }
+  if (iv != nullptr && iv->intervals > 0) {
+    tl->set_file(iv_file);
+    tl->set_window_us(iv->window_us);
+    tl->set_busy_us(iv->busy_us);
+    tl->set_idle_ratio(iv->idle_ratio());
+    tl->set_gaps(iv->gaps);
+    tl->set_max_gap_us(iv->max_gap_us);
+    tl->set_device_tasks(iv->intervals);
+    tl->set_overlaps(iv->overlaps);
+    if (iv->window_us > 0) {
+      s.idle_ratio = Cite{iv_file, absl::StrCat("idle ratio (", iv_cols, ")"),
+                          iv->idle_ratio()};
     }
-    ApplyRules(*signals, d);
-  } else if (stats.has_value()) {
-    FillHotspots(stats->ops, stats->total_us, d);
-    hotspot_file = stats->file;
-    hotspot_cols = "columns OP Type, Count, Total Time(us) (no per-task table: "
-                   "no pipe ratios)";
+  }
+  if (p.tasks.has_value()) tl->set_total_wait_us(p.tasks->total_wait_us);
+  if (p.step_trace.has_value()) {
+    tl->set_free_us(p.step_trace->free_us);
+    tl->set_computing_us(p.step_trace->computing_us);
+    tl->set_bubble_us(p.step_trace->bubble_us);
+    tl->set_communication_not_overlapped_us(
+        p.step_trace->comm_not_overlapped_us);
+  }
+  if (p.pypto.has_value()) {
+    const PyptoSummary& py = *p.pypto;
+    tl->set_core_utilization_pct(py.avg_utilization_pct);
+    tl->set_bubble_rate_pct(py.avg_bubble_pct);
+    tl->set_load_balance_pct(py.load_balance_pct);
+    tl->set_cores(static_cast<int64_t>(py.cores.size()));
+    tl->set_max_wait_predecessor_us(py.max_aic_wait_predecessor_us);
+    if (tl->file().empty()) tl->set_file(py.file);
+    s.pypto_util = Cite{py.file, "core utilisation %", py.avg_utilization_pct};
+    s.pypto_bubble = Cite{py.file, "bubble rate %", py.avg_bubble_pct};
+    s.pypto_balance = Cite{py.file, "load balance % (AIC)", py.load_balance_pct};
+    s.pypto_pred = Cite{py.file, "max AIC Wait Predecessor Time",
+                        py.max_aic_wait_predecessor_us};
   }
 
-  d.set_perf_analysis_md(RenderMarkdown(
-      d, bundle, signals.has_value() ? &*signals : nullptr, hotspot_file,
-      hotspot_cols, stats.has_value() && tasks.has_value() ? &*stats : nullptr));
+  // Host API.
+  if (p.api_statistic.has_value()) {
+    const ApiStatistic& a = *p.api_statistic;
+    v1::HostApiSignals* h = d.mutable_host_api();
+    h->set_file(a.file);
+    h->set_total_us(a.total_us);
+    double launch = 0;
+    for (const ApiRow& r : a.rows) {
+      bool lr = IsLaunchRelatedApi(r.name);
+      if (lr) launch += r.time_us;
+      if (h->top_size() < 5) {
+        v1::HostApi* api = h->add_top();
+        api->set_name(r.name);
+        api->set_level(r.level);
+        api->set_time_us(r.time_us);
+        api->set_count(r.count);
+        api->set_avg_us(r.avg_us);
+        api->set_launch_related(lr);
+      }
+    }
+    h->set_launch_related_us(launch);
+    if (a.total_us > 0) {
+      s.host_launch = Cite{a.file, "Time(us) launch-related / total",
+                           launch / a.total_us};
+    }
+  }
+
+  Classify(s, th);
+  d.set_operator_type(s.operator_type);
+  d.set_bound(s.bound);
+  d.set_bound_evidence(s.bound_evidence);
+  if (p.tasks.has_value() && !p.tasks->ops.empty()) {
+    const OpAggregate& op = p.tasks->ops.front();
+    for (const auto& [col, st] : op.metrics) {
+      v1::PipelineRatio* r = d.add_pipeline_ratios();
+      r->set_column(col == "cube_utilization(%)" ? "cube_utilization(%)/100"
+                                                 : col);
+      r->set_mean(st.mean());
+      r->set_min(st.min);
+      r->set_max(st.max);
+      r->set_rows(st.n);
+      r->set_file(p.tasks->file);
+    }
+  }
+  FillRoofline(bundle, chip, p, *d.mutable_roofline());
+
+  std::vector<Finding> findings = ApplyRules(s, th);
+  for (const Finding& f : findings) {
+    v1::Bottleneck* b = d.add_bottlenecks();
+    b->set_category(f.category);
+    b->set_severity(f.severity);
+    b->set_summary(f.summary);
+    b->set_rule(f.rule);
+    b->set_evidence(f.evidence);
+  }
+  std::vector<const Finding*> movers;
+  for (const Finding& f : findings) {
+    if (f.move.has_value()) movers.push_back(&f);
+  }
+  std::stable_sort(movers.begin(), movers.end(), [](auto* a, auto* b) {
+    return SeverityRank(a->severity) < SeverityRank(b->severity);
+  });
+  for (const Finding* f : movers) {
+    if (d.suggestions_size() >= kMaxSuggestions) break;
+    bool seen = false;
+    for (const v1::Suggestion& have : d.suggestions()) {
+      seen = seen || have.parameter() == f->move->parameter;
+    }
+    if (seen) continue;
+    v1::Suggestion* sug = d.add_suggestions();
+    sug->set_parameter(f->move->parameter);
+    sug->set_direction(f->move->direction);
+    if (f->move->value.has_value()) {
+      *sug->mutable_value() = IntParam(*f->move->value);
+    }
+    sug->set_rule(absl::StrCat(f->rule, ": ", f->summary));
+    sug->set_evidence(f->evidence);
+    sug->set_confidence(f->move->confidence);
+  }
+
+  // Evidence gaps.
+  for (const ProfileGap& g : p.gaps) {
+    v1::EvidenceGap* gap = d.add_evidence_gaps();
+    gap->set_file(g.file);
+    gap->set_reason(g.reason);
+    gap->set_format(g.format);
+  }
+  auto gap = [&](const std::string& file, const std::string& reason) {
+    v1::EvidenceGap* g = d.add_evidence_gaps();
+    g->set_file(file);
+    g->set_reason(reason);
+  };
+  if (p.files_read == 0) {
+    gap("(profile)",
+        absl::StrCat("no profiler file recognised among ", files.size(),
+                     " file(s): expected op_summary / kernel_details / "
+                     "op_statistic CSVs, msprof / trace_view / kineto JSON, "
+                     "merged_swimlane.json, bubble_analysis.log or an "
+                     "Nsight Compute CSV"));
+  } else if (d.hotspots_size() == 0) {
+    gap("(profile)", "no readable table gives per-op device time: no hotspot");
+  }
+  if (d.hotspots_size() > 0 && s.bound == "unknown") {
+    gap(hot_file.empty() ? "(profile)" : hot_file,
+        absl::StrCat("no pipe ratios or throughput metrics for hotspot `",
+                     s.hotspot, "`: compute vs memory bound not determined"));
+  }
+  if (p.tasks.has_value() && !p.profiler_info.has_value() &&
+      p.tasks->format == "torch_npu") {
+    gap("profiler_info_*.json",
+        absl::StrCat("absent: metric group inferred from the header of `",
+                     p.tasks->file, "` as ", p.tasks->metric_group));
+  }
+
+  // Parent comparison.
+  std::optional<ParentView> pv;
+  if (parent != nullptr) {
+    std::vector<InputFile> pf = FilesOf(*parent);
+    ProfileData pp = ReadProfile(pf);
+    ParentView v;
+    v.bundle_id = parent->bundle_id();
+    v.round_id = parent->round_id();
+    double total = 0;
+    if (std::optional<double> us = OpTotal(pp, s.hotspot, &total)) {
+      v.hotspot_us = *us;
+    }
+    v.total_us = total;
+    d.set_parent_bundle_id(v.bundle_id);
+    d.set_parent_hotspot_us(v.hotspot_us);
+    if (v.total_us == 0) {
+      gap(absl::StrCat("parent ", v.bundle_id),
+          "the parent profile has no readable per-op table");
+    }
+    pv = v;
+  }
+
+  d.set_perf_analysis_md(RenderPerfAnalysis(d, bundle, p, s, th,
+                                            pv.has_value() ? &*pv : nullptr));
   return d;
 }
 

@@ -1,20 +1,14 @@
 // Analyze: one profile bundle in, one structured diagnosis out.
 //
-// The analyzer reads the profiler tables it finds in the bundle, matched by
-// file name anywhere in the bundle:
-//   - kernel_details*.csv (torch_npu) or op_summary*.csv (msprof): one row
-//     per device task; the source of hotspots and pipe ratios. torch_npu
-//     also writes a PROF_*/ op_summary, so kernel_details wins when both
-//     exist (as in the Helix profile-report); among several files of one
-//     kind the newest time stamp in the name wins.
-//   - op_statistic*.csv: per-type totals; the hotspot source when no
-//     per-task table is readable, and a cross-check otherwise.
-// It aggregates task time per op name (hotspots, largest first), guesses
-// what bounds the hotspot from its pipe ratios (fractions 0..1), and applies
-// a small table of rules that turn signals into parameter moves. A file it
-// cannot read or parse becomes an EvidenceGap, never an error: Analyze
-// never fails, never throws, and always fills perf_analysis_md.
+// The bundle's files are classified and parsed by ReadProfile (profile.h):
+// msprof, torch_npu, PyPTO, Nsight Compute and kineto layouts, one file or a
+// whole tree. The analyzer turns what it read into format-neutral Signals,
+// classifies operator type and bound, runs the rule table (rules.h) and
+// renders perf-analysis.md (perf_analysis_md.h). With a parent bundle (the
+// parent round's profile) the diagnosis and the markdown compare the two.
 //
+// A file it cannot read becomes an EvidenceGap naming the file and why:
+// Analyze never fails, never throws, and always fills perf_analysis_md.
 // Pure and thread-safe. The caller fills analyzer_id and analyzed_unix_ms.
 #ifndef TUNEFARM_ANALYZER_ANALYZER_H_
 #define TUNEFARM_ANALYZER_ANALYZER_H_
@@ -26,8 +20,13 @@ namespace tunefarm {
 
 // At most this many hotspots are listed; total_device_us covers all ops.
 inline constexpr int kMaxHotspots = 10;
+// At most this many suggestions: the moves the tuner tries next.
+inline constexpr int kMaxSuggestions = 3;
 
-v1::Diagnosis Analyze(const v1::ProfileBundle& bundle);
+// `parent` may be null (no parent round, or the coordinator did not send
+// its profile).
+v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
+                      const v1::ProfileBundle* parent = nullptr);
 
 }  // namespace tunefarm
 

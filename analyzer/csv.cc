@@ -1,6 +1,7 @@
 #include "analyzer/csv.h"
 
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <string>
 #include <system_error>
@@ -76,6 +77,15 @@ std::optional<double> ParseNumber(std::string_view cell) {
   std::string_view t = Trim(cell);
   if (IsMissing(t)) return std::nullopt;
   if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+  if (t.find(',') == std::string_view::npos) {  // fast path: no allocation
+    double value = 0;
+    auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+    if (ec != std::errc() || ptr != t.data() + t.size() ||
+        !std::isfinite(value)) {
+      return std::nullopt;
+    }
+    return value;
+  }
   std::string digits;
   if (!StripThousands(t, digits) || digits.empty()) return std::nullopt;
   double value = 0;
@@ -90,15 +100,7 @@ std::optional<double> ParseNumber(std::string_view cell) {
 
 std::optional<int> CsvTable::Column(
     std::initializer_list<std::string_view> aliases) const {
-  for (std::string_view alias : aliases) {
-    std::string_view a = Trim(alias);
-    for (size_t i = 0; i < header.size(); ++i) {
-      if (SameIgnoringCase(Trim(header[i]), a)) {
-        return static_cast<int>(i);
-      }
-    }
-  }
-  return std::nullopt;
+  return FindColumn(header, aliases);
 }
 
 std::string_view CsvTable::Cell(size_t row, std::optional<int> column) const {
@@ -121,6 +123,116 @@ std::optional<double> CsvTable::Number(size_t row,
   return ParseNumber(Cell(row, column));
 }
 
+CsvReader::CsvReader(std::string_view text) : text_(text) {
+  if (text_.substr(0, kBom.size()) == kBom) text_.remove_prefix(kBom.size());
+}
+
+absl::StatusOr<bool> CsvReader::Next(std::vector<std::string_view>& cells,
+                                     std::string_view file_name) {
+  const std::string_view text = text_;
+  const size_t n = text.size();
+  scratch_used_ = 0;
+  while (true) {
+    cells.clear();
+    if (pos_ >= n) return false;
+    record_line_ = line_;
+    bool has_content = false;
+    size_t i = pos_;
+    while (true) {
+      // At the start of a field.
+      if (i < n && text[i] == '"') {
+        has_content = true;
+        int quote_line = line_;
+        size_t begin = ++i;
+        bool escaped = false;
+        bool closed = false;
+        while (i < n) {
+          const void* q = memchr(text.data() + i, '"', n - i);
+          size_t qi = q == nullptr ? n : static_cast<const char*>(q) - text.data();
+          for (size_t k = i; k < qi; ++k) line_ += text[k] == '\n';
+          i = qi;
+          if (i >= n) break;
+          if (i + 1 < n && text[i + 1] == '"') {
+            escaped = true;
+            i += 2;
+            continue;
+          }
+          closed = true;
+          break;
+        }
+        if (!closed) {
+          pos_ = n;
+          return absl::InvalidArgumentError(
+              absl::StrCat(Av(file_name), ":", quote_line,
+                           ": unterminated quoted cell (no closing '\"')"));
+        }
+        std::string_view raw = text.substr(begin, i - begin);
+        ++i;  // the closing quote
+        if (escaped) {
+          if (scratch_used_ == scratch_.size()) scratch_.emplace_back();
+          std::string& out = scratch_[scratch_used_++];
+          out.clear();
+          for (size_t k = 0; k < raw.size(); ++k) {
+            out.push_back(raw[k]);
+            if (raw[k] == '"') ++k;  // "" -> "
+          }
+          cells.emplace_back(out);
+        } else {
+          cells.push_back(raw);
+        }
+        if (i < n && text[i] != ',' && text[i] != '\n' &&
+            !(text[i] == '\r' && (i + 1 == n || text[i + 1] == '\n'))) {
+          pos_ = n;
+          return absl::InvalidArgumentError(absl::StrCat(
+              Av(file_name), ":", line_, ": unexpected character '",
+              std::string(1, text[i]), "' after a closing quote"));
+        }
+      } else {
+        size_t begin = i;
+        while (i < n && text[i] != ',' && text[i] != '\n' &&
+               !(text[i] == '\r' && (i + 1 == n || text[i + 1] == '\n'))) {
+          ++i;
+        }
+        cells.push_back(text.substr(begin, i - begin));
+      }
+      if (i >= n) break;
+      if (text[i] == ',') {
+        has_content = true;
+        ++i;
+        if (i == n) {  // "a,b," at EOF: the trailing empty cell
+          cells.push_back({});
+          break;
+        }
+        continue;
+      }
+      // Line end: "\r\n", "\n" or a final "\r".
+      if (text[i] == '\r') ++i;
+      if (i < n && text[i] == '\n') ++i;
+      ++line_;
+      break;
+    }
+    pos_ = i;
+    bool blank = !has_content && cells.size() == 1 && cells[0].empty();
+    if (!blank) return true;
+  }
+}
+
+std::optional<int> FindColumn(const std::vector<std::string>& header,
+                              std::initializer_list<std::string_view> aliases) {
+  for (std::string_view alias : aliases) {
+    std::string_view a = Trim(alias);
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (SameIgnoringCase(Trim(header[i]), a)) return static_cast<int>(i);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view CleanCell(std::string_view cell) {
+  std::string_view t = Trim(StripQuoteLayer(Trim(cell)));
+  return IsMissing(t) ? std::string_view() : t;
+}
+
 namespace {
 
 absl::StatusOr<CsvTable> Parse(std::string_view text,
@@ -128,109 +240,30 @@ absl::StatusOr<CsvTable> Parse(std::string_view text,
                                bool skip_ragged) {
   CsvTable table;
   table.file_name = std::string(file_name);
-  if (text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());
-
-  // A single pass over the text, one record at a time.
-  std::vector<std::vector<std::string>> records;
-  std::vector<int> record_lines;
-  std::vector<std::string> record;
-  std::string field;
-  int line = 1;
-  int record_line = 1;
-  bool record_has_content = false;  // distinguishes "" from a blank line
-  size_t i = 0;
-  const size_t n = text.size();
-
-  auto end_record = [&]() {
-    record.push_back(std::move(field));
-    field.clear();
-    bool blank = !record_has_content && record.size() == 1 &&
-                 record[0].empty();
-    if (!blank) {
-      records.push_back(std::move(record));
-      record_lines.push_back(record_line);
-    }
-    record.clear();
-    record_has_content = false;
-  };
-
-  while (i < n) {
-    // At the start of a field.
-    if (text[i] == '"') {
-      record_has_content = true;
-      int quote_line = line;
-      ++i;
-      bool closed = false;
-      while (i < n) {
-        char c = text[i];
-        if (c == '"') {
-          if (i + 1 < n && text[i + 1] == '"') {
-            field.push_back('"');
-            i += 2;
-            continue;
-          }
-          ++i;
-          closed = true;
-          break;
-        }
-        if (c == '\n') ++line;
-        field.push_back(c);
-        ++i;
-      }
-      if (!closed) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(Av(file_name), ":", quote_line,
-                         ": unterminated quoted cell (no closing '\"')"));
-      }
-      // After the closing quote: a separator, a line end or the end.
-      if (i < n && text[i] != ',' && text[i] != '\n' &&
-          !(text[i] == '\r' && (i + 1 == n || text[i + 1] == '\n'))) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            Av(file_name), ":", line, ": unexpected character '",
-            std::string(1, text[i]), "' after a closing quote"));
-      }
-    } else {
-      while (i < n && text[i] != ',' && text[i] != '\n' &&
-             !(text[i] == '\r' && (i + 1 == n || text[i + 1] == '\n'))) {
-        field.push_back(text[i]);
-        ++i;
-      }
-    }
-    if (i >= n) break;
-    if (text[i] == ',') {
-      record_has_content = true;
-      record.push_back(std::move(field));
-      field.clear();
-      ++i;
-      if (i == n) break;  // "a,b," at EOF: the trailing empty cell
-      continue;
-    }
-    // Line end: "\r\n", "\n" or a final "\r".
-    if (text[i] == '\r') ++i;
-    if (i < n && text[i] == '\n') ++i;
-    end_record();
-    ++line;
-    record_line = line;
-  }
-  if (!field.empty() || !record.empty() || record_has_content) end_record();
-
-  if (records.empty()) {
+  CsvReader reader(text);
+  std::vector<std::string_view> cells;
+  absl::StatusOr<bool> more = reader.Next(cells, file_name);
+  if (!more.ok()) return more.status();
+  if (!*more) {
     return absl::InvalidArgumentError(
         absl::StrCat(Av(file_name), ": empty file (no header line)"));
   }
-  table.header = std::move(records[0]);
+  table.header.assign(cells.begin(), cells.end());
   const size_t width = table.header.size();
-  for (size_t r = 1; r < records.size(); ++r) {
-    if (records[r].size() != width) {
-      std::string msg = absl::StrCat(Av(file_name), ":", record_lines[r],
-                                     ": row has ", records[r].size(),
+  while (true) {
+    more = reader.Next(cells, file_name);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    if (cells.size() != width) {
+      std::string msg = absl::StrCat(Av(file_name), ":", reader.line(),
+                                     ": row has ", cells.size(),
                                      " cells, the header has ", width);
       if (!skip_ragged) return absl::InvalidArgumentError(msg);
       table.skipped_rows.push_back(std::move(msg));
       continue;
     }
-    table.rows.push_back(std::move(records[r]));
-    table.row_lines.push_back(record_lines[r]);
+    table.rows.emplace_back(cells.begin(), cells.end());
+    table.row_lines.push_back(reader.line());
   }
   return table;
 }

@@ -17,6 +17,7 @@
 #define TUNEFARM_ANALYZER_CSV_H_
 
 #include <cstddef>
+#include <deque>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -55,6 +56,40 @@ struct CsvTable {
   // text that is not a number.
   std::optional<double> Number(size_t row, std::optional<int> column) const;
 };
+
+// A streaming RFC 4180 record reader over text the caller keeps alive: the
+// fast path for large per-task tables (no per-cell allocation for cells
+// without "" escapes). Cells are views into the text, or into the reader's
+// scratch for cells with escaped quotes; both stay valid until the next
+// Next() call. Not thread-safe; one reader per text.
+class CsvReader {
+ public:
+  explicit CsvReader(std::string_view text);
+  // Reads the next non-blank record into `cells` (cleared first). Returns
+  // false at the end of the text; INVALID_ARGUMENT (naming `file_name` and
+  // the line) for an unterminated quote or text after a closing quote.
+  absl::StatusOr<bool> Next(std::vector<std::string_view>& cells,
+                            std::string_view file_name);
+  // 1-based line where the record Next() last returned starts.
+  int line() const { return record_line_; }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  int line_ = 1;
+  int record_line_ = 1;
+  std::deque<std::string> scratch_;  // deque: growth keeps views valid
+  size_t scratch_used_ = 0;
+};
+
+// The index of the first of `header` matching one of `aliases` (trimmed,
+// case-insensitive, aliases tried in order).
+std::optional<int> FindColumn(const std::vector<std::string>& header,
+                              std::initializer_list<std::string_view> aliases);
+
+// A cell trimmed of whitespace (profilers leave a TAB after time stamps)
+// with the profilers' extra quote layer removed; empty for `N/A`.
+std::string_view CleanCell(std::string_view cell);
 
 // Parses `text`; `file_name` only labels errors. INVALID_ARGUMENT, naming
 // the file and line, for an empty file, a ragged row (cell count differing

@@ -11,6 +11,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "cli/analyze_command.h"
 #include "cli/farm_client.h"
 #include "cli/local_farm.h"
 #include "common/files.h"
@@ -87,6 +88,19 @@ int Main(int argc, char** argv) {
   auto* report = app.add_subcommand("report", "a sweep's tuning report");
   report->add_option("sweep", sweep_id)->required();
   auto* boards = app.add_subcommand("boards", "the farm's boards");
+  AnalyzeOptions analyze_options;
+  auto* analyze = app.add_subcommand(
+      "analyze", "diagnose a profile folder offline (perf-analysis.md)");
+  analyze->add_option("profile", analyze_options.profile_dir, "PROFILE_DIR")
+      ->required();
+  analyze->add_option("--parent", analyze_options.parent_dir,
+                      "the parent round's profile, for a comparison");
+  analyze->add_option("--out", analyze_options.out_dir,
+                      "where perf-analysis.md and diagnosis.json go");
+  analyze->add_option("--chip", analyze_options.chip,
+                      "e.g. Ascend910B2: core counts and roofline");
+  analyze->add_option("--output,-o", analyze_options.output, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
 
   LocalFarmOptions local_options;
   local_options.bin_dir = ExecutableDir();
@@ -130,6 +144,10 @@ int Main(int argc, char** argv) {
   if (*rounds) return client.Rounds(sweep_id);
   if (*report) return client.Report(sweep_id);
   if (*boards) return client.Boards();
+  if (*analyze) {
+    if (output == "json") analyze_options.output = "json";
+    return RunAnalyze(analyze_options);
+  }
   if (*local) return RunLocal(ctx, local_spec, local_options, keep_running);
   return kExitBadInput;
 }

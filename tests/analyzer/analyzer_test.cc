@@ -77,7 +77,7 @@ TEST(AnalyzeTest, MsprofRealHotspotMatchesOpStatistic) {
   // Tiny 32x32 matmul: aic_mac_ratio about 0.015, aic_mte2_ratio about 0.42 —
   // no pipe is busy, the time is latency; and 4 blocks on 24 cube cores.
   EXPECT_EQ(d.bound(), "latency");
-  ASSERT_EQ(d.suggestions_size(), 1);
+  ASSERT_GE(d.suggestions_size(), 1);  // high severity first
   EXPECT_EQ(d.suggestions(0).parameter(), "block_dim");
   EXPECT_EQ(d.suggestions(0).direction(), "raise");
   EXPECT_EQ(d.suggestions(0).value().int_value(), 24);
@@ -134,10 +134,14 @@ TEST(AnalyzeTest, TorchNpuRealIsMemoryBound) {
   EXPECT_THAT(d.suggestions(0).evidence(), HasSubstr("aic_mte2_ratio=0.9"));
   EXPECT_THAT(d.suggestions(0).evidence(), HasSubstr("aic_mac_ratio=0.07"));
   EXPECT_THAT(d.suggestions(0).evidence(), HasSubstr("kernel_details.csv"));
-  // Block Dim 256 on 24 cores: no under-fill suggestion.
+  // Block Dim 256 on 24 cores: no under-fill, but 256 % 24 = 16 leaves
+  // a partial last wave (msprof-analyze BlockDimChecker): set 240.
   for (const v1::Suggestion& s : d.suggestions()) {
-    EXPECT_NE(s.parameter(), "block_dim");
+    if (s.parameter() != "block_dim") continue;
+    EXPECT_EQ(s.direction(), "set");
+    EXPECT_EQ(s.value().int_value(), 240);
   }
+  EXPECT_EQ(d.operator_type(), "cube");
   EXPECT_THAT(d.perf_analysis_md(), HasSubstr("Duration(us)"));
   EXPECT_THAT(d.perf_analysis_md(), HasSubstr("### Pipeline Ratios"));
 }
@@ -175,7 +179,7 @@ TEST(AnalyzeTest, CorruptOpSummaryBecomesAGapNamingIt) {
   v1::Diagnosis d = Analyze(bundle);
   EXPECT_EQ(d.hotspots_size(), 0);
   EXPECT_EQ(d.bound(), "unknown");
-  ASSERT_EQ(d.evidence_gaps_size(), 1);
+  ASSERT_GE(d.evidence_gaps_size(), 1);
   EXPECT_EQ(d.evidence_gaps(0).file(), f->path());
   EXPECT_THAT(d.evidence_gaps(0).reason(), HasSubstr("op_summary_1.csv:3"));
   EXPECT_THAT(d.evidence_gaps(0).reason(), HasSubstr("unterminated"));
@@ -228,7 +232,7 @@ TEST(AnalyzeTest, BinaryGarbageAndMissingColumnsNeverCrash) {
   nocol->set_content("Op Name,Something\nk,1\n");
   v1::Diagnosis d = Analyze(bundle);
   EXPECT_EQ(d.hotspots_size(), 0);
-  ASSERT_EQ(d.evidence_gaps_size(), 2);
+  ASSERT_EQ(d.evidence_gaps_size(), 3);  // + "no hotspot"
   EXPECT_EQ(d.evidence_gaps(0).file(), "kernel_details.csv");
   EXPECT_EQ(d.evidence_gaps(1).file(), "x/op_summary_2.csv");
   EXPECT_THAT(d.evidence_gaps(1).reason(), HasSubstr("Task Duration(us)"));
@@ -255,8 +259,7 @@ TEST(AnalyzeTest, OpStatisticAloneStillGivesHotspots) {
   EXPECT_EQ(d.hotspots(0).count(), 5);
   EXPECT_EQ(d.bound(), "unknown");
   ASSERT_EQ(d.evidence_gaps_size(), 1);
-  EXPECT_THAT(d.evidence_gaps(0).reason(),
-              HasSubstr("no op_summary*.csv or kernel_details.csv in bundle"));
+  EXPECT_THAT(d.evidence_gaps(0).reason(), HasSubstr("no pipe ratios"));
   EXPECT_TRUE(d.simulated());
   EXPECT_THAT(d.perf_analysis_md(), HasSubstr("(simulated)"));
 }
@@ -274,11 +277,11 @@ TEST(AnalyzeTest, EmptyBundleIsAGap) {
   EXPECT_EQ(d.total_device_us(), 0);
   EXPECT_EQ(d.bound(), "unknown");
   ASSERT_EQ(d.evidence_gaps_size(), 1);
-  EXPECT_EQ(d.evidence_gaps(0).reason(),
-            "no op_summary*.csv or kernel_details.csv in bundle");
+  EXPECT_THAT(d.evidence_gaps(0).reason(),
+              HasSubstr("no profiler file recognised among 0 file(s)"));
   EXPECT_THAT(d.perf_analysis_md(), HasSubstr("# Round Performance Analysis"));
   EXPECT_THAT(d.perf_analysis_md(),
-              HasSubstr("no op_summary*.csv or kernel_details.csv in bundle"));
+              HasSubstr("no profiler file recognised"));
 }
 
 }  // namespace

@@ -1,0 +1,128 @@
+// The diagnosis rules as data: chip facts (for the roofline and core
+// counts), thresholds per chip and per profiler, and the rule table that
+// turns signals into bottlenecks and parameter moves.
+//
+// The starting thresholds are the seed workflows' (ascend-formats.md §1.1,
+// §1.3.3, §1.4; cuda-backend.md §5.2): msprof-analyze's advisor bands for
+// pipe ratios (0.8 bound), PyPTO perf-analyzer's utilisation / bubble / load
+// balance bands, Nsight Compute's SOLBottleneck (80 / 60 / 10). All ratio
+// thresholds are on the fraction scale 0..1. A chip- or profiler-specific
+// row overrides the defaults field by field (see kThresholdRows in
+// rules.cc); adding a chip or a rule is adding a row.
+//
+// Everything here is immutable after static initialisation: thread-safe.
+#ifndef TUNEFARM_ANALYZER_RULES_H_
+#define TUNEFARM_ANALYZER_RULES_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tunefarm {
+
+// Public hardware facts for a chip (ascend-formats.md §4, cuda-backend.md
+// §5.1). Matched by prefix of the bundle's chip string, case-insensitive.
+struct ChipFacts {
+  std::string_view chip_prefix;
+  int cube_cores;      // AIC (Ascend) or SMs (NVIDIA)
+  int vector_cores;    // AIV; 0 on NVIDIA
+  double cube_tflops;  // dense BF16/FP16 peak
+  double vector_tflops;
+  double hbm_gbps;
+  int64_t ub_bytes;  // 0 when not applicable
+  std::string_view source;
+};
+// nullptr when the chip is unknown.
+const ChipFacts* FindChip(std::string_view chip);
+
+struct Thresholds {
+  // Pipe ratios (fractions).
+  double pipe_bound = 0.8;       // msprof-analyze operator_bound_ratio
+  double pipe_busy = 0.5;        // under this on both sides: latency-bound
+  double cube_mte2_bound = 0.95; // advisor: aic_mte2_ratio >= 0.95
+  double scalar_high = 0.2;      // Helix scalar-overhead (0..1 scale)
+  double op_type_cube = 0.2;     // Helix op-type guess, 0..1 scale
+  double op_type_vector = 0.2;
+  double op_type_mixed_vector = 0.3;
+  double wait_share_high = 0.2;  // Task Wait Time / Duration of hotspot
+  double block_underfill = 0.5;  // Block Dim / cores below this
+  double l2_hit_low = 0.8;       // .bin spec healthy L2 hit > 0.80
+  // Timeline.
+  double idle_ratio_high = 0.3;
+  double short_kernel_share = 0.5;  // launch-bound when most are short
+  double host_launch_share = 0.3;   // launch-related share of host API
+  // PyPTO perf-analyzer bands (percent).
+  double pypto_util_high = 50, pypto_util_medium = 70;
+  double pypto_bubble_high = 20, pypto_bubble_medium = 10;
+  double pypto_balance_high = 60, pypto_balance_medium = 80;
+  double pypto_pred_wait_us = 500;
+  // Nsight Compute SOLBottleneck (percent).
+  double ncu_no_bound = 80, ncu_latency = 60, ncu_balanced = 10;
+  double ncu_waves_small = 1;
+  double ncu_tensor_pipe_low = 50;
+  // Where this set came from, e.g. "default+A2" for the markdown.
+  std::string source = "default";
+};
+// Defaults overlaid with every row whose chip prefix and profiler match.
+Thresholds ThresholdsFor(std::string_view profiler, std::string_view chip);
+
+// The analyzer's view of one profile, format-neutral: what the rules test.
+// Optional fields are absent when the profile does not carry them.
+struct Cite {
+  std::string file, column;
+  double value = 0;
+  std::string Text(int precision = 3) const;  // "`file` column=value"
+};
+struct Signals {
+  std::string profiler, chip;
+  std::map<std::string, int64_t> params;  // the round's int params
+  // Hotspot.
+  std::string hotspot, hotspot_type, hotspot_core;
+  double hotspot_share = 0, hotspot_us = 0;
+  int64_t hotspot_count = 0;
+  std::string side;  // aic | aiv | gpu
+  std::optional<Cite> compute, memory, scalar, mte3, fixpipe, occupancy,
+      block_dim, wait, l2_hit, mte1;
+  int cores = 0;  // of the hotspot's side
+  // Timeline.
+  std::optional<Cite> idle_ratio, short_kernels, host_launch, bubble_step;
+  int64_t launches = 0;
+  // PyPTO.
+  std::optional<Cite> pypto_util, pypto_bubble, pypto_balance, pypto_pred;
+  // Nsight Compute.
+  std::optional<Cite> ncu_compute_sol, ncu_memory_sol, ncu_waves,
+      ncu_tensor_pipe, ncu_occupancy, ncu_dram, ncu_l1, ncu_l2;
+  // Derived by Classify (rules.cc).
+  std::string operator_type = "unknown";  // cube|vector|mixed|copy|unknown
+  std::string operator_type_evidence;
+  std::string bound = "unknown";  // compute|memory|latency|unknown
+  std::string bound_evidence;
+};
+
+// Fills operator_type / bound (+ evidence) from the signals.
+void Classify(Signals& s, const Thresholds& t);
+
+struct Move {
+  std::string parameter, direction;  // raise | lower | set
+  std::optional<int64_t> value;
+  double confidence = 0;
+};
+struct Finding {
+  std::string rule;      // rule id
+  std::string category;  // pipeline | memory_hierarchy | concurrency | host |
+                         // implementation | bound
+  std::string severity;  // high | medium | low
+  std::string summary;   // the inference, one sentence
+  std::string evidence;  // the facts (file, column, value vs threshold)
+  std::optional<Move> move;
+};
+
+// Runs every rule row; findings in table order.
+std::vector<Finding> ApplyRules(const Signals& s, const Thresholds& t);
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_ANALYZER_RULES_H_
