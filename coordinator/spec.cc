@@ -583,7 +583,11 @@ absl::StatusOr<v1::SweepSpec> ValidateSweepSpec(v1::SweepSpec spec,
   TF_RETURN_IF_ERROR(
       CheckInt("measurement.samples", m->samples(), kMinSamples, kMaxSamples));
 
-  TF_RETURN_IF_ERROR(ValidateBaseline(op, spec.mutable_baseline_params()));
+  // The baseline is checked against the parameters of the sweep's board kind
+  // only (ValidateBoards has settled the kind): a cuda-only parameter is
+  // unknown to a cpu sweep.
+  TF_RETURN_IF_ERROR(ValidateBaseline(ProjectManifest(op, spec.boards().kind()),
+                                      spec.mutable_baseline_params()));
   TF_RETURN_IF_ERROR(
       CheckInt("priority", spec.priority(), -kMaxPriority, kMaxPriority));
   return spec;

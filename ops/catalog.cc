@@ -10,6 +10,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "ops/yaml_fields.h"
@@ -76,7 +77,8 @@ absl::Status RequirePresent(const YAML::Node& map, absl::string_view key,
 absl::Status ParseParameter(const YAML::Node& node, const std::string& path,
                             v1::ParameterDomain* out) {
   TF_RETURN_IF_ERROR(yamlf::CheckMap(
-      node, path, {"name", "values", "default", "stage", "description"}));
+      node, path,
+      {"name", "values", "default", "stage", "description", "backends"}));
   TF_RETURN_IF_ERROR(RequirePresent(node, "name", path));
   TF_ASSIGN_OR_RETURN(std::string name,
                       yamlf::GetString(Get(node, "name"), Child(path, "name")));
@@ -161,6 +163,29 @@ absl::Status ParseParameter(const YAML::Node& node, const std::string& path,
     TF_RETURN_IF_ERROR(yamlf::CheckText(p, d, yamlf::kMaxStringBytes, true));
     out->set_description(d);
   }
+  if (Has(node, "backends")) {
+    const std::string p = Child(path, "backends");
+    const YAML::Node kinds = Get(node, "backends");
+    if (!kinds.IsSequence() || kinds.size() == 0) {
+      return FieldError(p, absl::StrCat("must be a non-empty list of board kinds, got ",
+                                        yamlf::Describe(kinds)));
+    }
+    std::set<std::string> seen_kinds;
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      TF_ASSIGN_OR_RETURN(std::string kind, yamlf::GetString(kinds[i], Index(p, i)));
+      const auto& known = KnownBoardKinds();
+      if (std::find(known.begin(), known.end(), kind) == known.end()) {
+        TF_RETURN_IF_ERROR(yamlf::CheckText(Index(p, i), kind, 64));
+        return FieldError(Index(p, i), absl::StrCat("unknown board kind '", kind,
+                                                    "'; known: ",
+                                                    absl::StrJoin(known, ", ")));
+      }
+      if (!seen_kinds.insert(kind).second) {
+        return FieldError(Index(p, i), absl::StrCat("duplicate board kind '", kind, "'"));
+      }
+      out->add_backends(kind);
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -197,26 +222,67 @@ absl::Status ParseBackends(const YAML::Node& node, v1::OperatorManifest* op) {
       return FieldError(path, absl::StrCat("unknown board kind; known: ",
                                            absl::StrJoin(known, ", ")));
     }
-    TF_RETURN_IF_ERROR(yamlf::CheckMap(it->second, path, {"command"}));
-    const std::string cmd_path = Child(path, "command");
-    const YAML::Node cmd = Get(it->second, "command");
-    if (!cmd.IsDefined() || !cmd.IsSequence() || cmd.size() == 0) {
-      return FieldError(cmd_path,
-                        absl::StrCat("must be a non-empty list of strings, got ",
-                                     yamlf::Describe(cmd)));
-    }
-    if (cmd.size() > kMaxCommandArgs) {
-      return FieldError(cmd_path, absl::StrCat("has ", cmd.size(),
-                                               " arguments; the limit is ",
-                                               kMaxCommandArgs));
-    }
+    TF_RETURN_IF_ERROR(yamlf::CheckMap(it->second, path,
+                                       {"command", "sources", "compiler", "flags"}));
     v1::BackendEntry entry;
-    for (size_t i = 0; i < cmd.size(); ++i) {
-      const std::string arg_path = Index(cmd_path, i);
-      TF_ASSIGN_OR_RETURN(std::string arg, yamlf::GetString(cmd[i], arg_path));
-      if (arg.empty()) return FieldError(arg_path, "must not be empty");
-      TF_RETURN_IF_ERROR(yamlf::CheckText(arg_path, arg));
-      entry.add_command(std::move(arg));
+    // A non-empty list of non-empty single-line strings at `key`.
+    auto string_list = [&](absl::string_view key,
+                           google::protobuf::RepeatedPtrField<std::string>* out,
+                           bool allow_empty_list) -> absl::Status {
+      const std::string list_path = Child(path, key);
+      const YAML::Node list = Get(it->second, key);
+      if (!list.IsDefined() || list.IsNull()) return absl::OkStatus();
+      if (!list.IsSequence() || (!allow_empty_list && list.size() == 0)) {
+        return FieldError(list_path,
+                          absl::StrCat("must be a non-empty list of strings, got ",
+                                       yamlf::Describe(list)));
+      }
+      if (list.size() > kMaxCommandArgs) {
+        return FieldError(list_path, absl::StrCat("has ", list.size(),
+                                                  " entries; the limit is ",
+                                                  kMaxCommandArgs));
+      }
+      for (size_t i = 0; i < list.size(); ++i) {
+        const std::string arg_path = Index(list_path, i);
+        TF_ASSIGN_OR_RETURN(std::string arg, yamlf::GetString(list[i], arg_path));
+        if (arg.empty()) return FieldError(arg_path, "must not be empty");
+        TF_RETURN_IF_ERROR(yamlf::CheckText(arg_path, arg));
+        out->Add(std::move(arg));
+      }
+      return absl::OkStatus();
+    };
+    TF_RETURN_IF_ERROR(string_list("command", entry.mutable_command(), false));
+    TF_RETURN_IF_ERROR(string_list("sources", entry.mutable_sources(), false));
+    TF_RETURN_IF_ERROR(string_list("flags", entry.mutable_flags(), true));
+    if (Has(it->second, "compiler")) {
+      const std::string cp = Child(path, "compiler");
+      TF_ASSIGN_OR_RETURN(std::string compiler,
+                          yamlf::GetString(Get(it->second, "compiler"), cp));
+      if (compiler.empty()) return FieldError(cp, "must not be empty");
+      TF_RETURN_IF_ERROR(yamlf::CheckText(cp, compiler, 1024));
+      entry.set_compiler(std::move(compiler));
+    }
+    if (entry.command().empty() == entry.sources().empty()) {
+      return FieldError(path, entry.command().empty()
+                                  ? "needs either command (a ready program) or "
+                                    "sources (compiled per variant)"
+                                  : "has both command and sources; give one");
+    }
+    if (entry.command().empty() == false &&
+        (!entry.compiler().empty() || !entry.flags().empty())) {
+      return FieldError(path, "compiler and flags go with sources, not command");
+    }
+    for (int i = 0; i < entry.sources_size(); ++i) {
+      const std::string& src = entry.sources(i);
+      const std::string sp = Index(Child(path, "sources"), i);
+      if (src[0] == '/') {
+        return FieldError(sp, absl::StrCat("'", src, "' must be relative to the package"));
+      }
+      for (absl::string_view c : absl::StrSplit(src, '/')) {
+        if (c == "..") {
+          return FieldError(sp, absl::StrCat("'", src, "' escapes the package (\"..\")"));
+        }
+      }
     }
     (*op->mutable_backends())[kind] = std::move(entry);
   }
@@ -304,7 +370,18 @@ absl::Status ParseManifestNode(const YAML::Node& doc, v1::OperatorManifest* op) 
   }
 
   TF_RETURN_IF_ERROR(RequirePresent(doc, "backends", ""));
-  return ParseBackends(Get(doc, "backends"), op);
+  TF_RETURN_IF_ERROR(ParseBackends(Get(doc, "backends"), op));
+  for (int i = 0; i < op->parameters_size(); ++i) {
+    const v1::ParameterDomain& p = op->parameters(i);
+    for (int j = 0; j < p.backends_size(); ++j) {
+      if (op->backends().count(p.backends(j)) == 0) {
+        return FieldError(Index(Child(Index("parameters", i), "backends"), j),
+                          absl::StrCat("'", p.backends(j),
+                                       "' has no entry under backends"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string ManifestPathOf(const std::string& package_dir) {
@@ -527,6 +604,20 @@ std::vector<std::string> OperatorCatalog::Names() const {
 void OperatorCatalog::Add(v1::OperatorManifest op) {
   std::string name = op.name();
   ops_.insert_or_assign(std::move(name), std::move(op));
+}
+
+v1::OperatorManifest ProjectManifest(const v1::OperatorManifest& op,
+                                     std::string_view board_kind) {
+  v1::OperatorManifest out = op;
+  out.clear_parameters();
+  for (const v1::ParameterDomain& p : op.parameters()) {
+    if (p.backends().empty() ||
+        std::find(p.backends().begin(), p.backends().end(), board_kind) !=
+            p.backends().end()) {
+      *out.add_parameters() = p;
+    }
+  }
+  return out;
 }
 
 }  // namespace tunefarm

@@ -15,11 +15,20 @@
 //       stage: tiling                # tiling | pipeline | in_core; default
 //                                    # tiling
 //       description: ...             # optional
+//       backends: [cpu]              # optional: board kinds it applies to
+//                                    # (each must be declared below); absent
+//                                    # = every backend. See ProjectManifest.
 //   workloads:                       # optional (a sweep may inline one)
 //     - {name: square_2k, dtype: fp16, dims: {m: 2048, n: 2048, k: 2048}}
 //   tolerances: {rtol: 0.01, atol: 0.001}   # required, finite, >= 0
 //   backends:                        # required, keyed by board kind
 //     sim: {command: ["{bin}/tunefarm-sim-matmul"]}   # sim|cpu|cuda|ascend
+//     cpu:                           # or: compiled per variant
+//       sources: [cpu/gemm.cc]       # relative to the package, no ".."
+//       compiler: c++                # optional (the board's default)
+//       flags: [-O3, -march=native]  # optional
+//   (a backend has exactly one of command and sources; compiler and flags
+//   only with sources)
 //
 // Errors are INVALID_ARGUMENT and name the file and the field path, e.g.
 // "ops/x/operator.yaml: parameters[2].default: 512 is not one of values
@@ -79,6 +88,12 @@ uint64_t SpaceSize(const v1::OperatorManifest& op);
 // The parameter domain called `name`, or nullptr.
 const v1::ParameterDomain* FindParameter(const v1::OperatorManifest& op,
                                          std::string_view name);
+
+// The manifest as a sweep on `board_kind` sees it: only the parameters whose
+// `backends` is empty or names that kind (everything else unchanged).
+// Defaults, validation and search spaces of a sweep use the projection.
+v1::OperatorManifest ProjectManifest(const v1::OperatorManifest& op,
+                                     std::string_view board_kind);
 
 // The operators a farm knows, by name.
 class OperatorCatalog {

@@ -1,0 +1,282 @@
+#include "agent/stage_runner.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "agent/measurement.h"
+#include "agent/precision.h"
+#include "common/files.h"
+#include "common/params.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace tunefarm {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kDefaultWarmup = 3;
+constexpr int kDefaultSamples = 20;
+constexpr int64_t kMaxBundleBytes = 64 << 20;
+
+std::string Dump(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+struct Stage {
+  std::string out_dir;
+  ProcessResult result;
+};
+
+absl::StatusOr<Stage> RunOne(const StagePlan& plan, const std::string& stage,
+                             std::vector<std::string> extra_args,
+                             const std::atomic<bool>& cancel) {
+  Stage s;
+  s.out_dir = absl::StrCat(plan.work_dir, "/", stage);
+  TF_RETURN_IF_ERROR(MakeDirs(s.out_dir));
+  TF_RETURN_IF_ERROR(MakeDirs(plan.work_dir + "/logs"));
+  ProcessSpec spec;
+  spec.argv = plan.command;
+  for (std::string a :
+       {std::string("--stage"), stage, std::string("--params"),
+        plan.work_dir + "/params.json", std::string("--workload"),
+        plan.work_dir + "/workload.json", std::string("--out"), s.out_dir,
+        std::string("--seed"), absl::StrCat(plan.seed)}) {
+    spec.argv.push_back(std::move(a));
+  }
+  for (std::string& a : extra_args) spec.argv.push_back(std::move(a));
+  spec.cwd = plan.work_dir;
+  spec.env = plan.env;
+  spec.stdout_path = absl::StrCat(plan.work_dir, "/logs/", stage, ".stdout");
+  spec.stderr_path = absl::StrCat(plan.work_dir, "/logs/", stage, ".stderr");
+  spec.timeout = plan.timeout;
+  spec.cancel = &cancel;
+  TF_ASSIGN_OR_RETURN(s.result, RunProcess(spec));
+  return s;
+}
+
+}  // namespace
+
+std::string SafeComponent(const std::string& id) {
+  std::string out;
+  for (char c : id.substr(0, 128)) {
+    const bool ok = absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+                    c == '_' || c == '-';
+    out.push_back(ok ? c : '_');
+  }
+  if (out.empty() || out == "." || out == "..") out = "_" + out;
+  return out;
+}
+
+std::string WorkDirFor(const std::string& root, const v1::WorkItem& work) {
+  return absl::StrCat(root, "/", SafeComponent(work.sweep_id()), "/round_",
+                      work.round_id(), "/epoch_", work.epoch());
+}
+
+absl::Status PrepareWorkDir(const std::string& work_dir, const v1::WorkItem& work) {
+  TF_RETURN_IF_ERROR(RemoveAll(work_dir));
+  TF_RETURN_IF_ERROR(MakeDirs(work_dir));
+  TF_RETURN_IF_ERROR(
+      WriteFileAtomic(work_dir + "/params.json", Dump(ParamsToJson(work.params()))));
+  nlohmann::json workload = nlohmann::json::object();
+  workload["name"] = work.workload().name();
+  workload["dtype"] = work.workload().dtype();
+  workload["dims"] = nlohmann::json::object();
+  for (const auto& [k, v] : work.workload().dims()) workload["dims"][k] = v;
+  return WriteFileAtomic(work_dir + "/workload.json", Dump(workload));
+}
+
+void ResolvePolicy(const v1::MeasurementPolicy& policy, int* warmup, int* samples) {
+  *warmup = policy.warmup();
+  *samples = policy.samples();
+  if (*warmup == 0 && *samples == 0) {
+    *warmup = kDefaultWarmup;
+    *samples = kDefaultSamples;
+  }
+  *warmup = std::clamp(*warmup, 0, 1000);
+  *samples = std::clamp(*samples <= 0 ? kDefaultSamples : *samples, 1, 10000);
+}
+
+bool StageOk(const ProcessResult& r) {
+  return !r.timed_out && !r.cancelled && r.term_signal == 0 && r.exit_code == 0;
+}
+
+std::string StageFailure(const std::string& stage, const ProcessResult& r) {
+  std::string what =
+      r.term_signal != 0
+          ? absl::StrCat("killed by signal ", r.term_signal, " (",
+                         SignalName(r.term_signal), ")")
+          : absl::StrCat("exited with code ", r.exit_code);
+  std::string tail(absl::StripTrailingAsciiWhitespace(r.stderr_tail));
+  return absl::StrCat(stage, " ", what, tail.empty() ? "" : ": ", tail);
+}
+
+absl::StatusOr<v1::ProfileBundle> ReadFilesIntoBundle(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->is_regular_file(ec) && !it->is_symlink(ec)) {
+      files.push_back(fs::relative(it->path(), dir, ec).string());
+    }
+  }
+  if (ec) {
+    return absl::NotFoundError(absl::StrCat("cannot walk ", dir, ": ", ec.message()));
+  }
+  std::sort(files.begin(), files.end());
+  v1::ProfileBundle bundle;
+  int64_t total = 0;
+  for (const std::string& f : files) {
+    TF_ASSIGN_OR_RETURN(std::string content, ReadFile(dir + "/" + f));
+    total += static_cast<int64_t>(content.size());
+    if (total > kMaxBundleBytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("profile files exceed ", kMaxBundleBytes, " bytes"));
+    }
+    v1::ProfileFile* pf = bundle.add_files();
+    pf->set_path(f);
+    pf->set_content(std::move(content));
+  }
+  return bundle;
+}
+
+absl::StatusOr<Evaluation> RunStages(const StagePlan& plan, const v1::WorkItem& work,
+                                     const std::atomic<bool>& cancel, Evaluation eval) {
+  v1::RoundResult& result = eval.result;
+  auto cancelled = [&] {
+    return absl::CancelledError(absl::StrCat("evaluation of ", work.sweep_id(),
+                                             " round ", work.round_id(),
+                                             " cancelled (lease revoked)"));
+  };
+  auto timeout = [&](const std::string& stage) {
+    result.set_outcome(v1::OUTCOME_RUN_TIMEOUT);
+    result.set_detail(absl::StrCat(stage, " did not finish within ",
+                                   absl::FormatDuration(plan.timeout),
+                                   "; its process group was killed"));
+    return eval;
+  };
+
+  if (plan.run_build_stage) {
+    TF_ASSIGN_OR_RETURN(Stage build, RunOne(plan, "build", {}, cancel));
+    if (build.result.cancelled) return cancelled();
+    if (!StageOk(build.result)) {
+      // The program's own parameter check refused the variant.
+      result.set_outcome(v1::OUTCOME_BUILD_FAILED);
+      result.set_detail(build.result.timed_out
+                            ? absl::StrCat("build check timed out after ",
+                                           absl::FormatDuration(plan.timeout))
+                            : StageFailure("build check", build.result));
+      return eval;
+    }
+  }
+
+  TF_ASSIGN_OR_RETURN(Stage ref, RunOne(plan, "reference", {}, cancel));
+  if (ref.result.cancelled) return cancelled();
+  if (ref.result.timed_out) return timeout("reference");
+  if (!StageOk(ref.result)) {
+    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
+    result.set_detail(StageFailure("reference", ref.result));
+    return eval;
+  }
+
+  int warmup = 0, samples = 0;
+  ResolvePolicy(work.measurement(), &warmup, &samples);
+  std::vector<std::string> run_args = {"--samples", absl::StrCat(samples), "--warmup",
+                                       absl::StrCat(warmup)};
+  if (plan.pass_flush_cache) {
+    run_args.push_back("--flush_cache");
+    run_args.push_back(work.measurement().flush_cache() ? "1" : "0");
+  }
+  for (const std::string& a : plan.run_extra_args) run_args.push_back(a);
+  TF_ASSIGN_OR_RETURN(Stage run, RunOne(plan, "run", run_args, cancel));
+  result.set_run_s(absl::ToDoubleSeconds(run.result.wall));
+  if (run.result.cancelled) return cancelled();
+  if (run.result.timed_out) return timeout("run");
+  if (!StageOk(run.result)) {
+    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
+    result.set_detail(StageFailure("run", run.result));
+    return eval;
+  }
+
+  *result.mutable_precision() =
+      ComparePrecision(run.out_dir + "/output.bin", ref.out_dir + "/reference.bin",
+                       work.operator_().tolerances());
+  if (!result.precision().passed()) {
+    result.set_outcome(v1::OUTCOME_PRECISION_FAILED);
+    result.set_detail(absl::StrCat("precision: ", result.precision().detail()));
+    return eval;
+  }
+
+  absl::StatusOr<std::vector<double>> timing =
+      ReadTimingSamples(run.out_dir + "/timing_us.txt");
+  if (!timing.ok()) {
+    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
+    result.set_detail(
+        absl::StrCat("run wrote no usable timing: ", timing.status().message()));
+    return eval;
+  }
+  if (timing->size() != static_cast<size_t>(warmup + samples)) {
+    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
+    result.set_detail(absl::StrCat("run wrote ", timing->size(),
+                                   " timing samples, expected warmup ", warmup,
+                                   " + samples ", samples));
+    return eval;
+  }
+  *result.mutable_measurement() = Summarize(
+      *std::move(timing), warmup, plan.simulated,
+      absl::StrCat("warmup=", warmup, " samples=", samples,
+                   " median/p20/p80 of samples",
+                   plan.pass_flush_cache
+                       ? (work.measurement().flush_cache() ? "; caches flushed before each sample"
+                                                           : "; warm caches")
+                       : "",
+                   plan.policy_note.empty() ? "" : "; ", plan.policy_note));
+
+  // profile: a failure here keeps the measurement.
+  TF_ASSIGN_OR_RETURN(Stage prof, RunOne(plan, "profile", run_args, cancel));
+  if (prof.result.cancelled) return cancelled();
+  if (!StageOk(prof.result)) {
+    result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
+    result.set_detail(prof.result.timed_out
+                          ? absl::StrCat("profile timed out after ",
+                                         absl::FormatDuration(plan.timeout))
+                          : StageFailure("profile", prof.result));
+    return eval;
+  }
+  absl::StatusOr<v1::ProfileBundle> bundle =
+      plan.read_profile ? plan.read_profile(prof.out_dir)
+                        : ReadFilesIntoBundle(prof.out_dir);
+  if (!bundle.ok()) {
+    result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
+    result.set_detail(absl::StrCat("profile: ", bundle.status().message()));
+    return eval;
+  }
+  const std::string bundle_id =
+      absl::StrCat(SafeComponent(work.sweep_id()), ".r", work.round_id(), ".e",
+                   work.epoch(), ".", SafeComponent(plan.board_id));
+  bundle->set_bundle_id(bundle_id);
+  bundle->set_sweep_id(work.sweep_id());
+  bundle->set_round_id(work.round_id());
+  bundle->set_epoch(work.epoch());
+  bundle->set_board_id(plan.board_id);
+  bundle->set_board_kind(plan.board_kind);
+  bundle->set_chip(plan.chip);
+  bundle->set_simulated(plan.simulated);
+  bundle->set_profiler(plan.profiler);
+  *bundle->mutable_measurement() = result.measurement();
+  *bundle->mutable_capabilities() = plan.capabilities;
+  *bundle->mutable_params() = work.params();
+  bundle->set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
+  result.set_bundle_id(bundle_id);
+  result.set_outcome(v1::OUTCOME_OK);
+  result.set_detail(absl::StrCat("ok: median ", result.measurement().median_us(), " us",
+                                 plan.simulated ? " (simulated)" : ""));
+  eval.bundle = *std::move(bundle);
+  return eval;
+}
+
+}  // namespace tunefarm

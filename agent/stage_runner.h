@@ -1,0 +1,86 @@
+// RunStages: the evaluation pipeline every board kind shares once it has an
+// operator program to run — reference → run → precision → timing → profile
+// (and optionally the program's own `build` stage first) — each stage a child
+// process (RunProcess: argv, no shell, own process group, timeout, cancel)
+// following the stage contract of docs/operators.md. Boards differ only in
+// how they get the program (sim: a shipped binary; cpu/cuda: BuildVariant),
+// the environment they give it (pinning, device isolation) and how they read
+// the profile folder; those come in through StagePlan.
+//
+// Outcomes: a stage killed by a signal or exiting non-zero → RUN_CRASHED
+// (with the signal name and stderr tail), a stage past its timeout →
+// RUN_TIMEOUT (its process group is killed, the board stays usable),
+// precision mismatch → PRECISION_FAILED, profile failure → PROFILE_FAILED
+// with the measurement kept. CANCELLED status when `cancel` fires; other
+// non-OK statuses are the board's fault.
+//
+// Pure functions over their arguments; thread-safe (each call owns its work
+// directory).
+#ifndef TUNEFARM_AGENT_STAGE_RUNNER_H_
+#define TUNEFARM_AGENT_STAGE_RUNNER_H_
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/board.h"
+#include "agent/process_runner.h"
+
+namespace tunefarm {
+
+// A path component from an id that came over the wire: only [A-Za-z0-9._-],
+// never "." or "..".
+std::string SafeComponent(const std::string& id);
+
+// <root>/<sweep>/round_<r>/epoch_<e>.
+std::string WorkDirFor(const std::string& root, const v1::WorkItem& work);
+
+// Clears `work_dir` and writes params.json and workload.json into it.
+absl::Status PrepareWorkDir(const std::string& work_dir, const v1::WorkItem& work);
+
+// The warm-up and sample counts of a policy: defaults 3 + 20 when both are
+// zero, clamped to [0, 1000] and [1, 10000].
+void ResolvePolicy(const v1::MeasurementPolicy& policy, int* warmup, int* samples);
+
+// True when the child exited 0 without timeout, cancel or signal.
+bool StageOk(const ProcessResult& r);
+// "run killed by signal 11 (SIGSEGV): <stderr tail>".
+std::string StageFailure(const std::string& stage, const ProcessResult& r);
+
+struct StagePlan {
+  std::vector<std::string> command;  // the operator program and fixed args
+  std::string work_dir;              // prepared by PrepareWorkDir
+  uint64_t seed = 0;
+  absl::Duration timeout = absl::Minutes(2);  // per stage
+  std::vector<std::pair<std::string, std::string>> env;
+  bool run_build_stage = true;  // the program's own `build` check first
+  // Extra args of the run and profile stages (beyond --warmup/--samples).
+  std::vector<std::string> run_extra_args;
+  bool pass_flush_cache = false;  // add --flush_cache 0|1 to run and profile
+  bool simulated = false;
+  std::string policy_note;  // appended to Measurement.policy
+  std::string board_id, board_kind, chip, profiler;
+  v1::BoardCapabilities capabilities;
+  // Reads the profile stage's folder into a bundle (files only; RunStages
+  // fills the identity fields). A non-OK status → PROFILE_FAILED.
+  std::function<absl::StatusOr<v1::ProfileBundle>(const std::string& profile_dir)>
+      read_profile;
+};
+
+// Runs the stages for `work` into `eval` (whose result may already hold
+// build_s). See the header comment for outcomes.
+absl::StatusOr<Evaluation> RunStages(const StagePlan& plan, const v1::WorkItem& work,
+                                     const std::atomic<bool>& cancel,
+                                     Evaluation eval = {});
+
+// Regular files under `dir` (relative paths, sorted) read into a bundle,
+// at most 64 MiB in all.
+absl::StatusOr<v1::ProfileBundle> ReadFilesIntoBundle(const std::string& dir);
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_AGENT_STAGE_RUNNER_H_

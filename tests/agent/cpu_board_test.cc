@@ -1,0 +1,205 @@
+// The cpu board end to end on real compiled variants: the shipped gemm and
+// softmax operators (OK, measured, precision passed, profile with hardware
+// counters or the "counters unavailable" evidence gap), and the faulty test
+// operator (SIGSEGV → RUN_CRASHED, hang → RUN_TIMEOUT, wrong answer →
+// PRECISION_FAILED, compile error → BUILD_FAILED, cached), after each of
+// which the board still evaluates the next variant fine.
+#include "agent/cpu_board.h"
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "agent/perf_counters.h"
+#include "common/files.h"
+#include "gtest/gtest.h"
+#include "ops/catalog.h"
+
+namespace tunefarm {
+namespace {
+
+const std::string kSource = TUNEFARM_SOURCE_DIR;
+
+class CpuBoardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::string> dir = MakeTempDir("tf_cpu_board_test");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+    CpuBoardOptions o;
+    o.board_id = "agent-t/cpu0";
+    o.agent_id = "agent-t";
+    o.node = "localhost";
+    o.work_root = dir_ + "/work";
+    o.harness_dir = kSource + "/ops/common";
+    o.seed = 7;
+    o.stage_timeout = absl::Seconds(3);
+    board_ = NewCpuBoard(o);
+  }
+  void TearDown() override { (void)RemoveAll(dir_); }
+
+  v1::WorkItem Work(const std::string& package, const std::string& workload,
+                    const ParamMap& overrides, int64_t round) {
+    absl::StatusOr<v1::OperatorManifest> op = LoadOperatorManifest(package);
+    EXPECT_TRUE(op.ok()) << op.status();
+    v1::WorkItem w;
+    w.set_sweep_id("sweep-cpu");
+    w.set_round_id(round);
+    w.set_epoch(1);
+    *w.mutable_operator_() = ProjectManifest(*op, "cpu");
+    for (const v1::Workload& wl : op->workloads()) {
+      if (wl.name() == workload) *w.mutable_workload() = wl;
+    }
+    EXPECT_EQ(w.workload().name(), workload);
+    ParamMap params = DefaultParams(w.operator_());
+    for (const auto& [k, v] : overrides) params[k] = v;
+    EXPECT_TRUE(ValidateParams(w.operator_(), params).ok());
+    *w.mutable_params() = params;
+    w.mutable_measurement()->set_warmup(1);
+    w.mutable_measurement()->set_samples(5);
+    return w;
+  }
+
+  v1::RoundResult Eval(const v1::WorkItem& w, Evaluation* out = nullptr) {
+    absl::StatusOr<Evaluation> e = board_->Evaluate(w, cancel_);
+    EXPECT_TRUE(e.ok()) << e.status();
+    if (!e.ok()) return {};
+    if (out != nullptr) *out = *e;
+    return e->result;
+  }
+
+  // The bundle holds counters or says why it cannot, matching the probe.
+  void ExpectCountersOrGap(const v1::ProfileBundle& b) {
+    std::string counters, gap, facts;
+    for (const v1::ProfileFile& f : b.files()) {
+      if (f.path() == "PROF_cpu/counters.csv") counters = f.content();
+      if (f.path() == "PROF_cpu/counters_unavailable.txt") gap = f.content();
+      if (f.path() == "PROF_cpu/run_facts.csv") facts = f.content();
+    }
+    EXPECT_TRUE(absl::StrContains(facts, "median_us,")) << facts;
+    const absl::Status probe = ProbePerfCounters();
+    if (probe.ok()) {
+      absl::StatusOr<std::map<std::string, uint64_t>> c = ParseCountersCsv(counters);
+      ASSERT_TRUE(c.ok()) << c.status() << counters;
+      EXPECT_GT(c->at("cycles"), 0u);
+      EXPECT_GT(c->at("instructions"), 0u);
+    } else {
+      EXPECT_TRUE(counters.empty());
+      EXPECT_TRUE(absl::StartsWith(gap, "counters unavailable: ")) << gap;
+      EXPECT_TRUE(absl::StrContains(gap, "perf_event_open")) << gap;
+    }
+  }
+
+  std::string dir_;
+  std::unique_ptr<Board> board_;
+  std::atomic<bool> cancel_{false};
+};
+
+TEST_F(CpuBoardTest, InfoIsRealHardware) {
+  const v1::BoardInfo& info = board_->info();
+  EXPECT_EQ(info.kind(), "cpu");
+  EXPECT_FALSE(info.simulated());
+  EXPECT_FALSE(info.chip().empty());
+  EXPECT_GE(info.capabilities().vector_cores(), 1);
+  EXPECT_GT(info.capabilities().memory_bandwidth_gbps(), 0);
+  EXPECT_TRUE(info.capabilities().extra().contains("perf_counters"));
+}
+
+TEST_F(CpuBoardTest, GemmVariantIsMeasuredAndCached) {
+  ParamMap fast;
+  fast["mr"] = IntParam(4);
+  fast["nr"] = IntParam(32);
+  Evaluation eval;
+  v1::RoundResult r = Eval(Work(kSource + "/ops/gemm", "cpu_256", fast, 1), &eval);
+  ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+  EXPECT_TRUE(r.precision().passed());
+  EXPECT_EQ(r.precision().elements(), 256 * 256);
+  EXPECT_FALSE(r.measurement().simulated());
+  EXPECT_EQ(r.measurement().samples(), 5);
+  EXPECT_GT(r.measurement().median_us(), 0);
+  EXPECT_TRUE(absl::StrContains(r.measurement().policy(), "measured on"));
+  ASSERT_TRUE(eval.bundle.has_value());
+  EXPECT_FALSE(eval.bundle->simulated());
+  EXPECT_EQ(eval.bundle->profiler(), "perf");
+  EXPECT_EQ(eval.bundle->board_kind(), "cpu");
+  ExpectCountersOrGap(*eval.bundle);
+
+  // The same variant again: the build comes from the cache.
+  v1::RoundResult again = Eval(Work(kSource + "/ops/gemm", "cpu_256", fast, 2));
+  ASSERT_EQ(again.outcome(), v1::OUTCOME_OK) << again.detail();
+  EXPECT_LT(again.build_s(), r.build_s());
+  EXPECT_LT(again.build_s(), 0.5);
+}
+
+TEST_F(CpuBoardTest, SoftmaxVariantsPass) {
+  ParamMap poly;
+  poly["exp_impl"] = StringParam("poly");
+  poly["vec"] = IntParam(16);
+  for (const ParamMap& p : {ParamMap(), poly}) {
+    Evaluation eval;
+    v1::RoundResult r = Eval(Work(kSource + "/ops/softmax", "cpu_small", p, 3), &eval);
+    ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+    EXPECT_TRUE(r.precision().passed());
+    EXPECT_FALSE(r.measurement().simulated());
+    ASSERT_TRUE(eval.bundle.has_value());
+    ExpectCountersOrGap(*eval.bundle);
+  }
+}
+
+TEST_F(CpuBoardTest, CrashHangWrongAndBrokenVariantsAreTypedAndBoardGoesOn) {
+  const std::string pkg = kSource + "/tests/agent/faulty_op";
+  auto mode = [](const std::string& m) {
+    ParamMap p;
+    p["mode"] = StringParam(m);
+    return p;
+  };
+  v1::RoundResult crash = Eval(Work(pkg, "tiny", mode("segv"), 10));
+  EXPECT_EQ(crash.outcome(), v1::OUTCOME_RUN_CRASHED) << crash.detail();
+  EXPECT_TRUE(absl::StrContains(crash.detail(), "SIGSEGV")) << crash.detail();
+
+  v1::RoundResult ok = Eval(Work(pkg, "tiny", mode("ok"), 11));
+  EXPECT_EQ(ok.outcome(), v1::OUTCOME_OK) << ok.detail();
+
+  const absl::Time start = absl::Now();
+  v1::RoundResult hang = Eval(Work(pkg, "tiny", mode("hang"), 12));
+  EXPECT_EQ(hang.outcome(), v1::OUTCOME_RUN_TIMEOUT) << hang.detail();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20));
+
+  v1::RoundResult after_hang = Eval(Work(pkg, "tiny", mode("ok"), 13));
+  EXPECT_EQ(after_hang.outcome(), v1::OUTCOME_OK) << after_hang.detail();
+
+  v1::RoundResult wrong = Eval(Work(pkg, "tiny", mode("wrong"), 14));
+  EXPECT_EQ(wrong.outcome(), v1::OUTCOME_PRECISION_FAILED) << wrong.detail();
+  EXPECT_EQ(wrong.precision().mismatches(), 1);
+
+  v1::RoundResult broken = Eval(Work(pkg, "tiny", mode("broken"), 15));
+  EXPECT_EQ(broken.outcome(), v1::OUTCOME_BUILD_FAILED);
+  EXPECT_TRUE(absl::StrContains(broken.detail(), "mode=broken does not compile"))
+      << broken.detail();
+  v1::RoundResult broken_again = Eval(Work(pkg, "tiny", mode("broken"), 16));
+  EXPECT_EQ(broken_again.outcome(), v1::OUTCOME_BUILD_FAILED);
+  EXPECT_TRUE(absl::StrContains(broken_again.detail(), "cached verdict"))
+      << broken_again.detail();
+
+  ParamMap scaled = mode("ok");
+  scaled["scale"] = IntParam(2);
+  v1::RoundResult last = Eval(Work(pkg, "tiny", scaled, 17));
+  EXPECT_EQ(last.outcome(), v1::OUTCOME_OK) << last.detail();
+}
+
+TEST(SplitAllowedCpusTest, DisjointGroupsCoverAllowedCpus) {
+  std::vector<std::vector<int>> groups = SplitAllowedCpus(64);
+  ASSERT_FALSE(groups.empty());
+  std::set<int> seen;
+  for (const auto& g : groups) {
+    EXPECT_FALSE(g.empty());
+    for (int c : g) EXPECT_TRUE(seen.insert(c).second);
+  }
+  EXPECT_EQ(SplitAllowedCpus(1).size(), 1u);
+}
+
+}  // namespace
+}  // namespace tunefarm

@@ -1,0 +1,62 @@
+// The faulty test operator (see operator.yaml): y = scale * x, misbehaving
+// per TF_PARAM_MODE.
+#include <csignal>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+
+#define ok 1
+#define segv 2
+#define hang 3
+#define wrong 4
+#define broken 5
+constexpr int kMode = TF_PARAM_MODE;
+#undef ok
+#undef segv
+#undef hang
+#undef wrong
+#undef broken
+
+static_assert(kMode != 5, "faulty operator: mode=broken does not compile");
+
+namespace {
+int64_t g_n = 0;
+std::vector<float> g_x, g_y;
+}  // namespace
+
+int main(int argc, char** argv) {
+  tf_harness::Operator op;
+  op.name = "faulty";
+  op.check = [](const tf_harness::Workload& w, std::string* error) {
+    g_n = w.Dim("n");
+    if (g_n < 1 || g_n > (1 << 24)) {
+      *error = "n out of range";
+      return false;
+    }
+    return true;
+  };
+  op.reference = [](const tf_harness::Workload&, uint64_t seed, std::vector<float>* ref,
+                    std::string*) {
+    ref->resize(static_cast<size_t>(g_n));
+    tf_harness::FillInputs(seed, 1, ref->data(), ref->size());
+    for (float& v : *ref) v *= TF_PARAM_SCALE;
+    return true;
+  };
+  op.prepare = [](const tf_harness::Workload&, uint64_t seed, std::string*) {
+    g_x.resize(static_cast<size_t>(g_n));
+    tf_harness::FillInputs(seed, 1, g_x.data(), g_x.size());
+    g_y.assign(g_x.size(), 0.0f);
+    return true;
+  };
+  op.run = [] {
+    if (kMode == 2) std::raise(SIGSEGV);
+    if (kMode == 3) {
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    for (size_t i = 0; i < g_x.size(); ++i) g_y[i] = g_x[i] * TF_PARAM_SCALE;
+    if (kMode == 4) g_y[g_y.size() / 2] += 1.0f;
+  };
+  op.output = [] { return &g_y; };
+  return tf_harness::Main(argc, argv, op);
+}
