@@ -274,11 +274,17 @@ absl::StatusOr<PyptoSummary> ParsePyptoSwimlane(std::string_view text,
     int b = nearest(f->second.tid, f->second.ts, /*by_end=*/false);
     if (a >= 0 && b >= 0) tasks[b].preds.push_back(a);
   }
-  double gmin = tasks[0].ts, gmax = tasks[0].end;
+  // The global start is the first real task's: fake (bookkeeping) tasks
+  // start earlier and would count as everyone's wait.
+  bool have_min = false;
+  double gmin = 0;
   for (const Task& t : tasks) {
-    gmin = std::min(gmin, t.ts);
-    gmax = std::max(gmax, t.end);
+    if (t.fake) continue;
+    gmin = have_min ? std::min(gmin, t.ts) : t.ts;
+    have_min = true;
   }
+  if (!have_min) return Bad(file, "only fake tasks in the swim lane");
+  double gmax = gmin;
   PyptoSummary out;
   out.file = std::string(file);
   out.source = "merged_swimlane.json";
