@@ -12,7 +12,7 @@ PACKAGES=(
   libabsl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  curl
+  curl python3-yaml
 )
 
 missing=()
