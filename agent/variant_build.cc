@@ -114,13 +114,23 @@ absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler,
   return first;
 }
 
-// Regular files under `dir` (recursive or not), sorted, bounded.
+// Header-like files: what an include dir contributes to a build.
+bool IsHeader(const fs::path& p) {
+  static const char* const kExt[] = {".h", ".hh", ".hpp", ".hxx", ".inc", ".inl", ".cuh"};
+  const std::string ext = p.extension().string();
+  return std::any_of(std::begin(kExt), std::end(kExt),
+                     [&](const char* e) { return ext == e; });
+}
+
+// Regular files under `dir` (recursive: headers only), sorted, bounded.
 absl::Status ListFiles(const std::string& dir, bool recursive,
                        std::vector<std::string>* out) {
   std::error_code ec;
   std::vector<std::string> found;
   auto visit = [&](const fs::directory_entry& e) {
-    if (e.is_regular_file(ec) && !e.is_symlink(ec)) found.push_back(e.path().string());
+    if (e.is_regular_file(ec) && !e.is_symlink(ec) && (!recursive || IsHeader(e.path()))) {
+      found.push_back(e.path().string());
+    }
   };
   if (recursive) {
     for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end;

@@ -16,8 +16,9 @@
 // compiler identity (`<compiler> --version`, first line), the flags, the
 // include dirs, the generated header (so the parameters) and the content of
 // every source, every other regular file in each source's folder (headers a
-// source includes from its own folder) and every file under the extra include
-// dirs (shared harness headers). Failed builds are cached as failed, so a
+// source includes from its own folder) and every header (.h .hh .hpp .hxx
+// .inc .inl .cuh) under the extra include dirs (shared harness headers), so
+// editing another backend's sources does not invalidate this one's builds. Failed builds are cached as failed, so a
 // re-lease of a known-bad variant is answered at once with the same compiler
 // message; timed-out or cancelled builds are not cached (they say nothing
 // about the variant). Entries are built in a private folder and renamed into

@@ -16,7 +16,8 @@
 //   run        writes DIR/output.bin from one checked run on NaN-poisoned
 //              output, then DIR/timing_us.txt: W + S lines, one µs sample
 //              each, warm-up first
-//   profile    runs the timed loop again under hardware counters and writes
+//   profile    runs the timed loop again (min(S, 10) runs) under hardware
+//              counters and writes
 //              DIR/PROF_cpu/counters.csv, or DIR/PROF_cpu/
 //              counters_unavailable.txt saying why (containers often refuse
 //              perf_event_open); exit 0 either way
@@ -570,17 +571,19 @@ inline int Main(int argc, char** argv, const Operator& op) {
   if (!MakeDir(prof)) return Fail(op, kExitInternal, "cannot create " + prof);
   PerfCounters counters;
   std::vector<double> us;
+  // The counters need a few runs, not the full sample count: keep it short.
+  const int runs = std::min(args.samples, 10);
   if (counters.Unavailable().empty()) {
     counters.Start();
-    us = TimeLoop(op.run, 0, args.samples, args.flush_cache);
+    us = TimeLoop(op.run, 0, runs, args.flush_cache);
     counters.Stop();
     std::string csv = counters.Csv();
-    csv += "runs," + std::to_string(args.samples) + "\n";
+    csv += "runs," + std::to_string(runs) + "\n";
     if (!WriteBytes(prof + "/counters.csv", csv.data(), csv.size(), &error)) {
       return Fail(op, kExitInternal, error);
     }
   } else {
-    us = TimeLoop(op.run, 0, args.samples, args.flush_cache);
+    us = TimeLoop(op.run, 0, runs, args.flush_cache);
     const std::string why = "counters unavailable: " + counters.Unavailable() + "\n";
     if (!WriteBytes(prof + "/counters_unavailable.txt", why.data(), why.size(), &error)) {
       return Fail(op, kExitInternal, error);

@@ -7,6 +7,8 @@
 #include "agent/cpu_board.h"
 
 #include <atomic>
+#include <filesystem>
+#include <system_error>
 #include <map>
 #include <set>
 #include <string>
@@ -29,12 +31,22 @@ class CpuBoardTest : public ::testing::Test {
     absl::StatusOr<std::string> dir = MakeTempDir("tf_cpu_board_test");
     ASSERT_TRUE(dir.ok()) << dir.status();
     dir_ = *dir;
+    // A private copy of the packages, so edits to the live tree during the
+    // test cannot change the build keys under it.
+    std::error_code ec;
+    for (const char* p : {"ops/common", "ops/gemm", "ops/softmax", "tests/agent/faulty_op"}) {
+      std::filesystem::create_directories(dir_ + "/src/" + p, ec);
+      std::filesystem::copy(kSource + "/" + p, dir_ + "/src/" + p,
+                            std::filesystem::copy_options::recursive, ec);
+      ASSERT_FALSE(ec) << p << ": " << ec.message();
+    }
+    src_ = dir_ + "/src";
     CpuBoardOptions o;
     o.board_id = "agent-t/cpu0";
     o.agent_id = "agent-t";
     o.node = "localhost";
     o.work_root = dir_ + "/work";
-    o.harness_dir = kSource + "/ops/common";
+    o.harness_dir = src_ + "/ops/common";
     o.seed = 7;
     o.stage_timeout = absl::Seconds(3);
     board_ = NewCpuBoard(o);
@@ -93,7 +105,7 @@ class CpuBoardTest : public ::testing::Test {
     }
   }
 
-  std::string dir_;
+  std::string dir_, src_;
   std::unique_ptr<Board> board_;
   std::atomic<bool> cancel_{false};
 };
@@ -113,7 +125,7 @@ TEST_F(CpuBoardTest, GemmVariantIsMeasuredAndCached) {
   fast["mr"] = IntParam(4);
   fast["nr"] = IntParam(32);
   Evaluation eval;
-  v1::RoundResult r = Eval(Work(kSource + "/ops/gemm", "cpu_256", fast, 1), &eval);
+  v1::RoundResult r = Eval(Work(src_ + "/ops/gemm", "cpu_256", fast, 1), &eval);
   ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
   EXPECT_TRUE(r.precision().passed());
   EXPECT_EQ(r.precision().elements(), 256 * 256);
@@ -128,7 +140,7 @@ TEST_F(CpuBoardTest, GemmVariantIsMeasuredAndCached) {
   ExpectCountersOrGap(*eval.bundle);
 
   // The same variant again: the build comes from the cache.
-  v1::RoundResult again = Eval(Work(kSource + "/ops/gemm", "cpu_256", fast, 2));
+  v1::RoundResult again = Eval(Work(src_ + "/ops/gemm", "cpu_256", fast, 2));
   ASSERT_EQ(again.outcome(), v1::OUTCOME_OK) << again.detail();
   EXPECT_LT(again.build_s(), r.build_s());
   EXPECT_LT(again.build_s(), 0.5);
@@ -140,7 +152,7 @@ TEST_F(CpuBoardTest, SoftmaxVariantsPass) {
   poly["vec"] = IntParam(16);
   for (const ParamMap& p : {ParamMap(), poly}) {
     Evaluation eval;
-    v1::RoundResult r = Eval(Work(kSource + "/ops/softmax", "cpu_small", p, 3), &eval);
+    v1::RoundResult r = Eval(Work(src_ + "/ops/softmax", "cpu_small", p, 3), &eval);
     ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
     EXPECT_TRUE(r.precision().passed());
     EXPECT_FALSE(r.measurement().simulated());
@@ -150,7 +162,7 @@ TEST_F(CpuBoardTest, SoftmaxVariantsPass) {
 }
 
 TEST_F(CpuBoardTest, CrashHangWrongAndBrokenVariantsAreTypedAndBoardGoesOn) {
-  const std::string pkg = kSource + "/tests/agent/faulty_op";
+  const std::string pkg = src_ + "/tests/agent/faulty_op";
   auto mode = [](const std::string& m) {
     ParamMap p;
     p["mode"] = StringParam(m);
