@@ -315,7 +315,8 @@ inline StageArgs ParseStageArgs(int argc, char** argv) {
     else if (flag == "--seed") a.seed = static_cast<uint64_t>(number(value()));
     else if (flag == "--warmup") a.warmup = static_cast<int>(std::min(number(value()), 100000LL));
     else if (flag == "--samples") a.samples = static_cast<int>(std::min(number(value()), 100000LL));
-    else if (flag == "--delay_ms") value();  // sim-board compatibility; unused
+    else if (flag == "--delay_ms") value();     // sim-board compatibility; unused
+    else if (flag == "--flush_cache") value();  // harness.h's; the CUDA timing always flushes L2
     else Die(kExitBadInput, "unknown argument " + flag);
   }
   if (a.stage.empty()) Die(kExitBadInput, "--stage is required");

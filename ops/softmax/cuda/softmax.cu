@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   const size_t count = static_cast<size_t>(s.rows) * s.cols;
   const double bytes_moved = 2.0 * count * sizeof(float);  // read x, write y
   if (args.stage == "build") {
-    std::printf("softmax: variant ok: %d threads/block (%d per row x %d rows), vec %d, unroll %d\n",
+    std::printf("softmax: variant ok: %d threads/block (%d per row x %d rows), vec %d, load_unroll %d\n",
                 tf_softmax::kThreads, tf_softmax::kTpr, tf_softmax::kRpb, tf_softmax::kVec,
                 tf_softmax::kUnroll);
     return 0;

@@ -6,10 +6,10 @@
 //   ROWS_PER_BLOCK   rows one block handles (block = threads_per_row x
 //                    rows_per_block threads);
 //   VEC_WIDTH        floats per load/store (1, 2 or 4);
-//   UNROLL           independent vector loads each thread issues before
+//   LOAD_UNROLL      independent vector loads each thread issues before
 //                    using any of them (memory-level parallelism).
 // Two passes over the row: the first keeps a running (max, sum) per thread,
-// rescaling the sum once per chunk of UNROLL*VEC_WIDTH elements (so exp runs
+// rescaling the sum once per chunk of LOAD_UNROLL*VEC_WIDTH elements (so exp runs
 // about once per element, not twice), then reduces the pairs across the
 // row's threads (warp shuffles, then shared memory); the second re-reads the
 // row (an L2 hit for rows in flight) and writes the result. DRAM traffic is
@@ -32,8 +32,8 @@
 #ifndef TF_PARAM_VEC_WIDTH
 #define TF_PARAM_VEC_WIDTH 4
 #endif
-#ifndef TF_PARAM_UNROLL
-#define TF_PARAM_UNROLL 4
+#ifndef TF_PARAM_LOAD_UNROLL
+#define TF_PARAM_LOAD_UNROLL 4
 #endif
 
 namespace tf_softmax {
@@ -41,7 +41,7 @@ namespace tf_softmax {
 constexpr int kTpr = TF_PARAM_THREADS_PER_ROW;
 constexpr int kRpb = TF_PARAM_ROWS_PER_BLOCK;
 constexpr int kVec = TF_PARAM_VEC_WIDTH;
-constexpr int kUnroll = TF_PARAM_UNROLL;
+constexpr int kUnroll = TF_PARAM_LOAD_UNROLL;
 constexpr int kThreads = kTpr * kRpb;
 constexpr int kWarpsPerRow = kTpr / 32;
 
@@ -52,7 +52,7 @@ static_assert(kThreads <= 1024,
               "softmax: threads_per_row * rows_per_block exceeds the CUDA limit of 1024 "
               "threads per block");
 static_assert(kVec == 1 || kVec == 2 || kVec == 4, "softmax: vec_width must be 1, 2 or 4");
-static_assert(kUnroll >= 1 && kUnroll <= 16, "softmax: unroll must be in 1..16");
+static_assert(kUnroll >= 1 && kUnroll <= 16, "softmax: load_unroll must be in 1..16");
 
 template <int N>
 struct Vec;

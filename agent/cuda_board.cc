@@ -1,0 +1,546 @@
+#include "agent/cuda_board.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "agent/measurement.h"
+#include "agent/ncu.h"
+#include "agent/precision.h"
+#include "agent/process_runner.h"
+#include "agent/variant_build.h"
+#include "common/files.h"
+#include "common/logging.h"
+#include "common/params.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace tunefarm {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kKind[] = "cuda";
+constexpr int kDefaultWarmup = 5;
+constexpr int kDefaultSamples = 20;
+constexpr int kMaxWarmup = 1000;
+constexpr int kMaxSamples = 10000;
+constexpr size_t kMaxPendingPrefetch = 4;
+constexpr int64_t kMaxBundleFileBytes = 16 << 20;
+
+std::string SafeComponent(const std::string& id) {
+  std::string out;
+  for (char c : id.substr(0, 128)) {
+    const bool ok = absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+    out.push_back(ok ? c : '_');
+  }
+  if (out.empty() || out == "." || out == "..") out = "_" + out;
+  return out;
+}
+
+// A program name found in PATH, or "".
+std::string FindInPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return "";
+  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
+    std::string candidate = absl::StrCat(dir, "/", name);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+std::string ResolveTool(const std::string& configured, const std::string& name) {
+  if (!configured.empty()) return configured;
+  std::string found = FindInPath(name);
+  if (!found.empty()) return found;
+  const std::string cuda = "/usr/local/cuda/bin/" + name;
+  if (::access(cuda.c_str(), X_OK) == 0) return cuda;
+  return "";
+}
+
+std::string Dump(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+bool StageOk(const ProcessResult& r) {
+  return !r.timed_out && !r.cancelled && r.term_signal == 0 && r.exit_code == 0;
+}
+
+std::string StageFailure(const std::string& stage, const ProcessResult& r) {
+  std::string what = r.term_signal != 0
+                         ? absl::StrCat("killed by signal ", r.term_signal, " (",
+                                        SignalName(r.term_signal), ")")
+                         : absl::StrCat("exited with code ", r.exit_code);
+  std::string tail(absl::StripTrailingAsciiWhitespace(r.stderr_tail));
+  return absl::StrCat(stage, " ", what, tail.empty() ? "" : ": ", tail);
+}
+
+class CudaBoardImpl : public CudaBoard {
+ public:
+  CudaBoardImpl(const CudaBoardOptions& options, const GpuInfo& gpu, const GpuSpec& spec)
+      : options_(options), gpu_(gpu), spec_(spec) {
+    arch_ = options_.arch.empty() ? NvccArch(spec_.cc_major, spec_.cc_minor) : options_.arch;
+    nvcc_ = ResolveTool(options_.nvcc, "nvcc");
+    ncu_ = options_.profile ? ResolveTool(options_.ncu, "ncu") : "";
+    local_name_ = absl::StrCat("cuda", gpu_.index);
+    info_.set_board_id(absl::StrCat(options_.agent_id, "/", local_name_));
+    info_.set_agent_id(options_.agent_id);
+    info_.set_node(options_.node);
+    info_.set_kind(kKind);
+    info_.set_chip(spec_.chip.empty() ? gpu_.name : spec_.chip);
+    for (const auto& [k, v] : options_.labels) (*info_.mutable_labels())[k] = v;
+    (*info_.mutable_labels())["gpu"] = gpu_.name;
+    *info_.mutable_capabilities() = GpuCapabilities(gpu_, spec_);
+    (*info_.mutable_capabilities()->mutable_extra())["nvcc_arch"] = arch_;
+    info_.set_simulated(false);
+    info_.set_state(v1::BOARD_STATE_IDLE);
+    info_.set_health_detail(absl::StrCat(
+        GpuHealthLine(gpu_), "; nvcc ", nvcc_.empty() ? "NOT FOUND" : nvcc_, "; ncu ",
+        ncu_.empty() ? (options_.profile ? "not found (profiles are evidence gaps)" : "off")
+                     : ncu_));
+    prefetcher_ = std::thread([this] { PrefetchLoop(); });
+  }
+
+  ~CudaBoardImpl() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    stop_builds_ = true;
+    cv_.notify_all();
+    prefetcher_.join();
+  }
+
+  const v1::BoardInfo& info() const override { return info_; }
+  const std::string& arch() const override { return arch_; }
+
+  void PrefetchBuild(const v1::WorkItem& work) override {
+    absl::StatusOr<BuildRequest> req = MakeBuildRequest(work.operator_(), work.params());
+    if (!req.ok()) return;  // Evaluate reports it
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || pending_.size() >= kMaxPendingPrefetch) return;
+    pending_.push_back(*std::move(req));
+    cv_.notify_one();
+  }
+
+  absl::StatusOr<Evaluation> Evaluate(const v1::WorkItem& work,
+                                      const std::atomic<bool>& cancel) override;
+
+ private:
+  struct Stage {
+    std::string out_dir;
+    ProcessResult result;
+  };
+
+  absl::StatusOr<BuildRequest> MakeBuildRequest(const v1::OperatorManifest& op,
+                                                const ParamMap& params) const;
+  absl::StatusOr<Stage> RunStage(const std::string& binary, const std::string& work_dir,
+                                 const std::string& stage, std::vector<std::string> extra,
+                                 uint64_t seed, const std::atomic<bool>& cancel) const;
+  // ncu profile + CSV exports into <work_dir>/profile; returns the bundle
+  // files, or the reason profiling gave no profile.
+  void Profile(const std::string& binary, const std::string& work_dir, uint64_t seed,
+               const std::atomic<bool>& cancel, v1::ProfileBundle* bundle,
+               std::string* gap) const;
+  std::vector<std::pair<std::string, std::string>> StageEnv() const {
+    return {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
+            {"CUDA_VISIBLE_DEVICES", gpu_.uuid.empty() ? absl::StrCat(gpu_.index) : gpu_.uuid}};
+  }
+  void PrefetchLoop();
+
+  const CudaBoardOptions options_;
+  const GpuInfo gpu_;
+  const GpuSpec spec_;
+  std::string arch_, nvcc_, ncu_, local_name_;
+  v1::BoardInfo info_;  // immutable after construction
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<BuildRequest> pending_;
+  bool stopping_ = false;
+  std::atomic<bool> stop_builds_{false};
+  std::thread prefetcher_;
+};
+
+void CudaBoardImpl::PrefetchLoop() {
+  for (;;) {
+    BuildRequest req;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      if (stopping_) return;
+      req = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    absl::StatusOr<BuildResult> r = BuildVariant(req, stop_builds_);
+    if (!r.ok()) {
+      spdlog::warn("cuda board {}: prefetch build failed: {}", info_.board_id(),
+                  std::string(r.status().message()));
+    }
+  }
+}
+
+std::vector<std::string> ExpandFlagsImpl(const std::vector<std::string>& flags,
+                                         const std::string& arch) {
+  std::vector<std::string> out;
+  out.reserve(flags.size());
+  for (const std::string& f : flags) out.push_back(absl::StrReplaceAll(f, {{"{arch}", arch}}));
+  return out;
+}
+
+absl::StatusOr<BuildRequest> CudaBoardImpl::MakeBuildRequest(const v1::OperatorManifest& op,
+                                                             const ParamMap& params) const {
+  auto it = op.backends().find(kKind);
+  if (it == op.backends().end() || it->second.sources().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("operator ", op.name(), " has no sources for board kind \"cuda\""));
+  }
+  if (op.package_dir().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("operator ", op.name(), ": package_dir is empty"));
+  }
+  const v1::BackendEntry& entry = it->second;
+  BuildRequest req;
+  const std::string compiler = entry.compiler().empty() ? "nvcc" : entry.compiler();
+  req.compiler = compiler == "nvcc" ? nvcc_ : compiler;
+  if (req.compiler.empty()) {
+    return absl::FailedPreconditionError("nvcc not found (PATH, /usr/local/cuda/bin)");
+  }
+  for (const std::string& src : entry.sources()) {
+    if (src.empty() || src[0] == '/' || absl::StrContains(src, "..")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "operator ", op.name(), ": cuda source \"", src, "\" must be relative to the package"));
+    }
+    req.sources.push_back(absl::StrCat(op.package_dir(), "/", src));
+  }
+  req.flags = ExpandFlagsImpl(
+      std::vector<std::string>(entry.flags().begin(), entry.flags().end()), arch_);
+  req.params = params;
+  req.cache_dir = options_.cache_dir;
+  req.timeout = options_.build_timeout;
+  if (!options_.include_dirs.empty()) {
+    req.extra_include_dirs = options_.include_dirs;
+  } else {
+    std::error_code ec;
+    const fs::path common = fs::weakly_canonical(fs::path(op.package_dir()) / ".." / "common", ec);
+    if (!ec && fs::is_directory(common, ec)) req.extra_include_dirs.push_back(common.string());
+  }
+  return req;
+}
+
+absl::StatusOr<CudaBoardImpl::Stage> CudaBoardImpl::RunStage(
+    const std::string& binary, const std::string& work_dir, const std::string& stage,
+    std::vector<std::string> extra, uint64_t seed, const std::atomic<bool>& cancel) const {
+  Stage s;
+  s.out_dir = absl::StrCat(work_dir, "/", stage);
+  TF_RETURN_IF_ERROR(MakeDirs(s.out_dir));
+  ProcessSpec spec;
+  spec.argv = {binary,     "--stage", stage, "--params", work_dir + "/params.json",
+               "--workload", work_dir + "/workload.json", "--out", s.out_dir,
+               "--seed",   absl::StrCat(seed)};
+  for (std::string& a : extra) spec.argv.push_back(std::move(a));
+  spec.cwd = work_dir;
+  spec.env = StageEnv();
+  spec.stdout_path = absl::StrCat(work_dir, "/logs/", stage, ".stdout");
+  spec.stderr_path = absl::StrCat(work_dir, "/logs/", stage, ".stderr");
+  spec.timeout = options_.stage_timeout;
+  spec.cancel = &cancel;
+  TF_ASSIGN_OR_RETURN(s.result, RunProcess(spec));
+  return s;
+}
+
+void CudaBoardImpl::Profile(const std::string& binary, const std::string& work_dir,
+                            uint64_t seed, const std::atomic<bool>& cancel,
+                            v1::ProfileBundle* bundle, std::string* gap) const {
+  if (ncu_.empty()) {
+    *gap = options_.profile ? "ncu (Nsight Compute) was not found in PATH or /usr/local/cuda/bin"
+                            : "profiling is turned off on this board";
+    return;
+  }
+  const std::string dir = work_dir + "/profile";
+  if (absl::Status st = MakeDirs(dir + "/out"); !st.ok()) {
+    *gap = std::string(st.message());
+    return;
+  }
+  NcuProfileOptions o;
+  o.ncu = ncu_;
+  o.report_base = dir + "/report";
+  o.log_file = dir + "/ncu.log";
+  // The profile stage launches only the candidate: 3 warm-ups, then the
+  // profiled one (-s 3 -c 1 counts kernel launches).
+  ProcessSpec spec;
+  spec.argv = NcuProfileArgv(
+      o, {binary, "--stage", "profile", "--params", work_dir + "/params.json", "--workload",
+          work_dir + "/workload.json", "--out", dir + "/out", "--seed", absl::StrCat(seed)});
+  spec.cwd = work_dir;
+  spec.env = StageEnv();
+  spec.stdout_path = dir + "/profile.stdout";
+  spec.stderr_path = dir + "/profile.stderr";
+  spec.timeout = options_.profile_timeout;
+  spec.cancel = &cancel;
+  absl::StatusOr<ProcessResult> r = RunProcess(spec);
+  absl::StatusOr<std::string> log = ReadFile(o.log_file);
+  auto add_file = [&](const std::string& path, const std::string& content) {
+    if (static_cast<int64_t>(content.size()) > kMaxBundleFileBytes) return;
+    v1::ProfileFile* f = bundle->add_files();
+    f->set_path(path);
+    f->set_content(content);
+  };
+  if (log.ok()) add_file("ncu/ncu.log", *log);
+  if (!r.ok() || !StageOk(*r)) {
+    *gap = absl::StrCat("ncu profile run failed: ",
+                        r.ok() ? StageFailure("ncu", *r) : std::string(r.status().message()),
+                        log.ok() ? absl::StrCat("; ncu.log: ", log->substr(0, 2000)) : "");
+    return;
+  }
+  for (const char* page : {"raw", "details"}) {
+    ProcessSpec ex;
+    ex.argv = NcuExportArgv(ncu_, o.report_base + ".ncu-rep", page);
+    ex.cwd = work_dir;
+    ex.stdout_path = absl::StrCat(dir, "/", page, ".csv");
+    ex.stderr_path = absl::StrCat(dir, "/", page, ".stderr");
+    ex.timeout = options_.profile_timeout;
+    ex.cancel = &cancel;
+    absl::StatusOr<ProcessResult> er = RunProcess(ex);
+    absl::StatusOr<std::string> csv = ReadFile(ex.stdout_path);
+    if (!er.ok() || !StageOk(*er) || !csv.ok()) {
+      *gap = absl::StrCat("ncu --page ", page, " export failed: ",
+                          er.ok() ? StageFailure("ncu -i", *er) : std::string(er.status().message()));
+      return;
+    }
+    if (NcuCsvRecords(*csv).empty()) {
+      *gap = absl::StrCat("ncu --page ", page, " export holds no CSV records");
+      return;
+    }
+    add_file(absl::StrCat("ncu/", page, ".csv"), *csv);
+  }
+}
+
+absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
+                                                   const std::atomic<bool>& cancel) {
+  Evaluation eval;
+  v1::RoundResult& result = eval.result;
+  const v1::OperatorManifest& op = work.operator_();
+  const uint64_t seed = work.seed();
+  auto cancelled = [&] {
+    return absl::CancelledError(absl::StrCat("evaluation of ", work.sweep_id(), " round ",
+                                             work.round_id(), " cancelled (lease revoked)"));
+  };
+
+  // build (compile)
+  absl::StatusOr<BuildRequest> req = MakeBuildRequest(op, work.params());
+  if (!req.ok()) {
+    if (absl::IsFailedPrecondition(req.status())) return req.status();  // no nvcc: the board's
+    result.set_outcome(v1::OUTCOME_BUILD_FAILED);
+    result.set_detail(std::string(req.status().message()));
+    return eval;
+  }
+  absl::StatusOr<BuildResult> build = BuildVariant(*req, cancel);
+  if (!build.ok()) {
+    if (absl::IsCancelled(build.status())) return cancelled();
+    return build.status();
+  }
+  result.set_build_s(absl::ToDoubleSeconds(build->build_time));
+  if (!build->ok) {
+    result.set_outcome(v1::OUTCOME_BUILD_FAILED);
+    result.set_detail(absl::StrCat("nvcc (", arch_, ") failed: ",
+                                   absl::StripTrailingAsciiWhitespace(build->log_tail)));
+    return eval;
+  }
+
+  const std::string work_dir =
+      absl::StrCat(options_.work_root, "/", local_name_, "/", SafeComponent(work.sweep_id()),
+                   "/round_", work.round_id(), "/epoch_", work.epoch());
+  TF_RETURN_IF_ERROR(RemoveAll(work_dir));
+  TF_RETURN_IF_ERROR(MakeDirs(work_dir + "/logs"));
+  TF_RETURN_IF_ERROR(
+      WriteFileAtomic(work_dir + "/params.json", Dump(ParamsToJson(work.params()))));
+  nlohmann::json workload = nlohmann::json::object();
+  workload["name"] = work.workload().name();
+  workload["dtype"] = work.workload().dtype();
+  workload["dims"] = nlohmann::json::object();
+  for (const auto& [k, v] : work.workload().dims()) workload["dims"][k] = v;
+  TF_RETURN_IF_ERROR(WriteFileAtomic(work_dir + "/workload.json", Dump(workload)));
+  const std::string& bin = build->binary;
+
+  // check: can this variant run this workload on this device?
+  TF_ASSIGN_OR_RETURN(Stage check, RunStage(bin, work_dir, "build", {}, seed, cancel));
+  if (check.result.cancelled) return cancelled();
+  if (!StageOk(check.result)) {
+    result.set_outcome(check.result.timed_out ? v1::OUTCOME_RUN_TIMEOUT
+                       : check.result.exit_code == 2 ? v1::OUTCOME_BUILD_FAILED
+                                                     : v1::OUTCOME_RUN_CRASHED);
+    result.set_detail(StageFailure("variant check", check.result));
+    return eval;
+  }
+
+  // reference
+  TF_ASSIGN_OR_RETURN(Stage ref, RunStage(bin, work_dir, "reference", {}, seed, cancel));
+  if (ref.result.cancelled) return cancelled();
+  if (!StageOk(ref.result)) {
+    result.set_outcome(ref.result.timed_out ? v1::OUTCOME_RUN_TIMEOUT : v1::OUTCOME_RUN_CRASHED);
+    result.set_detail(ref.result.timed_out
+                          ? absl::StrCat("reference timed out after ",
+                                         absl::FormatDuration(options_.stage_timeout))
+                          : StageFailure("reference", ref.result));
+    return eval;
+  }
+
+  // run
+  const v1::MeasurementPolicy& policy = work.measurement();
+  int warmup = policy.warmup(), samples = policy.samples();
+  if (warmup == 0 && samples == 0) {
+    warmup = kDefaultWarmup;
+    samples = kDefaultSamples;
+  }
+  warmup = std::clamp(warmup, 0, kMaxWarmup);
+  samples = std::clamp(samples <= 0 ? kDefaultSamples : samples, 1, kMaxSamples);
+  TF_ASSIGN_OR_RETURN(
+      Stage run, RunStage(bin, work_dir, "run",
+                          {"--warmup", absl::StrCat(warmup), "--samples", absl::StrCat(samples)},
+                          seed, cancel));
+  result.set_run_s(absl::ToDoubleSeconds(run.result.wall));
+  if (run.result.cancelled) return cancelled();
+  if (run.result.timed_out) {
+    result.set_outcome(v1::OUTCOME_RUN_TIMEOUT);
+    result.set_detail(absl::StrCat("run did not finish within ",
+                                   absl::FormatDuration(options_.stage_timeout),
+                                   "; its process group was killed"));
+    return eval;
+  }
+  if (!StageOk(run.result)) {
+    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
+    result.set_detail(StageFailure("run", run.result));
+    return eval;
+  }
+
+  *result.mutable_precision() = ComparePrecision(run.out_dir + "/output.bin",
+                                                 ref.out_dir + "/reference.bin", op.tolerances());
+  if (!result.precision().passed()) {
+    result.set_outcome(v1::OUTCOME_PRECISION_FAILED);
+    result.set_detail(absl::StrCat("precision: ", result.precision().detail()));
+    return eval;
+  }
+
+  absl::StatusOr<std::vector<double>> timing = ReadTimingSamples(run.out_dir + "/timing_us.txt");
+  if (!timing.ok()) {
+    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
+    result.set_detail(absl::StrCat("run wrote no usable timing: ", timing.status().message()));
+    return eval;
+  }
+  absl::StatusOr<std::string> note = ReadFile(run.out_dir + "/timing_note.txt");
+  const std::string note_text =
+      note.ok() ? std::string(absl::StripTrailingAsciiWhitespace(*note)) : "no timing note";
+  *result.mutable_measurement() = Summarize(
+      *std::move(timing), warmup, /*simulated=*/false,
+      absl::StrCat("cuda events around each launch, L2 flushed (256 MiB memset) before each "
+                   "sample, median after ",
+                   warmup, " warm-up samples; ", note_text));
+
+  // profile
+  v1::ProfileBundle bundle;
+  std::string gap;
+  Profile(bin, work_dir, seed, cancel, &bundle, &gap);
+  if (cancel.load()) return cancelled();
+  if (note.ok()) {
+    v1::ProfileFile* f = bundle.add_files();
+    f->set_path("timing_note.txt");
+    f->set_content(*note);
+  }
+  if (!gap.empty()) {
+    v1::ProfileFile* f = bundle.add_files();
+    f->set_path("ncu_unavailable.txt");
+    f->set_content(absl::StrCat("EVIDENCE GAP (ncu): ", gap, "\n"));
+  }
+  const std::string bundle_id =
+      absl::StrCat(SafeComponent(work.sweep_id()), ".r", work.round_id(), ".e", work.epoch(),
+                   ".", SafeComponent(info_.board_id()));
+  bundle.set_bundle_id(bundle_id);
+  bundle.set_sweep_id(work.sweep_id());
+  bundle.set_round_id(work.round_id());
+  bundle.set_epoch(work.epoch());
+  bundle.set_board_id(info_.board_id());
+  bundle.set_board_kind(kKind);
+  bundle.set_chip(info_.chip());
+  bundle.set_simulated(false);
+  bundle.set_profiler("ncu");
+  *bundle.mutable_measurement() = result.measurement();
+  *bundle.mutable_capabilities() = info_.capabilities();
+  *bundle.mutable_params() = work.params();
+  bundle.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
+  result.set_bundle_id(bundle_id);
+  result.set_outcome(v1::OUTCOME_OK);
+  result.set_detail(absl::StrCat("ok: median ", result.measurement().median_us(), " us on ",
+                                 gpu_.name, build->cache_hit ? " (build cache hit)" : "",
+                                 gap.empty() ? "" : absl::StrCat("; no profile: ", gap)));
+  eval.bundle = std::move(bundle);
+  return eval;
+}
+
+}  // namespace
+
+std::vector<std::string> ExpandCudaFlags(const std::vector<std::string>& flags,
+                                         const std::string& arch) {
+  return ExpandFlagsImpl(flags, arch);
+}
+
+std::unique_ptr<CudaBoard> NewCudaBoard(const CudaBoardOptions& options, const GpuInfo& gpu,
+                                        const GpuSpec& spec) {
+  return std::make_unique<CudaBoardImpl>(options, gpu, spec);
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<Board>>> DiscoverCudaBoards(
+    const CudaBoardOptions& options) {
+  TF_ASSIGN_OR_RETURN(std::vector<GpuInfo> gpus, QueryGpus(options.nvidia_smi));
+  if (gpus.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(options.nvidia_smi, " lists no NVIDIA GPU on this machine"));
+  }
+  std::vector<const GpuInfo*> chosen;
+  if (options.gpu_indices.empty()) {
+    for (const GpuInfo& g : gpus) chosen.push_back(&g);
+  } else {
+    for (int index : options.gpu_indices) {
+      auto it = std::find_if(gpus.begin(), gpus.end(),
+                             [&](const GpuInfo& g) { return g.index == index; });
+      if (it == gpus.end()) {
+        std::vector<int> have;
+        for (const GpuInfo& g : gpus) have.push_back(g.index);
+        return absl::InvalidArgumentError(absl::StrCat("cuda board: no GPU with index ", index,
+                                                       " (nvidia-smi lists ",
+                                                       absl::StrJoin(have, ","), ")"));
+      }
+      chosen.push_back(&*it);
+    }
+  }
+  std::vector<std::unique_ptr<Board>> boards;
+  for (const GpuInfo* g : chosen) {
+    std::optional<GpuSpec> spec = LookupGpuSpec(g->name);
+    if (!spec) {
+      if (options.arch.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "cuda board: GPU ", g->index, " \"", g->name,
+            "\" is not in the chip table (agent/gpu_discovery.cc); give its nvcc arch "
+            "(e.g. sm_90a) in the board options"));
+      }
+      spec = GpuSpec{g->name, 0, 0, 0, 0, 128};
+    }
+    boards.push_back(NewCudaBoard(options, *g, *spec));
+  }
+  return boards;
+}
+
+}  // namespace tunefarm
