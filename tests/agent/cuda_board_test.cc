@@ -214,6 +214,26 @@ TEST(CudaFlagsTest, ArchPlaceholderIsFilled) {
                                       "-gencode=arch=compute_90a,code=sm_90a"}));
 }
 
+TEST(ShippedManifestsTest, GemmAndSoftmaxDeclareTheCudaBackend) {
+  for (const std::string name : {"gemm", "softmax"}) {
+    absl::StatusOr<v1::OperatorManifest> op = LoadOperatorManifest(SourceDir() + "/ops/" + name);
+    ASSERT_TRUE(op.ok()) << op.status();
+    auto it = op->backends().find("cuda");
+    ASSERT_NE(it, op->backends().end()) << name;
+    EXPECT_EQ(it->second.compiler(), "nvcc");
+    ASSERT_EQ(it->second.sources_size(), 1);
+    EXPECT_EQ(it->second.sources(0), "cuda/" + name + ".cu");
+    EXPECT_TRUE(fs::exists(op->package_dir() + "/" + it->second.sources(0)));
+    const std::vector<std::string> flags(it->second.flags().begin(), it->second.flags().end());
+    EXPECT_NE(std::find(flags.begin(), flags.end(), "-arch={arch}"), flags.end());
+    int cuda_params = 0;
+    for (const v1::ParameterDomain& p : op->parameters()) {
+      for (const std::string& b : p.backends()) cuda_params += b == "cuda";
+    }
+    EXPECT_GE(cuda_params, 4) << name;
+  }
+}
+
 // ----- the board's flow with the stand-in tool --------------------------------
 
 class FakeCudaBoardTest : public ::testing::Test {
