@@ -1,7 +1,8 @@
 # Sweep specs and search strategies (included from coordinator/CMakeLists.txt).
 add_library(tunefarm_search STATIC
   ${CMAKE_CURRENT_LIST_DIR}/spec.cc
-  ${CMAKE_CURRENT_LIST_DIR}/strategy.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/strategy.cc
+  ${CMAKE_CURRENT_LIST_DIR}/guided_strategy.cc)
 target_link_libraries(tunefarm_search PUBLIC
   tunefarm_ops tunefarm_proto tunefarm_common absl::status absl::statusor
-  absl::strings absl::flat_hash_set)
+  absl::strings absl::str_format absl::flat_hash_set absl::flat_hash_map)

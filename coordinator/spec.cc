@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/params.h"
+#include "coordinator/guided_strategy.h"
 #include "common/status_macros.h"
 #include "ops/yaml_fields.h"
 
@@ -39,7 +40,7 @@ constexpr size_t kMaxLabelBytes = 128;
 // Strategies a spec may name, with the options each accepts.
 const std::map<std::string, std::vector<std::string>>& StrategyOptions() {
   static const auto* known = new std::map<std::string, std::vector<std::string>>{
-      {"grid", {}}, {"random", {}}};
+      {"grid", {}}, {"random", {}}, {"guided", GuidedOptionNames()}};
   return *known;
 }
 // Named in the design but not built yet: refused with a clear message.
@@ -427,6 +428,9 @@ absl::Status ValidateStrategy(v1::StrategySpec* s) {
                        accepted.empty() ? std::string("none")
                                         : absl::StrJoin(accepted, ", ")));
     }
+  }
+  if (s->name() == kGuidedStrategyName) {  // values too: counts
+    TF_RETURN_IF_ERROR(GuidedOptionsFromSpec(*s).status());
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "coordinator/guided_strategy.h"
 #include "ops/catalog.h"
 
 namespace tunefarm {
@@ -225,10 +226,14 @@ absl::StatusOr<std::unique_ptr<Strategy>> NewStrategy(
   const std::string& name = spec.strategy().name();
   if (name == "grid") return NewGridStrategy();
   if (name == "random" || name.empty()) return NewRandomStrategy();
+  if (name == kGuidedStrategyName) {
+    absl::StatusOr<GuidedOptions> options = GuidedOptionsFromSpec(spec.strategy());
+    if (!options.ok()) return options.status();
+    return NewGuidedStrategy(*options);
+  }
   return absl::InvalidArgumentError(absl::StrCat(
       "strategy '", absl::CHexEscape(name.substr(0, 64)), "' ",
-      name == "guided" ? "is not available yet" : "is unknown",
-      "; known: grid, random"));
+      "is unknown", "; known: grid, guided, random"));
 }
 
 }  // namespace tunefarm

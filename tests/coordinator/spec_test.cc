@@ -257,10 +257,12 @@ TEST_F(SpecTest, BadGoal) {
 
 TEST_F(SpecTest, UnknownStrategy) {
   EXPECT_EQ(Error(With("strategy", "strategy: {name: annealing}")),
-            "strategy.name: unknown strategy 'annealing'; known: grid, random");
-  EXPECT_EQ(Error(With("strategy", "strategy: {name: guided}")),
-            "strategy.name: strategy 'guided' is not available yet; known: grid, "
+            "strategy.name: unknown strategy 'annealing'; known: grid, guided, "
             "random");
+  EXPECT_EQ(Error(With("strategy",
+                       "strategy: {name: guided, options: {tiling_patience: x}}")),
+            "strategy.options.tiling_patience: 'x' is not a count in [0, "
+            "1000000] (0 or 'unlimited' = no limit)");
   EXPECT_THAT(Error(With("strategy", "strategy: {name: grid, options: {depth: 3}}")),
               StartsWith("strategy.options.depth: unknown option for strategy grid"));
   EXPECT_THAT(Error(With("strategy", "strategy: {name: random, seed: -1}")),

@@ -1,0 +1,242 @@
+// Space loaders on the real fixture files (shared/fixtures/spaces) and the
+// replay board answering from them.
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "agent/replay_board.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ops/catalog.h"
+#include "ops/spaces/space_file.h"
+
+namespace tunefarm {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Fixture(const std::string& name) {
+  return std::string(TUNEFARM_SHARED_DIR) + "/fixtures/spaces/" + name;
+}
+
+ParamMap Conv(int bx, int by, int tx, int ty, int ro, int pad, int shmem) {
+  ParamMap p;
+  p["block_size_x"] = IntParam(bx);
+  p["block_size_y"] = IntParam(by);
+  p["tile_size_x"] = IntParam(tx);
+  p["tile_size_y"] = IntParam(ty);
+  p["read_only"] = IntParam(ro);
+  p["use_padding"] = IntParam(pad);
+  p["use_shmem"] = IntParam(shmem);
+  p["use_cmem"] = IntParam(1);
+  p["filter_height"] = IntParam(15);
+  p["filter_width"] = IntParam(15);
+  return p;
+}
+
+// One file shared by the tests (parsing it takes a moment).
+const Space& ConvolutionKt() {
+  static const Space* space = [] {
+    absl::StatusOr<Space> s = LoadSpaceFile(Fixture("convolution_A100.kt.json.gz"));
+    EXPECT_TRUE(s.ok()) << s.status();
+    return new Space(s.ok() ? *std::move(s) : Space{});
+  }();
+  return *space;
+}
+
+TEST(SpaceFileTest, KernelTunerCacheConvolutionA100) {
+  const Space& s = ConvolutionKt();
+  EXPECT_EQ(s.format, "kernel_tuner");
+  EXPECT_EQ(s.device, "NVIDIA A100-PCIE-40GB");
+  EXPECT_EQ(s.kernel, "convolution_kernel");
+  ASSERT_EQ(s.parameters.size(), 10u);
+  EXPECT_EQ(s.parameters[0].name, "block_size_x");
+  EXPECT_EQ(s.parameters[0].values.size(), 16u);
+  EXPECT_EQ(s.CartesianSize(), 10240);
+  EXPECT_EQ(s.configs.size(), 4362u);
+  EXPECT_EQ(s.ok_count, 4201u);
+  int compile = 0, runtime = 0;
+  for (const SpaceConfig& c : s.configs) {
+    compile += c.outcome == SpaceOutcome::kCompileFailed;
+    runtime += c.outcome == SpaceOutcome::kRuntimeFailed;
+  }
+  EXPECT_EQ(compile, 6);
+  EXPECT_EQ(runtime, 155);
+  // Best: 32,4,1,3,1,0,1 at 0.5536000076681376 ms.
+  EXPECT_NEAR(s.best_us, 553.6000076681376, 1e-6);
+  EXPECT_EQ(ParamsKey(s.configs[s.best_index].params),
+            ParamsKey(Conv(32, 4, 1, 3, 1, 0, 1)));
+  const SpaceConfig* first = s.Find(Conv(16, 1, 1, 1, 0, 0, 0));
+  ASSERT_NE(first, nullptr);
+  EXPECT_NEAR(first->time_us, 3875.3279224038124, 1e-6);
+  EXPECT_EQ(first->samples_us.size(), 32u);
+  const SpaceConfig* failed = s.Find(Conv(32, 16, 2, 4, 1, 0, 0));
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->outcome, SpaceOutcome::kRuntimeFailed);
+  EXPECT_EQ(failed->failure, "RuntimeFailedConfig");
+  // use_padding with block_size_x % 32 == 0 breaks a constraint.
+  EXPECT_EQ(s.Find(Conv(32, 1, 1, 1, 0, 1, 1)), nullptr);
+}
+
+TEST(SpaceFileTest, T4FileHoldsTheSameMeasurements) {
+  absl::StatusOr<Space> t4 = LoadSpaceFile(Fixture("convolution_A100.t4.json.gz"));
+  ASSERT_TRUE(t4.ok()) << t4.status();
+  EXPECT_EQ(t4->format, "t4");
+  EXPECT_EQ(t4->configs.size(), 4362u);
+  EXPECT_EQ(t4->ok_count, 4201u);
+  EXPECT_NEAR(t4->best_us, ConvolutionKt().best_us, 1e-6);
+  // Domains are the values seen, sorted.
+  ASSERT_EQ(t4->parameters.size(), 10u);
+  EXPECT_EQ(t4->parameters[1].name, "block_size_y");
+  ASSERT_EQ(t4->parameters[1].values.size(), 5u);
+  EXPECT_EQ(t4->parameters[1].values[4].int_value(), 16);
+  const SpaceConfig* c = t4->Find(Conv(32, 16, 2, 4, 1, 0, 0));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->outcome, SpaceOutcome::kRuntimeFailed);
+}
+
+TEST(SpaceFileTest, KttCoulombAndPnpoly) {
+  absl::StatusOr<Space> c = LoadSpaceFile(Fixture("coulomb3d_RTX_2080_Ti.ktt.json"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->format, "ktt");
+  EXPECT_EQ(c->device, "NVIDIA GeForce RTX 2080 Ti");
+  EXPECT_EQ(c->configs.size(), 210u);
+  EXPECT_EQ(c->ok_count, 210u);
+  EXPECT_NEAR(c->best_us, 769.696, 1e-9);  // microseconds in the file
+  EXPECT_EQ(c->CartesianSize(), 2 * 3 * 6 * 6 * 2);
+
+  absl::StatusOr<Space> p = LoadSpaceFile(Fixture("pnpoly_RTX_3090.ktt.json.gz"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->configs.size(), 4092u);
+  EXPECT_EQ(p->ok_count, 3818u);
+  EXPECT_NEAR(p->best_us, 7224.192, 1e-9);
+}
+
+TEST(SpaceFileTest, BadInputsNameTheProblem) {
+  EXPECT_THAT(ParseSpace("{\"x\": 1}", "f.json").status().message(),
+              HasSubstr("f.json: not a Kernel Tuner cache"));
+  EXPECT_THAT(ParseSpace("{", "g.json").status().message(), HasSubstr("g.json: "));
+  EXPECT_THAT(ParseSpace(std::string("\x1f\x8b\x08\x00garbage", 12), "h.gz")
+                  .status()
+                  .message(),
+              HasSubstr("h.gz: "));
+  EXPECT_FALSE(LoadSpaceFile(Fixture("no_such_file.json")).ok());
+  const char* dup =
+      R"({"tune_params": {"a": [1, 2]}, "tune_params_keys": ["a"],
+          "cache": {"1": {"a": 1, "time": 1.0}, "1b": {"a": 1, "time": 2.0}}})";
+  EXPECT_THAT(ParseSpace(dup, "d.json").status().message(),
+              HasSubstr("appears twice"));
+}
+
+TEST(SpaceFileTest, ManifestFromSpace) {
+  const v1::OperatorManifest op = ManifestFromSpace(ConvolutionKt());
+  EXPECT_EQ(op.name(), "convolution_kernel");
+  ASSERT_EQ(op.parameters_size(), 10);
+  EXPECT_EQ(op.parameters(0).stage(), "tiling");       // block_size_x
+  EXPECT_EQ(op.parameters(2).stage(), "tiling");       // tile_size_x
+  EXPECT_EQ(op.parameters(4).stage(), "pipeline");     // read_only
+  EXPECT_EQ(op.parameters(6).stage(), "pipeline");     // use_shmem
+  EXPECT_EQ(op.parameters(7).stage(), "in_core");      // use_cmem
+  EXPECT_EQ(ParamsKey(DefaultParams(op)), ParamsKey(Conv(16, 1, 1, 1, 0, 0, 0)));
+  EXPECT_TRUE(ValidateParams(op, DefaultParams(op)).ok());
+  EXPECT_EQ(SpaceSize(op), 10240u);
+  EXPECT_EQ(StageForSpaceParameter("MWG"), "tiling");
+  EXPECT_EQ(StageForSpaceParameter("KWI"), "pipeline");
+  EXPECT_EQ(StageForSpaceParameter("VWM"), "in_core");
+  EXPECT_EQ(StageForSpaceParameter("tile_stride_x"), "pipeline");
+  EXPECT_EQ(StageForSpaceParameter("loop_unroll_factor_channel"), "pipeline");
+}
+
+std::unique_ptr<Board> Replay(double noise = 0) {
+  ReplayBoardOptions o;
+  o.board_id = "a1/replay0";
+  o.agent_id = "a1";
+  o.space = std::make_shared<const Space>(ConvolutionKt());
+  o.noise = noise;
+  o.seed = 3;
+  absl::StatusOr<std::unique_ptr<Board>> b = NewReplayBoard(std::move(o));
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? *std::move(b) : nullptr;
+}
+
+absl::StatusOr<Evaluation> Eval(Board& b, const ParamMap& params, int epoch = 1) {
+  v1::WorkItem w;
+  w.set_sweep_id("s1");
+  w.set_round_id(4);
+  w.set_epoch(epoch);
+  *w.mutable_params() = params;
+  std::atomic<bool> cancel{false};
+  return b.Evaluate(w, cancel);
+}
+
+TEST(ReplayBoardTest, AnswersFromTheFile) {
+  std::unique_ptr<Board> b = Replay();
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->info().kind(), "replay");
+  EXPECT_EQ(b->info().chip(), "NVIDIA A100-PCIE-40GB");
+  EXPECT_FALSE(b->info().simulated());
+  EXPECT_THAT(b->info().labels().at("replay"), HasSubstr("convolution_A100.kt.json.gz"));
+
+  absl::StatusOr<Evaluation> ok = Eval(*b, Conv(32, 4, 1, 3, 1, 0, 1));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->result.outcome(), v1::OUTCOME_OK);
+  EXPECT_FALSE(ok->bundle.has_value());
+  const v1::Measurement& m = ok->result.measurement();
+  EXPECT_NEAR(m.median_us(), 553.6000076681376, 1e-6);
+  EXPECT_FALSE(m.simulated());
+  EXPECT_THAT(m.policy(), HasSubstr("replayed from "));
+  EXPECT_THAT(m.policy(), HasSubstr("measured on NVIDIA A100-PCIE-40GB by Kernel Tuner"));
+  EXPECT_GT(m.samples(), 1);
+  EXPECT_LE(m.min_us(), m.p20_us());
+  EXPECT_LE(m.p20_us(), m.p80_us());
+  EXPECT_LE(m.p80_us(), m.max_us());
+  EXPECT_TRUE(ok->result.precision().passed());
+
+  absl::StatusOr<Evaluation> crashed = Eval(*b, Conv(32, 16, 2, 4, 1, 0, 0));
+  ASSERT_TRUE(crashed.ok());
+  EXPECT_EQ(crashed->result.outcome(), v1::OUTCOME_RUN_CRASHED);
+  EXPECT_THAT(crashed->result.detail(), HasSubstr("RuntimeFailedConfig"));
+
+  absl::StatusOr<Evaluation> absent = Eval(*b, Conv(32, 1, 1, 1, 0, 1, 1));
+  ASSERT_TRUE(absent.ok());
+  EXPECT_EQ(absent->result.outcome(), v1::OUTCOME_BUILD_FAILED);
+  EXPECT_THAT(absent->result.detail(), HasSubstr("not in the space (constraint)"));
+}
+
+TEST(ReplayBoardTest, CompileFailuresAreBuildFailures) {
+  const Space& s = ConvolutionKt();
+  std::unique_ptr<Board> b = Replay();
+  int seen = 0;
+  for (const SpaceConfig& c : s.configs) {
+    if (c.outcome != SpaceOutcome::kCompileFailed) continue;
+    absl::StatusOr<Evaluation> e = Eval(*b, c.params);
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->result.outcome(), v1::OUTCOME_BUILD_FAILED);
+    EXPECT_THAT(e->result.detail(), HasSubstr("CompilationFailedConfig"));
+    ++seen;
+  }
+  EXPECT_EQ(seen, 6);
+}
+
+TEST(ReplayBoardTest, NoiseIsDeterministicAndRecorded) {
+  std::unique_ptr<Board> a = Replay(0.05);
+  std::unique_ptr<Board> b = Replay(0.05);
+  const ParamMap p = Conv(32, 4, 1, 3, 1, 0, 1);
+  const double x1 = Eval(*a, p)->result.measurement().median_us();
+  const double x2 = Eval(*b, p)->result.measurement().median_us();
+  const double x3 = Eval(*a, p, 2)->result.measurement().median_us();
+  EXPECT_EQ(x1, x2);
+  EXPECT_NE(x1, x3);
+  EXPECT_NE(x1, 553.6000076681376);
+  EXPECT_THAT(Eval(*a, p)->result.measurement().policy(), HasSubstr("injected noise"));
+  ReplayBoardOptions bad;
+  bad.space = std::make_shared<const Space>(ConvolutionKt());
+  bad.noise = -1;
+  EXPECT_FALSE(NewReplayBoard(bad).ok());
+  ReplayBoardOptions missing;
+  missing.space_file = Fixture("missing.kt.json");
+  EXPECT_FALSE(NewReplayBoard(missing).ok());
+}
+
+}  // namespace
+}  // namespace tunefarm
