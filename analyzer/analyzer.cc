@@ -1,6 +1,7 @@
 #include "analyzer/analyzer.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "analyzer/perf_analysis_md.h"
 #include "analyzer/profile.h"
 #include "analyzer/rules.h"
@@ -40,15 +42,16 @@ std::optional<Cite> MetricCite(const TaskTable& t, const OpAggregate& op,
   return std::nullopt;
 }
 
-void FromTaskTable(const TaskTable& t, const v1::ProfileBundle& bundle,
-                   const ChipFacts* chip, Signals& s) {
-  const OpAggregate& op = t.ops.front();
+// `op` is the compute hotspot; `total_us` the compute ops' total.
+void FromTaskTable(const TaskTable& t, const OpAggregate& op, double total_us,
+                   const v1::ProfileBundle& bundle, const ChipFacts* chip,
+                   Signals& s) {
   s.hotspot = op.name;
   s.hotspot_type = op.type;
   s.hotspot_core = op.core;
   s.hotspot_us = op.total_us;
   s.hotspot_count = op.count;
-  s.hotspot_share = t.total_us > 0 ? op.total_us / t.total_us : 0;
+  s.hotspot_share = total_us > 0 ? op.total_us / total_us : 0;
   std::string core = absl::AsciiStrToUpper(op.core);
   bool vector_first =
       absl::StrContains(core, "VECTOR") || absl::StrContains(core, "AIV");
@@ -194,7 +197,14 @@ void FillRoofline(const v1::ProfileBundle& bundle, const ChipFacts* chip,
           std::min(peak, r.arithmetic_intensity() * bw * 1e9 / 1e12));
     }
   } else if (p.tasks.has_value() && !p.tasks->ops.empty()) {
-    const OpAggregate& op = p.tasks->ops.front();
+    const OpAggregate* hot = &p.tasks->ops.front();
+    for (const OpAggregate& o : p.tasks->ops) {
+      if (!IsCommunicationOp(o)) {
+        hot = &o;
+        break;
+      }
+    }
+    const OpAggregate& op = *hot;
     double fops = 0;
     for (const char* c : {"aic_cube_fops", "aiv_vector_fops"}) {
       auto it = op.metrics.find(c);
@@ -202,6 +212,61 @@ void FillRoofline(const v1::ProfileBundle& bundle, const ChipFacts* chip,
     }
     if (fops > 0 && op.total_us > 0) {
       r.set_achieved_tflops(fops / (op.total_us * 1e-6) / 1e12);
+    }
+  }
+}
+
+// "12KB" / "~390KB" / "262400" -> bytes; nullopt when not a size.
+std::optional<double> SizeBytes(std::string_view tok) {
+  while (!tok.empty() && (tok.front() == '~' || tok.front() == ' ')) {
+    tok.remove_prefix(1);
+  }
+  size_t n = 0;
+  while (n < tok.size() &&
+         ((tok[n] >= '0' && tok[n] <= '9') || tok[n] == '.')) {
+    ++n;
+  }
+  if (n == 0) return std::nullopt;
+  double v = std::atof(std::string(tok.substr(0, n)).c_str());
+  std::string unit = absl::AsciiStrToUpper(Av(tok.substr(n)));
+  if (absl::StartsWith(unit, "KB") || absl::StartsWith(unit, "KIB")) v *= 1024;
+  if (absl::StartsWith(unit, "MB") || absl::StartsWith(unit, "MIB")) {
+    v *= 1024 * 1024;
+  }
+  return v;
+}
+
+// A compiler / build log's Unified Buffer overflow, as the Ascend
+// toolchains word it ("ub overflow ... req 262400 > 196608",
+// "req ~390KB > 192KB"): the first such line wins.
+void FindUbOverflow(const v1::ProfileBundle& bundle, Signals& s) {
+  for (const v1::ProfileFile& f : bundle.files()) {
+    std::string_view path = f.path();
+    std::string_view base = path.substr(path.find_last_of('/') + 1);
+    if (!absl::EndsWith(Av(base), ".log") ||
+        absl::StartsWith(Av(base), "bubble_analysis")) {
+      continue;
+    }
+    int line_no = 0;
+    for (absl::string_view line : absl::StrSplit(f.content(), '\n')) {
+      ++line_no;
+      std::string l = absl::AsciiStrToLower(line);
+      if (!absl::StrContains(l, "ub") || !absl::StrContains(l, "req")) continue;
+      size_t req = l.find("req");
+      size_t gt = l.find('>', req);
+      if (gt == std::string::npos) continue;
+      size_t sp = l.find_first_of(" =:", req);
+      if (sp == std::string::npos || sp > gt) continue;
+      std::optional<double> want =
+          SizeBytes(std::string_view(line.data() + sp + 1, gt - sp - 1));
+      std::optional<double> cap = SizeBytes(std::string_view(
+          line.data() + gt + 1, line.size() - gt - 1));
+      if (!want || !cap || *cap <= 0 || *want <= *cap) continue;
+      s.ub_request = Cite{f.path(),
+                          absl::StrCat("line ", line_no, " UB request (bytes)"),
+                          *want};
+      s.ub_capacity_bytes = *cap;
+      return;
     }
   }
 }
@@ -279,12 +344,25 @@ v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
     const TaskTable& t = *p.tasks;
     hot_file = t.file;
     hot_col = t.duration_col;
-    d.set_total_device_us(t.total_us);
+    // HCCL ops are listed apart (perf-analysis.md), not as compute
+    // hotspots; a table of nothing else keeps them.
+    std::vector<const OpAggregate*> compute;
+    double compute_us = 0;
     for (const OpAggregate& op : t.ops) {
-      add_hotspot(op.name, op.type, op.core, op.total_us, op.count, t.total_us,
-                  op.max_block_dim);
+      if (IsCommunicationOp(op)) continue;
+      compute.push_back(&op);
+      compute_us += op.total_us;
     }
-    FromTaskTable(t, bundle, chip, s);
+    if (compute.empty()) {
+      for (const OpAggregate& op : t.ops) compute.push_back(&op);
+      compute_us = t.total_us;
+    }
+    d.set_total_device_us(compute_us);
+    for (const OpAggregate* op : compute) {
+      add_hotspot(op->name, op->type, op->core, op->total_us, op->count,
+                  compute_us, op->max_block_dim);
+    }
+    FromTaskTable(t, *compute.front(), compute_us, bundle, chip, s);
   } else if (p.op_statistic.has_value()) {
     const OpStatistic& o = *p.op_statistic;
     hot_file = o.file;
@@ -332,7 +410,14 @@ v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
     for (const auto& [n, st] : v) total += st.sum;
     d.set_total_device_us(total);
     for (const auto& [n, st] : v) {
-      add_hotspot(n, n, p.pypto.has_value() ? "" : "device", st.sum, st.n,
+      std::string type = n;
+      if (p.pypto.has_value()) {
+        auto label = p.pypto->label_of.find(n);
+        if (label != p.pypto->label_of.end() && label->second != n) {
+          type = absl::StrCat("e.g. task ", label->second);
+        }
+      }
+      add_hotspot(n, type, p.pypto.has_value() ? "" : "device", st.sum, st.n,
                   total, 0);
     }
     if (!v.empty()) {
@@ -438,12 +523,20 @@ v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
     }
   }
 
+  FindUbOverflow(bundle, s);
   Classify(s, th);
   d.set_operator_type(s.operator_type);
   d.set_bound(s.bound);
   d.set_bound_evidence(s.bound_evidence);
   if (p.tasks.has_value() && !p.tasks->ops.empty()) {
-    const OpAggregate& op = p.tasks->ops.front();
+    const OpAggregate* hot = &p.tasks->ops.front();
+    for (const OpAggregate& op : p.tasks->ops) {
+      if (op.name == s.hotspot) {
+        hot = &op;
+        break;
+      }
+    }
+    const OpAggregate& op = *hot;
     for (const auto& [col, st] : op.metrics) {
       v1::PipelineRatio* r = d.add_pipeline_ratios();
       r->set_column(col == "cube_utilization(%)" ? "cube_utilization(%)/100"
@@ -550,6 +643,14 @@ v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
   d.set_perf_analysis_md(RenderPerfAnalysis(d, bundle, p, s, th,
                                             pv.has_value() ? &*pv : nullptr));
   return d;
+}
+
+std::map<std::string, int64_t> ParseErrorsByFormat(const v1::Diagnosis& d) {
+  std::map<std::string, int64_t> out;
+  for (const v1::EvidenceGap& g : d.evidence_gaps()) {
+    if (!g.format().empty()) ++out[g.format()];
+  }
+  return out;
 }
 
 }  // namespace tunefarm

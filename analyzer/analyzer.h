@@ -13,6 +13,10 @@
 #ifndef TUNEFARM_ANALYZER_ANALYZER_H_
 #define TUNEFARM_ANALYZER_ANALYZER_H_
 
+#include <cstdint>
+#include <map>
+#include <string>
+
 #include "tunefarm/v1/pipeline.pb.h"
 #include "tunefarm/v1/types.pb.h"
 
@@ -27,6 +31,11 @@ inline constexpr int kMaxSuggestions = 3;
 // its profile).
 v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
                       const v1::ProfileBundle* parent = nullptr);
+
+// Parse errors counted by format: the evidence gaps that name a format (a
+// file that failed to parse, or a task table with malformed rows dropped).
+// Gaps about missing evidence rather than broken files have no format.
+std::map<std::string, int64_t> ParseErrorsByFormat(const v1::Diagnosis& d);
 
 }  // namespace tunefarm
 

@@ -133,6 +133,18 @@ IntervalSummary SummarizeIntervals(
   return s;
 }
 
+bool IsCommunicationOp(const OpAggregate& op) {
+  std::string core = absl::AsciiStrToUpper(op.core);
+  if (core == "HCCL" || core == "COMMUNICATION") return true;
+  for (const std::string* s : {&op.name, &op.type}) {
+    std::string l = absl::AsciiStrToLower(*s);
+    if (absl::StartsWith(l, "hcom") || absl::StrContains(l, "hccl")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 absl::StatusOr<TaskTable> ParseTaskTable(std::string_view text,
                                          std::string_view file) {
   CsvReader reader(text);

@@ -125,6 +125,21 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
     absl::StrAppend(&md, "\nSource: `", Md(d.hotspots(0).source_file()),
                     "`, column ", Md(d.hotspots(0).source_column()),
                     " summed per op name.\n");
+    if (p.tasks.has_value()) {
+      std::string comm;
+      double comm_us = 0;
+      for (const OpAggregate& op : p.tasks->ops) {
+        if (!IsCommunicationOp(op)) continue;
+        comm_us += op.total_us;
+        absl::StrAppend(&comm, "- `", Md(op.name), "` (", Md(op.core), "): ",
+                        F3(op.total_us), " us over ", op.count, " launches\n");
+      }
+      if (!comm.empty()) {
+        absl::StrAppend(&md, "\nCommunication (HCCL) ops, ", F3(comm_us),
+                        " us, excluded from the compute hotspots and their "
+                        "shares (`", Md(p.tasks->file), "`):\n\n", comm);
+      }
+    }
     if (p.op_statistic.has_value() && p.tasks.has_value()) {
       for (const OpStatRow& r : p.op_statistic->rows) {
         if (r.type != d.hotspots(0).op_type()) continue;

@@ -94,6 +94,10 @@ struct TaskTable {
 };
 absl::StatusOr<TaskTable> ParseTaskTable(std::string_view text,
                                          std::string_view file);
+// A collective-communication op (HCCL): core / task type HCCL or
+// COMMUNICATION, or an hcom_* / *hccl* name. Its time is waiting on the
+// network, not the kernel under tuning, so hotspots list it apart.
+bool IsCommunicationOp(const OpAggregate& op);
 
 struct OpStatRow {
   std::string type, core;
@@ -209,7 +213,11 @@ struct PyptoSummary {
   // from the swim lane.
   double whole_trace_utilization_pct = 0;
   int64_t real_tasks = 0, fake_tasks = 0;
-  std::map<std::string, Stat> by_name;  // real task durations per label
+  // Real task durations per op: "leafHash:<n>" (the leaf function, from
+  // args.event-hint) where the swim lane names it, else the task label.
+  std::map<std::string, Stat> by_name;
+  // by_name key -> the first task label seen for it (for display).
+  std::map<std::string, std::string> label_of;
 };
 absl::StatusOr<PyptoSummary> ParseBubbleAnalysisLog(std::string_view text,
                                                     std::string_view file);

@@ -158,6 +158,21 @@ absl::StatusOr<PyptoSummary> ParseBubbleAnalysisLog(std::string_view text,
   return out;
 }
 
+namespace {
+// "Task:[0-1-53], rootHash:1795..., callOpMagic:10008, leafHash:8097...,"
+// -> "8097..."; empty when the hint has no leafHash.
+std::string LeafHashOf(std::string_view hint) {
+  constexpr std::string_view kKey = "leafHash:";
+  size_t at = hint.find(kKey);
+  if (at == std::string_view::npos) return "";
+  size_t b = at + kKey.size();
+  while (b < hint.size() && hint[b] == ' ') ++b;
+  size_t e = b;
+  while (e < hint.size() && hint[e] >= '0' && hint[e] <= '9') ++e;
+  return std::string(hint.substr(b, e - b));
+}
+}  // namespace
+
 absl::StatusOr<PyptoSummary> ParsePyptoSwimlane(std::string_view text,
                                                 std::string_view file) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -177,6 +192,7 @@ absl::StatusOr<PyptoSummary> ParsePyptoSwimlane(std::string_view text,
     bool fake;
     std::string name;
     std::vector<int> preds;
+    std::string leaf;  // leafHash from args.event-hint; empty when absent
   };
   std::map<int64_t, std::string> lanes;
   std::vector<Task> tasks;
@@ -211,11 +227,15 @@ absl::StatusOr<PyptoSummary> ParsePyptoSwimlane(std::string_view text,
     } else if (ph == "X") {
       std::optional<double> ts = num(e, "ts"), dur = num(e, "dur");
       if (!tid || !ts || !dur || *dur < 0) continue;
-      Task t{static_cast<int64_t>(*tid), *ts, *ts + *dur, false, "", {}};
+      Task t{static_cast<int64_t>(*tid), *ts, *ts + *dur, false, "", {}, ""};
       auto a = e.find("args");
       if (a != e.end() && a->is_object()) {
         auto c = a->find("color");
         t.fake = c != a->end() && c->is_string() && *c == "fake";
+        auto hint = a->find("event-hint");
+        if (hint != a->end() && hint->is_string()) {
+          t.leaf = LeafHashOf(hint->get_ref<const std::string&>());
+        }
       }
       auto n = e.find("name");
       if (n != e.end() && n->is_string()) t.name = n->get<std::string>();
@@ -318,7 +338,11 @@ absl::StatusOr<PyptoSummary> ParsePyptoSwimlane(std::string_view text,
       real_min = any_real ? std::min(real_min, t.ts) : t.ts;
       real_max = any_real ? std::max(real_max, t.end) : t.end;
       any_real = true;
-      out.by_name[t.name].Add(t.end - t.ts);
+      // Tasks of one leaf function (same leafHash) are one op: the
+      // per-task labels (0-1-58-82-8()) are all distinct.
+      std::string key = t.leaf.empty() ? t.name : "leafHash:" + t.leaf;
+      out.by_name[key].Add(t.end - t.ts);
+      out.label_of.emplace(key, t.name);
       double pred_ready = gmin;
       for (int p : t.preds) pred_ready = std::max(pred_ready, tasks[p].end);
       c.wait_schedule_us += t.ts - std::max(last, pred_ready);

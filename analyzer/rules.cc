@@ -156,6 +156,32 @@ const std::vector<RuleRow>& Rules() {
                      "L2 reuse is poor: tile the traversal for locality",
                      absl::StrCat(s.l2_hit->Text(), " < ", F(t.l2_hit_low)));
        }},
+      {"mem.ub_overflow", "memory_hierarchy",
+       [](const Signals& s, const Thresholds&) -> std::optional<Finding> {
+         if (!s.ub_request || s.ub_capacity_bytes <= 0 ||
+             s.ub_request->value <= s.ub_capacity_bytes) {
+           return {};
+         }
+         // Lower the largest tile dimension the round sets, by at least
+         // half and enough to fit: buffers scale with it linearly.
+         std::string param = "tile_n";
+         int64_t largest = 0;
+         for (const char* p : {"tile_n", "tile_m", "tile_k"}) {
+           auto it = s.params.find(p);
+           if (it != s.params.end() && it->second > largest) {
+             largest = it->second;
+             param = p;
+           }
+         }
+         double fit = s.ub_capacity_bytes / s.ub_request->value;
+         return Make("mem.ub_overflow", "memory_hierarchy", "high",
+                     "the tile's buffers do not fit the Unified Buffer: lower "
+                     "a tile dimension until they do",
+                     absl::StrCat(s.ub_request->Text(0), " > ",
+                                  absl::StrFormat("%.0f", s.ub_capacity_bytes),
+                                  " bytes of UB"),
+                     MoveBy(s, param, "lower", std::min(0.5, fit), 0.8));
+       }},
       {"sched.block_underfill", "concurrency",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
          if (!s.block_dim || s.cores <= 0 || s.block_dim->value <= 0 ||

@@ -95,6 +95,10 @@ struct Signals {
   // Nsight Compute.
   std::optional<Cite> ncu_compute_sol, ncu_memory_sol, ncu_waves,
       ncu_tensor_pipe, ncu_occupancy, ncu_dram, ncu_l1, ncu_l2;
+  // UB pressure: a build log's overflow message (value = bytes requested,
+  // column names the capacity it exceeded); ub_capacity_bytes from it.
+  std::optional<Cite> ub_request;
+  double ub_capacity_bytes = 0;
   // Derived by Classify (rules.cc).
   std::string operator_type = "unknown";  // cube|vector|mixed|copy|unknown
   std::string operator_type_evidence;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/files.h"
@@ -157,17 +158,92 @@ TEST(AnalyzeTest, KernelDetailsPreferredOverOpSummary) {
 
 TEST(AnalyzeTest, CrlfKernelDetailsWithHcclTasks) {
   // msinsight Level1: CRLF lines, no Device_id; values read from the file.
+  // Its four hcom_allReduce ops (105991.876 us of the 114865.613 us) are
+  // communication: listed apart, not as compute hotspots.
   v1::ProfileBundle bundle;
   AddFixtureFiles("msinsight_torch_npu_level1", "rank0_ascend_pt/", bundle);
   v1::Diagnosis d = Analyze(bundle);
   ASSERT_GE(d.hotspots_size(), 2);
-  EXPECT_EQ(d.hotspots(0).op_name(), "hcom_allReduce__586_0_1");
-  EXPECT_NEAR(d.hotspots(0).duration_us(), 79089.52, 1e-6);
-  EXPECT_NEAR(d.total_device_us(), 114865.613, 1e-3);
+  EXPECT_EQ(d.hotspots(0).op_name(),
+            "aclnnForeachAddListV2_ForeachAddListV2_ForeachAddList");
+  EXPECT_EQ(d.hotspots(0).core_type(), "AI_VECTOR_CORE");
+  EXPECT_NEAR(d.hotspots(0).duration_us(), 1959.079, 1e-6);
+  EXPECT_NEAR(d.total_device_us(), 114865.613 - 105991.876, 1e-3);
+  EXPECT_NEAR(d.hotspots(0).share(), 1959.079 / 8873.737, 1e-6);
   EXPECT_EQ(d.hotspots_size(), kMaxHotspots);
-  for (int i = 1; i < d.hotspots_size(); ++i) {
-    EXPECT_GE(d.hotspots(i - 1).duration_us(), d.hotspots(i).duration_us());
+  for (int i = 0; i < d.hotspots_size(); ++i) {
+    EXPECT_THAT(d.hotspots(i).op_name(), ::testing::Not(HasSubstr("hcom")));
+    if (i > 0) {
+      EXPECT_GE(d.hotspots(i - 1).duration_us(), d.hotspots(i).duration_us());
+    }
   }
+  EXPECT_THAT(d.perf_analysis_md(),
+              HasSubstr("Communication (HCCL) ops, 105991.876 us, excluded"));
+  EXPECT_THAT(d.perf_analysis_md(),
+              HasSubstr("- `hcom_allReduce__586_0_1` (HCCL): 79089.520 us"));
+}
+
+TEST(AnalyzeTest, UbOverflowInBuildLogLowersTheLargestTile) {
+  v1::ProfileBundle bundle = MsprofRealBundle();
+  (*bundle.mutable_params())["tile_m"] = IntParam(64);
+  (*bundle.mutable_params())["tile_n"] = IntParam(256);
+  v1::ProfileFile* log = bundle.add_files();
+  log->set_path("build/build.log");
+  log->set_content(
+      "compiling kernel.cpp\n"
+      "error: UB overflow: req 262400 > 196608 (tile buffers)\n");
+  v1::Diagnosis d = Analyze(bundle);
+  const v1::Suggestion* ub = nullptr;
+  for (const v1::Suggestion& s : d.suggestions()) {
+    if (absl::StartsWith(s.rule(), "mem.ub_overflow")) ub = &s;
+  }
+  ASSERT_NE(ub, nullptr) << d.perf_analysis_md();
+  EXPECT_EQ(d.suggestions(0).rule(), ub->rule());  // high severity first
+  EXPECT_EQ(ub->parameter(), "tile_n");
+  EXPECT_EQ(ub->direction(), "lower");
+  EXPECT_EQ(ub->value().int_value(), 128);  // halved: 196608/262400 > 0.5
+  EXPECT_THAT(ub->evidence(), HasSubstr("`build/build.log`"));
+  EXPECT_THAT(ub->evidence(), HasSubstr("262400"));
+  EXPECT_THAT(ub->evidence(), HasSubstr("196608"));
+  EXPECT_THAT(d.perf_analysis_md(), HasSubstr("mem.ub_overflow"));
+
+  // The KB form, and no move without an overflow.
+  log->set_content("[ERROR] ub overflow, req ~390KB > 192KB\n");
+  d = Analyze(bundle);
+  bool fired = false;
+  for (const v1::Bottleneck& b : d.bottlenecks()) {
+    if (b.rule() == "mem.ub_overflow") {
+      fired = true;
+      EXPECT_THAT(b.evidence(), HasSubstr("399360"));
+    }
+  }
+  EXPECT_TRUE(fired);
+  log->set_content("UB usage: req 1000 > 0? no, fits\n");
+  d = Analyze(bundle);
+  for (const v1::Bottleneck& b : d.bottlenecks()) {
+    EXPECT_NE(b.rule(), "mem.ub_overflow");
+  }
+}
+
+TEST(AnalyzeTest, PyptoHotspotsGroupedByLeafHash) {
+  v1::ProfileBundle bundle;
+  absl::StatusOr<std::string> text = ReadFile(
+      FixtureDir("pypto_swimlane_kaywang/merged_swimlane.timeline.json"));
+  ASSERT_TRUE(text.ok()) << text.status();
+  v1::ProfileFile* f = bundle.add_files();
+  f->set_path("merged_swimlane.json");
+  f->set_content(*text);
+  v1::Diagnosis d = Analyze(bundle);
+  ASSERT_GE(d.hotspots_size(), 2);
+  int64_t tasks = 0;
+  for (const v1::Hotspot& h : d.hotspots()) {
+    EXPECT_TRUE(absl::StartsWith(h.op_name(), "leafHash:")) << h.op_name();
+    EXPECT_THAT(h.op_type(), HasSubstr("e.g. task "));
+    tasks += h.count();
+  }
+  // Leaf functions run as many tasks each: fewer groups than tasks.
+  EXPECT_GT(tasks, d.hotspots_size());
+  EXPECT_GT(d.hotspots(0).count(), 1);
 }
 
 TEST(AnalyzeTest, CorruptOpSummaryBecomesAGapNamingIt) {
