@@ -75,11 +75,28 @@ class Metrics {
                 .Help("Wall time of one bundle's analysis")
                 .Register(registry)
                 .Add({}, prometheus::Histogram::BucketBoundaries{
-                             0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5})) {}
+                             0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5})),
+        bundle_bytes_(
+            prometheus::BuildHistogram()
+                .Name("tunefarm_analyzer_bundle_bytes")
+                .Help("Serialized size of each analysed profile bundle")
+                .Register(registry)
+                .Add({}, prometheus::Histogram::BucketBoundaries{
+                             1 << 10, 1 << 14, 1 << 17, 1 << 20, 1 << 22,
+                             1 << 24, 1 << 26, 1 << 28})),
+        parse_errors_(prometheus::BuildCounter()
+                          .Name("tunefarm_analyzer_parse_errors_total")
+                          .Help("Profile files that failed to parse (or "
+                                "had malformed rows), by profiler format")
+                          .Register(registry)) {}
 
   // Thread-safe (prometheus-cpp metrics are).
-  void ObserveAnalysis(absl::Duration d) {
-    analysis_seconds_.Observe(absl::ToDoubleSeconds(d));
+  void ObserveAnalysis(const AnalysisReport& r) {
+    analysis_seconds_.Observe(absl::ToDoubleSeconds(r.took));
+    bundle_bytes_.Observe(static_cast<double>(r.bundle_bytes));
+    for (const auto& [format, n] : r.parse_errors) {
+      parse_errors_.Add({{"format", format}}).Increment(static_cast<double>(n));
+    }
   }
 
   // Called from one thread only.
@@ -97,6 +114,8 @@ class Metrics {
   prometheus::Counter& garbled_;
   prometheus::Counter& send_failures_;
   prometheus::Histogram& analysis_seconds_;
+  prometheus::Histogram& bundle_bytes_;
+  prometheus::Family<prometheus::Counter>& parse_errors_;
   AnalyzerStats last_;
 };
 
@@ -146,8 +165,8 @@ int RunAnalyzer(const Flags& flags) {
   options.bind_endpoint = flags.bind;
   options.coordinator_endpoints =
       absl::StrSplit(flags.coordinator, ',', absl::SkipWhitespace());
-  options.on_analyzed = [&metrics](absl::Duration d) {
-    metrics.ObserveAnalysis(d);
+  options.on_analyzed = [&metrics](const AnalysisReport& r) {
+    metrics.ObserveAnalysis(r);
   };
   absl::StatusOr<std::unique_ptr<AnalyzerWorker>> worker =
       AnalyzerWorker::Create(std::move(options));

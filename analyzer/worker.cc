@@ -86,7 +86,13 @@ void AnalyzerWorker::HandleOne(absl::Duration wait) {
   d->set_analyzer_id(options_.id);
   d->set_analyzed_unix_ms(clock_.NowUnixMs());
   absl::Duration took = absl::Now() - start;
-  if (options_.on_analyzed) options_.on_analyzed(took);
+  if (options_.on_analyzed) {
+    AnalysisReport report;
+    report.took = took;
+    report.bundle_bytes = static_cast<int64_t>(bundle.ByteSizeLong());
+    report.parse_errors = ParseErrorsByFormat(*d);
+    options_.on_analyzed(report);
+  }
   spdlog::info("analyzer {}: bundle {} (sweep {} round {}): hotspot {}, "
                "bound {}, {} gaps, {} suggestions, analysed in {}",
                options_.id, bundle.bundle_id(), bundle.sweep_id(),

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,14 @@ struct AnalyzerStats {
   int64_t send_failures = 0;  // diagnoses no coordinator took (dropped)
 };
 
+// What one analysis cost and found, for the worker's metrics.
+struct AnalysisReport {
+  absl::Duration took;       // wall time of Analyze
+  int64_t bundle_bytes = 0;  // serialized ProfileBundle size
+  // Files that failed to parse, by format (ParseErrorsByFormat).
+  std::map<std::string, int64_t> parse_errors;
+};
+
 class AnalyzerWorker {
  public:
   struct Options {
@@ -43,8 +52,8 @@ class AnalyzerWorker {
     // How long one diagnosis may wait for the coordinator to take it.
     absl::Duration send_timeout = absl::Seconds(5);
     Clock* clock = nullptr;  // SystemClock() when null; not owned
-    // Called after each analysis with its wall time, from Run()'s thread.
-    std::function<void(absl::Duration)> on_analyzed;
+    // Called after each analysis, from Run()'s thread.
+    std::function<void(const AnalysisReport&)> on_analyzed;
   };
 
   // Binds the bundle endpoint and connects to the coordinator.

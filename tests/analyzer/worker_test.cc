@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,12 +52,18 @@ TEST(AnalyzerWorkerTest, BundleInDiagnosisOut) {
 
   FakeClock clock(absl::FromUnixMillis(1'700'000'123'456));
   std::atomic<int> analyses{0};
+  std::mutex report_mu;
+  AnalysisReport report;
   AnalyzerWorker::Options options;
   options.id = "analyzer-t";
   options.coordinator_endpoints = {(*coordinator)->bound_endpoint()};
   options.poll_interval = absl::Milliseconds(20);
   options.clock = &clock;
-  options.on_analyzed = [&](absl::Duration) { ++analyses; };
+  options.on_analyzed = [&](const AnalysisReport& r) {
+    std::lock_guard<std::mutex> lock(report_mu);
+    report = r;
+    ++analyses;
+  };
   absl::StatusOr<std::unique_ptr<AnalyzerWorker>> worker =
       AnalyzerWorker::Create(options);
   ASSERT_TRUE(worker.ok()) << worker.status();
@@ -80,6 +88,12 @@ TEST(AnalyzerWorkerTest, BundleInDiagnosisOut) {
   ASSERT_TRUE(agent.ok()) << agent.status();
   v1::PipelineMessage msg;
   *msg.mutable_bundle() = MsprofRealBundle();
+  // A broken op_summary beside the real one: a parse error of format
+  // msprof for the metrics; the real table still gives the hotspot.
+  v1::ProfileFile* broken = msg.mutable_bundle()->add_files();
+  broken->set_path("PROF_000001_20260511093035/mindstudio_profiler_output/"
+                   "op_summary_99999999999999.csv");
+  broken->set_content("Op Name,\"unterminated\n");
   ASSERT_TRUE((*agent)->Send(msg, kWait).ok());
 
   absl::StatusOr<v1::PipelineMessage> got = (*coordinator)->Receive(kWait);
@@ -105,6 +119,14 @@ TEST(AnalyzerWorkerTest, BundleInDiagnosisOut) {
   EXPECT_EQ(stats.diagnoses_sent, 1);
   EXPECT_EQ(stats.send_failures, 0);
   EXPECT_EQ(analyses.load(), 1);
+  {
+    std::lock_guard<std::mutex> lock(report_mu);
+    EXPECT_EQ(report.bundle_bytes,
+              static_cast<int64_t>(msg.bundle().ByteSizeLong()));
+    EXPECT_EQ(report.parse_errors,
+              (std::map<std::string, int64_t>{{"msprof", 1}}));
+    EXPECT_GT(report.took, absl::ZeroDuration());
+  }
 
   stop = true;
   runner.join();
