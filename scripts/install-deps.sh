@@ -13,6 +13,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl python3-yaml
+  clang libclang-rt-14-dev python3-pandas
 )
 
 missing=()
