@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
       int reach5 = 0, reach1 = 0;
       const auto start = std::chrono::steady_clock::now();
       for (int seed = 1; seed <= seeds; ++seed) {
-        std::mt19937_64 rng(static_cast<uint64_t>(seed) * 7919 + 17);
+        std::seed_seq seq{static_cast<uint32_t>(seed), 0x9e3779b9u, 0x85ebca6bu};
+        std::mt19937_64 rng(seq);
         const ParamMap baseline = space->configs[valid[rng() % valid.size()]].params;
         std::unique_ptr<Strategy> s;
         if (strategy_name == std::string("grid")) s = NewGridStrategy();
@@ -193,6 +194,7 @@ int main(int argc, char** argv) {
           s = NewGuidedStrategy(o);
         }
         const RunTrace t = RunSweep(op, *board, *s, baseline, seed, budget, min_gain);
+        if (getenv("SEARCH_BENCH_DEBUG")) std::fprintf(stderr, "seed %d baseline %s: %.1f us (opt %.1f)\n", seed, ParamsKey(baseline).c_str(), t.best_after[0], space->best_us);
         e5.push_back(EvalsTo(t, space->best_us * 1.05));
         e1.push_back(EvalsTo(t, space->best_us * 1.01));
         reach5 += !std::isinf(e5.back());
