@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/grpc_client.h"
 #include "tunefarm/v1/agent.pb.h"
 
 namespace tunefarm {
@@ -29,9 +30,11 @@ class CoordinatorClient {
       const v1::ReportResultRequest& request) = 0;
 };
 
-// Dials `target` ("host:port"); every call has `rpc_timeout` as deadline.
-std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
-    const std::string& target, absl::Duration rpc_timeout);
+// Dials `target` ("host:port") with `security` (TLS, agent token); every
+// call has `rpc_timeout` as deadline.
+absl::StatusOr<std::unique_ptr<CoordinatorClient>> NewGrpcCoordinatorClient(
+    const std::string& target, const ClientSecurity& security,
+    absl::Duration rpc_timeout);
 
 }  // namespace tunefarm
 

@@ -10,9 +10,10 @@ namespace {
 
 class GrpcCoordinatorClient : public CoordinatorClient {
  public:
-  GrpcCoordinatorClient(const std::string& target, absl::Duration timeout)
-      : stub_(v1::AgentService::NewStub(
-            grpc::CreateChannel(target, grpc::InsecureChannelCredentials()))),
+  GrpcCoordinatorClient(std::shared_ptr<grpc::Channel> channel,
+                        ClientSecurity security, absl::Duration timeout)
+      : stub_(v1::AgentService::NewStub(std::move(channel))),
+        security_(std::move(security)),
         timeout_(timeout) {}
 
   absl::StatusOr<v1::RegisterAgentResponse> RegisterAgent(
@@ -44,6 +45,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() +
                          absl::ToChronoMilliseconds(timeout_));
+    AddCredentials(&context, security_);
     Resp response;
     grpc::Status st = (stub_.get()->*method)(&context, request, &response);
     if (!st.ok()) return FromGrpcStatus(st);
@@ -51,14 +53,20 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   }
 
   std::unique_ptr<v1::AgentService::Stub> stub_;
+  ClientSecurity security_;
   absl::Duration timeout_;
 };
 
 }  // namespace
 
-std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
-    const std::string& target, absl::Duration rpc_timeout) {
-  return std::make_unique<GrpcCoordinatorClient>(target, rpc_timeout);
+absl::StatusOr<std::unique_ptr<CoordinatorClient>> NewGrpcCoordinatorClient(
+    const std::string& target, const ClientSecurity& security,
+    absl::Duration rpc_timeout) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      MakeChannel(target, security);
+  if (!channel.ok()) return channel.status();
+  return std::unique_ptr<CoordinatorClient>(new GrpcCoordinatorClient(
+      std::move(*channel), security, rpc_timeout));
 }
 
 }  // namespace tunefarm

@@ -19,6 +19,8 @@
 #include "absl/strings/strip.h"
 #include "agent/agent.h"
 #include "agent/coordinator_client.h"
+#include "agent/cpu_board.h"
+#include "agent/cuda_board.h"
 #include "agent/pipeline_bundle_sink.h"
 #include "agent/sim_board.h"
 #include "common/files.h"
@@ -55,6 +57,16 @@ int Main(int argc, char** argv) {
   int64_t stage_timeout_s = 120;
   uint64_t seed = 1;
   std::string log_level = "info";
+  std::string token_file;
+  ClientSecurity security;
+  app.add_option("--token_file", token_file,
+                 "file holding this agent's bearer token");
+  app.add_option("--tls_ca", security.tls_ca_file,
+                 "CA of the coordinator's certificate (turns TLS on)");
+  app.add_option("--tls_cert", security.tls_cert_file,
+                 "client certificate for mutual TLS");
+  app.add_option("--tls_key", security.tls_key_file,
+                 "client private key for mutual TLS");
   app.add_option("--coordinator", coordinator, "host:port")->required();
   app.add_option("--agent_id", agent_id, "default: <host>-<pid>");
   app.add_option("--node", node);
@@ -63,6 +75,9 @@ int Main(int argc, char** argv) {
                  "ZeroMQ endpoint of an analyzer worker (repeatable)");
   app.add_option("--label", labels, "KEY=VALUE board label (repeatable)");
   app.add_option("--work_dir", work_dir);
+  std::string harness_dir = TUNEFARM_DEFAULT_OPS_DIR "/common";
+  app.add_option("--harness_dir", harness_dir,
+                 "ops/common of the operator packages (cpu boards)");
   app.add_option("--bin_dir", bin_dir, "where operator programs live");
   app.add_option("--metrics_address", metrics_address);
   app.add_option("--sim_delay_ms", sim_delay_ms,
@@ -90,17 +105,65 @@ int Main(int argc, char** argv) {
     label_map[kv.first] = kv.second;
   }
   std::vector<std::unique_ptr<Board>> boards;
+  const std::string cache_dir = absl::StrCat(work_dir, "/build_cache");
   for (const std::string& spec : board_specs) {
     std::pair<std::string, std::string> kc = absl::StrSplit(spec, ':');
+    if (kc.first == "cuda") {
+      // cuda:all, or cuda:0,2 (nvidia-smi indices): one board per GPU.
+      CudaBoardOptions o;
+      o.agent_id = agent_id;
+      o.node = node;
+      o.work_root = absl::StrCat(work_dir, "/", agent_id);
+      o.cache_dir = cache_dir;
+      o.labels = label_map;
+      if (kc.second != "all") {
+        for (absl::string_view idx : absl::StrSplit(kc.second, ',')) {
+          int gpu = 0;
+          if (!absl::SimpleAtoi(idx, &gpu) || gpu < 0) {
+            spdlog::critical("--boards {}: expected cuda:all or cuda:I,J,...",
+                             spec);
+            return 2;
+          }
+          o.gpu_indices.push_back(gpu);
+        }
+      }
+      auto gpus = DiscoverCudaBoards(o);
+      if (!gpus.ok()) {
+        spdlog::critical("--boards {}: {}", spec, gpus.status().ToString());
+        return 1;
+      }
+      for (auto& b : *gpus) boards.push_back(std::move(b));
+      continue;
+    }
     int count = 0;
     if (!absl::SimpleAtoi(kc.second, &count) || count < 1 || count > 256) {
       spdlog::critical("--boards {}: expected KIND:COUNT with 1..256 boards",
                        spec);
       return 2;
     }
+    if (kc.first == "cpu") {
+      // Each cpu board gets its own disjoint set of cores.
+      std::vector<std::vector<int>> cpus = SplitAllowedCpus(count);
+      for (size_t i = 0; i < cpus.size(); ++i) {
+        CpuBoardOptions o;
+        o.board_id = absl::StrCat(agent_id, "/cpu", i);
+        o.agent_id = agent_id;
+        o.node = node;
+        o.work_root = absl::StrCat(work_dir, "/", agent_id, "/cpu", i);
+        o.cache_dir = cache_dir;
+        o.harness_dir = harness_dir;
+        o.cpus = cpus[i];
+        o.seed = seed + i;
+        o.stage_timeout = absl::Seconds(stage_timeout_s);
+        o.labels = label_map;
+        boards.push_back(NewCpuBoard(std::move(o)));
+      }
+      continue;
+    }
     if (kc.first != "sim") {
-      spdlog::critical("--boards {}: unknown board kind '{}' (known: sim)",
-                       spec, kc.first);
+      spdlog::critical(
+          "--boards {}: unknown board kind '{}' (known: sim, cpu, cuda)",
+          spec, kc.first);
       return 2;
     }
     for (int i = 0; i < count; ++i) {
@@ -147,7 +210,20 @@ int Main(int argc, char** argv) {
     }
     sink = NewPipelineBundleSink(std::move(*sender), absl::Seconds(5));
   }
-  auto client = NewGrpcCoordinatorClient(coordinator, absl::Seconds(10));
+  if (!token_file.empty()) {
+    auto token = ReadTokenFile(token_file);
+    if (!token.ok()) {
+      spdlog::critical("--token_file: {}", token.status().ToString());
+      return 2;
+    }
+    security.token = *token;
+  }
+  auto client =
+      NewGrpcCoordinatorClient(coordinator, security, absl::Seconds(10));
+  if (!client.ok()) {
+    spdlog::critical("coordinator client: {}", client.status().ToString());
+    return 2;
+  }
 
   AgentOptions options;
   options.agent_id = agent_id;
@@ -158,7 +234,8 @@ int Main(int argc, char** argv) {
     rounds.Add({{"outcome", outcome}}).Increment();
     eval_seconds.Observe(absl::ToDoubleSeconds(d));
   };
-  Agent agent(std::move(options), client.get(), sink.get(), std::move(boards));
+  Agent agent(std::move(options), client->get(), sink.get(),
+              std::move(boards));
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
   ::sigaction(SIGTERM, &sa, nullptr);

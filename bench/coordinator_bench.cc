@@ -210,7 +210,7 @@ class CoreApi {
   }
   absl::StatusOr<v1::SubmitSweepResponse> SubmitSweep(
       const v1::SubmitSweepRequest& r) {
-    return c_->SubmitSweep(r);
+    return c_->SubmitSweep(r, AnonymousAdmin());
   }
   absl::StatusOr<v1::LeaseWorkResponse> LeaseWork(
       const v1::LeaseWorkRequest& r) {

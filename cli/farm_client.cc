@@ -33,13 +33,6 @@ std::string StateName(v1::SweepState s) {
   return Lower(v1::SweepState_Name(s), "SWEEP_STATE_");
 }
 
-std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() +
-                    absl::ToChronoMilliseconds(timeout));
-  return ctx;
-}
-
 std::string SpeedupText(const v1::Sweep& s) {
   if (s.best_us() <= 0) return "-";
   return absl::StrFormat("%.2fx", s.baseline_us() / s.best_us());
@@ -69,10 +62,27 @@ int ExitCodeFor(const absl::Status& status) {
   }
 }
 
-FarmClient::FarmClient(CliContext ctx)
-    : ctx_(std::move(ctx)),
-      stub_(v1::TuneFarm::NewStub(grpc::CreateChannel(
-          ctx_.coordinator, grpc::InsecureChannelCredentials()))) {}
+FarmClient::FarmClient(CliContext ctx) : ctx_(std::move(ctx)) {
+  auto channel = MakeChannel(ctx_.coordinator, ctx_.security);
+  if (!channel.ok()) {
+    // Reported on the first call, through an unusable channel.
+    std::cerr << "tunefarm: " << channel.status().message() << "\n";
+    channel = grpc::CreateChannel("unix:/nonexistent",
+                                  grpc::InsecureChannelCredentials());
+  }
+  stub_ = v1::TuneFarm::NewStub(*channel);
+}
+
+std::unique_ptr<grpc::ClientContext> FarmClient::Context(
+    absl::Duration timeout) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  if (timeout != absl::InfiniteDuration()) {
+    ctx->set_deadline(std::chrono::system_clock::now() +
+                      absl::ToChronoMilliseconds(timeout));
+  }
+  AddCredentials(ctx.get(), ctx_.security);
+  return ctx;
+}
 
 int FarmClient::Fail(const absl::Status& status, const std::string& what) {
   std::string msg = std::string(status.message());
@@ -168,8 +178,9 @@ int FarmClient::Watch(const std::string& sweep_id) {
   v1::WatchSweepRequest request;
   request.set_sweep_id(sweep_id);
   request.set_from_seq(1);
-  grpc::ClientContext ctx;  // no deadline: a sweep may run for hours
-  auto reader = stub_->WatchSweep(&ctx, request);
+  // No deadline: a sweep may run for hours.
+  auto ctx = Context(absl::InfiniteDuration());
+  auto reader = stub_->WatchSweep(ctx.get(), request);
   v1::SweepEvent ev;
   v1::SweepState final_state = v1::SWEEP_STATE_UNSPECIFIED;
   int finished = 0, kept = 0;
@@ -328,6 +339,73 @@ int FarmClient::Summary(const std::string& sweep_id) {
   std::cout << "   report: "
             << (response.report_path().empty() ? "(not written)"
                                                : response.report_path())
+            << "\n";
+  return kExitOk;
+}
+
+int FarmClient::Teams() {
+  v1::ListTeamsRequest request;
+  v1::ListTeamsResponse response;
+  auto ctx = Context(absl::Seconds(10));
+  grpc::Status st = stub_->ListTeams(ctx.get(), request, &response);
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "teams");
+  if (ctx_.json) {
+    std::cout << Json(response) << "\n";
+    return kExitOk;
+  }
+  std::cout << absl::StrFormat("%-16s %7s %11s %13s %9s %14s\n", "TEAM",
+                               "WEIGHT", "MAX_BOARDS", "BOARDS_IN_USE",
+                               "SWEEPS", "BOARD_SECONDS");
+  for (const v1::TeamUsage& u : response.teams()) {
+    std::cout << absl::StrFormat(
+        "%-16s %7.2f %11s %13d %9s %14.1f\n", u.quota().team(),
+        u.quota().weight(),
+        u.quota().max_boards() == 0 ? "-" : absl::StrCat(u.quota().max_boards()),
+        u.boards_in_use(),
+        absl::StrCat(u.active_sweeps(), "/",
+                     u.quota().max_active_sweeps() == 0
+                         ? "-"
+                         : absl::StrCat(u.quota().max_active_sweeps())),
+        u.board_seconds());
+  }
+  return kExitOk;
+}
+
+int FarmClient::Drain(const std::string& board_id, const std::string& reason) {
+  v1::BoardAdminRequest request;
+  request.set_board_id(board_id);
+  request.set_reason(reason);
+  v1::BoardInfo board;
+  auto ctx = Context(absl::Seconds(10));
+  grpc::Status st = stub_->DrainBoard(ctx.get(), request, &board);
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "admin drain");
+  std::cout << (ctx_.json ? Json(board) : "draining " + board.board_id())
+            << "\n";
+  return kExitOk;
+}
+
+int FarmClient::Admit(const std::string& board_id, const std::string& reason) {
+  v1::BoardAdminRequest request;
+  request.set_board_id(board_id);
+  request.set_reason(reason);
+  v1::BoardInfo board;
+  auto ctx = Context(absl::Seconds(10));
+  grpc::Status st = stub_->AdmitBoard(ctx.get(), request, &board);
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "admin admit");
+  std::cout << (ctx_.json ? Json(board) : "admitted " + board.board_id())
+            << "\n";
+  return kExitOk;
+}
+
+int FarmClient::SetQuota(const v1::TeamQuota& quota) {
+  v1::SetTeamQuotaRequest request;
+  *request.mutable_quota() = quota;
+  v1::TeamQuota response;
+  auto ctx = Context(absl::Seconds(10));
+  grpc::Status st = stub_->SetTeamQuota(ctx.get(), request, &response);
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "admin quota");
+  std::cout << (ctx_.json ? Json(response)
+                          : absl::StrCat("quota of ", response.team(), " set"))
             << "\n";
   return kExitOk;
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/grpc_client.h"
 #include "tunefarm/v1/farm.grpc.pb.h"
 
 namespace tunefarm {
@@ -28,6 +29,7 @@ int ExitCodeFor(const absl::Status& status);
 
 struct CliContext {
   std::string coordinator;  // host:port
+  ClientSecurity security;  // TLS and bearer token
   bool json = false;        // --output json
   bool terminal = false;    // stdout is a terminal: live progress allowed
 };
@@ -44,11 +46,16 @@ class FarmClient {
   int Rounds(const std::string& sweep_id);
   int Report(const std::string& sweep_id);
   int Boards();
+  int Teams();
+  int Drain(const std::string& board_id, const std::string& reason);
+  int Admit(const std::string& board_id, const std::string& reason);
+  int SetQuota(const v1::TeamQuota& quota);
   // The closing summary: best configuration, speedup, report path.
   int Summary(const std::string& sweep_id);
 
  private:
   int Fail(const absl::Status& status, const std::string& what);
+  std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) const;
 
   CliContext ctx_;
   std::unique_ptr<v1::TuneFarm::Stub> stub_;

@@ -4,11 +4,56 @@
 #include <unistd.h>
 
 #include "absl/strings/numbers.h"
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 
 namespace tunefarm {
+
+namespace {
+
+// 32 hex characters from the kernel's random source.
+absl::StatusOr<std::string> RandomToken() {
+  FILE* f = std::fopen("/dev/urandom", "rb");
+  if (f == nullptr) return absl::UnavailableError("cannot open /dev/urandom");
+  unsigned char raw[16];
+  const size_t n = std::fread(raw, 1, sizeof(raw), f);
+  std::fclose(f);
+  if (n != sizeof(raw)) return absl::UnavailableError("short random read");
+  std::string hex;
+  for (unsigned char c : raw) absl::StrAppend(&hex, absl::Hex(c, absl::kZeroPad2));
+  return hex;
+}
+
+}  // namespace
+
+std::string LocalFarm::team_token(const std::string& team) const {
+  auto it = team_tokens_.find(team);
+  return it == team_tokens_.end() ? "" : it->second;
+}
+
+absl::Status LocalFarm::WriteTokens() {
+  const std::string run = options_.data_dir + "/run";
+  std::string yaml = "tokens:\n";
+  TF_ASSIGN_OR_RETURN(admin_token_, RandomToken());
+  absl::StrAppend(&yaml, "  - {name: local-admin, role: admin, token: \"",
+                  admin_token_, "\"}\n");
+  TF_ASSIGN_OR_RETURN(std::string agent_token, RandomToken());
+  absl::StrAppend(&yaml, "  - {name: local-agents, role: agent, token: \"",
+                  agent_token, "\"}\n");
+  for (const std::string& team : options_.teams) {
+    TF_ASSIGN_OR_RETURN(std::string token, RandomToken());
+    team_tokens_[team] = token;
+    absl::StrAppend(&yaml, "  - {name: ", team, "-user, team: ", team,
+                    ", role: user, token: \"", token, "\"}\n");
+  }
+  tokens_file_ = run + "/tokens.yaml";
+  agent_token_file_ = run + "/agent.token";
+  TF_RETURN_IF_ERROR(WriteFileAtomic(tokens_file_, yaml));
+  return WriteFileAtomic(agent_token_file_, agent_token + "\n");
+}
 
 LocalFarm::LocalFarm(LocalFarmOptions options)
     : options_(std::move(options)) {
@@ -41,6 +86,14 @@ absl::Status LocalFarm::StartCoordinatorOn(const std::string& listen) {
     argv.push_back("--diagnosis_bind");
     argv.push_back(diagnosis_endpoint_);
   }
+  if (!tokens_file_.empty()) {
+    argv.push_back("--tokens_file");
+    argv.push_back(tokens_file_);
+  }
+  if (!options_.policy_file.empty()) {
+    argv.push_back("--policy_file");
+    argv.push_back(options_.policy_file);
+  }
   for (const std::string& d : options_.ops_dirs) {
     if (d.empty()) continue;
     argv.push_back("--ops_dir");
@@ -69,6 +122,7 @@ absl::Status LocalFarm::StartCoordinatorOn(const std::string& listen) {
 absl::Status LocalFarm::Start() {
   TF_RETURN_IF_ERROR(MakeDirs(log_dir()));
   TF_RETURN_IF_ERROR(MakeDirs(options_.data_dir + "/run"));
+  if (options_.auth) TF_RETURN_IF_ERROR(WriteTokens());
   TF_RETURN_IF_ERROR(StartCoordinatorOn("127.0.0.1:0"));
 
   const std::string endpoint_file =
@@ -99,17 +153,21 @@ absl::Status LocalFarm::StartAgent(int i) {
     return absl::OutOfRangeError(absl::StrCat("no agent ", i));
   }
   const std::string id = absl::StrCat("agent-", i + 1);
-  TF_ASSIGN_OR_RETURN(
-      agents_[i],
-      Subprocess::Start(
-          {options_.bin_dir + "/tunefarm-agent", "--coordinator", address_,
-           "--agent_id", id, "--node", "localhost", "--boards",
-           absl::StrCat("sim:", options_.boards_per_agent), "--analyzer",
-           analyzer_endpoint_, "--work_dir", options_.data_dir + "/work",
-           "--bin_dir", options_.bin_dir, "--sim_delay_ms",
-           absl::StrCat(options_.sim_delay_ms), "--seed",
-           absl::StrCat(100 * (i + 1)), "--log_level", options_.log_level},
-          absl::StrCat(log_dir(), "/", id, ".log")));
+  std::vector<std::string> argv = {
+      options_.bin_dir + "/tunefarm-agent", "--coordinator", address_,
+      "--agent_id", id, "--node", "localhost", "--boards",
+      absl::StrCat("sim:", options_.boards_per_agent), "--analyzer",
+      analyzer_endpoint_, "--work_dir", options_.data_dir + "/work",
+      "--bin_dir", options_.bin_dir, "--sim_delay_ms",
+      absl::StrCat(options_.sim_delay_ms), "--seed", absl::StrCat(100 * (i + 1)),
+      "--log_level", options_.log_level};
+  if (!agent_token_file_.empty()) {
+    argv.push_back("--token_file");
+    argv.push_back(agent_token_file_);
+  }
+  TF_ASSIGN_OR_RETURN(agents_[i],
+                      Subprocess::Start(argv, absl::StrCat(log_dir(), "/", id,
+                                                           ".log")));
   return absl::OkStatus();
 }
 

@@ -8,6 +8,7 @@
 #ifndef TUNEFARM_CLI_LOCAL_FARM_H_
 #define TUNEFARM_CLI_LOCAL_FARM_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,12 @@ struct LocalFarmOptions {
   int64_t heartbeat_ms = 500;
   int64_t agent_timeout_ms = 5000;
   std::string log_level = "info";
+  // Bearer-token authentication: a tokens file with an admin, an agent and
+  // one user token per team in `teams` is written under <data>/run/.
+  bool auth = true;
+  std::vector<std::string> teams = {"demo"};
+  // Team weights and quotas (YAML, coordinator/policy.h); "" = none.
+  std::string policy_file;
 };
 
 class LocalFarm {
@@ -42,6 +49,11 @@ class LocalFarm {
   // "127.0.0.1:PORT" of the coordinator's gRPC service.
   const std::string& coordinator_address() const { return address_; }
   int coordinator_metrics_port() const { return metrics_port_; }
+  // "" when authentication is off.
+  const std::string& tokens_file() const { return tokens_file_; }
+  const std::string& admin_token() const { return admin_token_; }
+  // The user token of `team` (one of options.teams); "" if none.
+  std::string team_token(const std::string& team) const;
 
   // Fault injection for tests.
   void KillAgent(int i, int sig);
@@ -57,6 +69,7 @@ class LocalFarm {
 
  private:
   absl::Status StartCoordinatorOn(const std::string& listen);
+  absl::Status WriteTokens();
 
   LocalFarmOptions options_;
   std::string address_;
@@ -64,6 +77,10 @@ class LocalFarm {
   int metrics_port_ = 0;
   std::string analyzer_endpoint_;
   std::string diagnosis_endpoint_;
+  std::string tokens_file_;
+  std::string admin_token_;
+  std::string agent_token_file_;
+  std::map<std::string, std::string> team_tokens_;
   std::unique_ptr<Subprocess> coordinator_;
   std::unique_ptr<Subprocess> analyzer_;
   std::vector<std::unique_ptr<Subprocess>> agents_;

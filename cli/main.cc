@@ -45,6 +45,12 @@ int RunLocal(const CliContext& base, const std::string& spec,
             << farm.log_dir() << "\n";
   CliContext ctx = base;
   ctx.coordinator = farm.coordinator_address();
+  // The local operator acts as the farm's admin.
+  ctx.security.token = farm.admin_token();
+  if (!farm.tokens_file().empty()) {
+    std::cout << "authentication on: tokens in " << farm.tokens_file()
+              << " (export TUNEFARM_TOKEN=<token> to use the CLI on it)\n";
+  }
   FarmClient client(ctx);
   int rc = client.Submit(spec, "", /*watch=*/true);
   if (rc == kExitOk || rc == kExitSweepFailed) client.Boards();
@@ -68,6 +74,15 @@ int Main(int argc, char** argv) {
                  "host:port (env TUNEFARM_COORDINATOR)");
   app.add_option("--output,-o", output, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  std::string token_file;
+  app.add_option("--token_file", token_file,
+                 "file holding your bearer token (or $TUNEFARM_TOKEN)");
+  app.add_option("--tls_ca", ctx.security.tls_ca_file,
+                 "CA of the coordinator's certificate (turns TLS on)");
+  app.add_option("--tls_cert", ctx.security.tls_cert_file,
+                 "client certificate for mutual TLS");
+  app.add_option("--tls_key", ctx.security.tls_key_file,
+                 "client key for mutual TLS");
 
   std::string spec, sweep_id, key, reason;
   bool watch = false;
@@ -88,6 +103,29 @@ int Main(int argc, char** argv) {
   auto* report = app.add_subcommand("report", "a sweep's tuning report");
   report->add_option("sweep", sweep_id)->required();
   auto* boards = app.add_subcommand("boards", "the farm's boards");
+  auto* teams = app.add_subcommand("teams", "teams' quotas and use");
+  std::string board_id;
+  auto* admin = app.add_subcommand("admin", "farm administration (admins)");
+  admin->require_subcommand(1);
+  auto* drain = admin->add_subcommand(
+      "drain", "finish the board's current round, then give it no work");
+  drain->add_option("board", board_id)->required();
+  drain->add_option("--reason", reason);
+  auto* admit = admin->add_subcommand(
+      "admit", "put a drained or quarantined board back in service");
+  admit->add_option("board", board_id)->required();
+  admit->add_option("--reason", reason);
+  v1::TeamQuota quota;
+  double weight = 1;
+  int max_boards = 0, max_active = 0;
+  auto* quota_cmd = admin->add_subcommand("quota", "set a team's quota");
+  quota_cmd->add_option("team", *quota.mutable_team())->required();
+  quota_cmd->add_option("--weight", weight, "fair-share weight")
+      ->check(CLI::Range(0.0, 1e6));
+  quota_cmd->add_option("--max-boards", max_boards, "0 = unlimited")
+      ->check(CLI::Range(0, 1000000));
+  quota_cmd->add_option("--max-active-sweeps", max_active, "0 = unlimited")
+      ->check(CLI::Range(0, 1000000));
   AnalyzeOptions analyze_options;
   auto* analyze = app.add_subcommand(
       "analyze", "diagnose a profile folder offline (perf-analysis.md)");
@@ -130,6 +168,17 @@ int Main(int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitBadInput;
   }
   ctx.json = output == "json";
+  if (!token_file.empty()) {
+    auto token = ReadTokenFile(token_file);
+    if (!token.ok()) {
+      std::cerr << "tunefarm: --token_file: " << token.status().message()
+                << "\n";
+      return kExitBadInput;
+    }
+    ctx.security.token = *token;
+  } else if (const char* t = std::getenv("TUNEFARM_TOKEN"); t != nullptr) {
+    ctx.security.token = t;
+  }
   ctx.terminal = ::isatty(STDOUT_FILENO) != 0;
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
@@ -144,6 +193,15 @@ int Main(int argc, char** argv) {
   if (*rounds) return client.Rounds(sweep_id);
   if (*report) return client.Report(sweep_id);
   if (*boards) return client.Boards();
+  if (*teams) return client.Teams();
+  if (*drain) return client.Drain(board_id, reason);
+  if (*admit) return client.Admit(board_id, reason);
+  if (*quota_cmd) {
+    quota.set_weight(weight);
+    quota.set_max_boards(max_boards);
+    quota.set_max_active_sweeps(max_active);
+    return client.SetQuota(quota);
+  }
   if (*analyze) {
     if (output == "json") analyze_options.output = "json";
     return RunAnalyze(analyze_options);

@@ -21,6 +21,8 @@ namespace tunefarm {
 
 struct Coordinator::SweepRuntime {
   v1::Sweep sweep;
+  // The operator as the sweep's board kind sees it (ProjectManifest).
+  v1::OperatorManifest projected;
   const v1::OperatorManifest* op = nullptr;
   std::unique_ptr<Strategy> strategy;
   std::vector<v1::Round> rounds;  // index == round_id
@@ -35,6 +37,7 @@ struct Coordinator::Txn {
 namespace {
 
 constexpr char kNextSweepKey[] = "next_sweep_number";
+constexpr char kQuotasKey[] = "team_quotas";
 
 std::string IdempotencyMetaKey(const std::string& team,
                                const std::string& key) {
@@ -99,7 +102,10 @@ absl::StatusOr<Coordinator::SweepRuntime*> Coordinator::LoadRuntime(
     const v1::Sweep& sweep) {
   auto rt = std::make_unique<SweepRuntime>();
   rt->sweep = sweep;
-  TF_ASSIGN_OR_RETURN(rt->op, catalog_->Find(sweep.spec().operator_name()));
+  TF_ASSIGN_OR_RETURN(const v1::OperatorManifest* op,
+                      catalog_->Find(sweep.spec().operator_name()));
+  rt->projected = ProjectManifest(*op, sweep.spec().boards().kind());
+  rt->op = &rt->projected;
   TF_ASSIGN_OR_RETURN(rt->strategy, NewStrategy(sweep.spec(), *rt->op));
   SweepRuntime* raw = rt.get();
   sweeps_[sweep.sweep_id()] = std::move(rt);
@@ -107,6 +113,18 @@ absl::StatusOr<Coordinator::SweepRuntime*> Coordinator::LoadRuntime(
 }
 
 absl::Status Coordinator::Recover() {
+  TF_ASSIGN_OR_RETURN(auto quotas, store_->GetMeta(kQuotasKey));
+  if (quotas.has_value()) {
+    v1::ListTeamsResponse stored;
+    if (!stored.ParseFromString(*quotas)) {
+      return absl::DataLossError(absl::StrCat("meta ", kQuotasKey,
+                                              " is not a quota list"));
+    }
+    // Quotas an admin set at run time win over the policy file's.
+    for (const v1::TeamUsage& u : stored.teams()) {
+      options_.team_quotas[u.quota().team()] = u.quota();
+    }
+  }
   TF_ASSIGN_OR_RETURN(auto next, store_->GetMeta(kNextSweepKey));
   if (next.has_value() && !absl::SimpleAtoi(*next, &next_sweep_number_)) {
     return absl::DataLossError(
@@ -223,12 +241,16 @@ absl::Status Coordinator::Commit(Txn& txn) {
 // --- user side ------------------------------------------------------------
 
 absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
-    const v1::SubmitSweepRequest& request) {
+    const v1::SubmitSweepRequest& request, const Principal& caller) {
   v1::SweepSpec spec = request.spec();
   if (!request.spec_yaml().empty()) {
     TF_ASSIGN_OR_RETURN(spec, ParseSweepSpec(request.spec_yaml()));
   }
   TF_ASSIGN_OR_RETURN(spec, ValidateSweepSpec(std::move(spec), *catalog_));
+  if (!caller.CanAccessTeam(spec.team())) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        caller.name, " may not submit sweeps for team '", spec.team(), "'"));
+  }
   if (request.idempotency_key().size() > 128) {
     return absl::InvalidArgumentError(
         "idempotency_key: longer than 128 characters");
@@ -251,6 +273,20 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
       *response.mutable_sweep() = std::move(existing);
       response.set_existing(true);
       return response;
+    }
+  }
+
+  const v1::TeamQuota& quota = QuotaOf(spec.team());
+  if (quota.max_active_sweeps() > 0) {
+    int active = 0;
+    for (const auto& [id, s] : sweeps_) {
+      active += s->sweep.spec().team() == spec.team() ? 1 : 0;
+    }
+    if (active >= quota.max_active_sweeps()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "team '", spec.team(), "' already has ", active,
+          " queued or running sweeps, its quota is ",
+          quota.max_active_sweeps()));
     }
   }
 
@@ -299,10 +335,20 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
 }
 
 absl::StatusOr<v1::Sweep> Coordinator::CancelSweep(
-    const v1::CancelSweepRequest& request) {
+    const v1::CancelSweepRequest& request, const Principal& caller) {
   SweepRuntime* s = FindSweep(request.sweep_id());
+  if (s != nullptr && !caller.CanAccessTeam(s->sweep.spec().team())) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(caller.name, " may not cancel ", request.sweep_id(),
+                     ": it belongs to another team"));
+  }
   if (s == nullptr) {
     TF_ASSIGN_OR_RETURN(v1::Sweep sweep, store_->GetSweep(request.sweep_id()));
+    if (!caller.CanAccessTeam(sweep.spec().team())) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(caller.name, " may not cancel ", request.sweep_id(),
+                       ": it belongs to another team"));
+    }
     return absl::FailedPreconditionError(
         absl::StrCat("sweep ", sweep.sweep_id(), " has already ended (",
                      v1::SweepState_Name(sweep.state()), ")"));
@@ -598,16 +644,34 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
     return response;
   }
   board.info.set_state(v1::BOARD_STATE_IDLE);
-  // Higher priority first, then submission order.
+  // Weighted fair share between teams: the team that used the least board
+  // time per unit of weight goes first; within a team, higher priority,
+  // then submission order. Boards change hands only between rounds.
+  std::map<std::string, double> share;
+  for (const auto& [id, s] : sweeps_) {
+    const std::string& team = s->sweep.spec().team();
+    if (!share.contains(team)) {
+      const double w = QuotaOf(team).weight() > 0 ? QuotaOf(team).weight() : 1;
+      share[team] = TeamBoardSeconds(team) / w;
+    }
+  }
   std::vector<SweepRuntime*> order;
   for (auto& [id, s] : sweeps_) order.push_back(s.get());
   std::stable_sort(order.begin(), order.end(),
-                   [](const SweepRuntime* a, const SweepRuntime* b) {
+                   [&share](const SweepRuntime* a, const SweepRuntime* b) {
+                     const double sa = share[a->sweep.spec().team()];
+                     const double sb = share[b->sweep.spec().team()];
+                     if (sa != sb) return sa < sb;
                      return a->sweep.spec().priority() >
                             b->sweep.spec().priority();
                    });
   for (SweepRuntime* s : order) {
     if (!BoardMatches(board.info, s->sweep.spec().boards())) continue;
+    const v1::TeamQuota& quota = QuotaOf(s->sweep.spec().team());
+    if (quota.max_boards() > 0 &&
+        TeamBoardsInUse(s->sweep.spec().team()) >= quota.max_boards()) {
+      continue;
+    }
     v1::Round* round = NextRound(txn, *s);
     if (round == nullptr) continue;
     GrantLease(txn, *s, *round, board, response.mutable_work());
@@ -742,8 +806,18 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
     return response;
   }
   FreeBoard(round.lease().board_id(), round.lease().lease_id());
+  const double board_seconds = std::max(
+      0.0, absl::ToDoubleSeconds(
+               now - absl::FromUnixMillis(round.lease().granted_unix_ms())));
+  team_board_seconds_[s->sweep.spec().team()] += board_seconds;
   if (auto b = boards_.find(round.lease().board_id()); b != boards_.end()) {
     b->second.info.set_rounds_run(b->second.info.rounds_run() + 1);
+    if (metrics_ != nullptr) {
+      metrics_->BoardBusy(b->second.info, board_seconds);
+    }
+  }
+  if (metrics_ != nullptr) {
+    metrics_->TeamRound(s->sweep.spec().team(), outcome, board_seconds);
   }
   *round.mutable_result() = request.result();
   round.set_board_id(round.lease().board_id());
@@ -1079,8 +1153,141 @@ void Coordinator::PublishBoardMetrics() {
         v1::BOARD_STATE_QUARANTINED, v1::BOARD_STATE_DRAINING}) {
     counts[BoardStateName(st)] = 0;
   }
-  for (const auto& [id, b] : boards_) ++counts[BoardStateName(b.info.state())];
+  std::vector<v1::BoardInfo> boards;
+  boards.reserve(boards_.size());
+  for (const auto& [id, b] : boards_) {
+    ++counts[BoardStateName(b.info.state())];
+    boards.push_back(b.info);
+  }
   metrics_->SetBoardsByState(counts);
+  metrics_->SetBoardStates(boards);
+}
+
+const v1::TeamQuota& Coordinator::QuotaOf(const std::string& team) const {
+  auto it = options_.team_quotas.find(team);
+  return it != options_.team_quotas.end() ? it->second
+                                          : options_.default_quota;
+}
+
+double Coordinator::TeamBoardSeconds(const std::string& team) const {
+  double total = 0;
+  if (auto it = team_board_seconds_.find(team);
+      it != team_board_seconds_.end()) {
+    total = it->second;
+  }
+  const int64_t now = clock_->NowUnixMs();
+  for (const auto& [id, s] : sweeps_) {
+    if (s->sweep.spec().team() != team) continue;
+    for (const v1::Round& r : s->rounds) {
+      if (r.state() == v1::ROUND_STATE_LEASED) {
+        total += std::max<int64_t>(0, now - r.lease().granted_unix_ms()) / 1e3;
+      }
+    }
+  }
+  return total;
+}
+
+int Coordinator::TeamBoardsInUse(const std::string& team) const {
+  int n = 0;
+  for (const auto& [id, s] : sweeps_) {
+    if (s->sweep.spec().team() != team) continue;
+    for (const v1::Round& r : s->rounds) {
+      n += r.state() == v1::ROUND_STATE_LEASED ? 1 : 0;
+    }
+  }
+  return n;
+}
+
+// --- admin ------------------------------------------------------------------
+
+absl::StatusOr<v1::BoardInfo> Coordinator::DrainBoard(
+    const v1::BoardAdminRequest& request) {
+  auto it = boards_.find(request.board_id());
+  if (it == boards_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no board ", request.board_id()));
+  }
+  // The round it runs now finishes; LeaseWork gives it nothing more.
+  it->second.info.set_state(v1::BOARD_STATE_DRAINING);
+  it->second.info.set_health_detail(absl::StrCat(
+      "drained by an admin", request.reason().empty() ? "" : ": ",
+      request.reason()));
+  Txn txn;
+  txn.writes.PutBoard(it->second.info);
+  TF_RETURN_IF_ERROR(Commit(txn));
+  PublishBoardMetrics();
+  return it->second.info;
+}
+
+absl::StatusOr<v1::BoardInfo> Coordinator::AdmitBoard(
+    const v1::BoardAdminRequest& request) {
+  auto it = boards_.find(request.board_id());
+  if (it == boards_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no board ", request.board_id()));
+  }
+  v1::BoardInfo& info = it->second.info;
+  if (info.state() == v1::BOARD_STATE_QUARANTINED ||
+      info.state() == v1::BOARD_STATE_DRAINING) {
+    info.set_state(it->second.lease_id.empty() ? v1::BOARD_STATE_IDLE
+                                               : v1::BOARD_STATE_BUSY);
+  }
+  info.set_health_detail(absl::StrCat(
+      "admitted by an admin", request.reason().empty() ? "" : ": ",
+      request.reason()));
+  Txn txn;
+  txn.writes.PutBoard(info);
+  TF_RETURN_IF_ERROR(Commit(txn));
+  PublishBoardMetrics();
+  return info;
+}
+
+absl::StatusOr<v1::TeamQuota> Coordinator::SetTeamQuota(
+    const v1::TeamQuota& quota) {
+  if (quota.team().empty()) {
+    return absl::InvalidArgumentError("quota.team: must not be empty");
+  }
+  if (!(quota.weight() >= 0 && quota.weight() <= 1e6)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "quota.weight: must be between 0 and 1e6, got ", quota.weight()));
+  }
+  if (quota.max_boards() < 0 || quota.max_active_sweeps() < 0) {
+    return absl::InvalidArgumentError(
+        "quota.max_boards, quota.max_active_sweeps: must not be negative "
+        "(0 = unlimited)");
+  }
+  v1::ListTeamsResponse stored;
+  for (const auto& [team, q] : options_.team_quotas) {
+    if (team != quota.team()) *stored.add_teams()->mutable_quota() = q;
+  }
+  *stored.add_teams()->mutable_quota() = quota;
+  Txn txn;
+  txn.writes.PutMeta(kQuotasKey, stored.SerializeAsString());
+  TF_RETURN_IF_ERROR(Commit(txn));
+  options_.team_quotas[quota.team()] = quota;
+  return quota;
+}
+
+v1::ListTeamsResponse Coordinator::ListTeams(const std::string& team) {
+  std::set<std::string> teams;
+  for (const auto& [t, q] : options_.team_quotas) teams.insert(t);
+  for (const auto& [id, s] : sweeps_) teams.insert(s->sweep.spec().team());
+  for (const auto& [t, secs] : team_board_seconds_) teams.insert(t);
+  v1::ListTeamsResponse response;
+  for (const std::string& t : teams) {
+    if (!team.empty() && t != team) continue;
+    v1::TeamUsage* u = response.add_teams();
+    *u->mutable_quota() = QuotaOf(t);
+    u->mutable_quota()->set_team(t);
+    u->set_boards_in_use(TeamBoardsInUse(t));
+    int active = 0;
+    for (const auto& [id, s] : sweeps_) {
+      active += s->sweep.spec().team() == t ? 1 : 0;
+    }
+    u->set_active_sweeps(active);
+    u->set_board_seconds(TeamBoardSeconds(t));
+  }
+  return response;
 }
 
 }  // namespace tunefarm

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "coordinator/auth.h"
 #include "coordinator/farm_metrics.h"
 #include "coordinator/strategy.h"
 #include "ops/catalog.h"
@@ -40,6 +41,11 @@ struct CoordinatorOptions {
   absl::Duration agent_timeout = absl::Seconds(5);
   // Where finished sweeps' reports are written ("" = not written).
   std::string report_dir;
+  // Quota of a team that has none of its own (admins change quotas at run
+  // time with SetTeamQuota; those are stored and survive restarts).
+  v1::TeamQuota default_quota;
+  // Quotas from the operator's policy file, by team.
+  std::map<std::string, v1::TeamQuota> team_quotas;
 };
 
 class Coordinator {
@@ -55,10 +61,21 @@ class Coordinator {
   absl::Status Recover();
 
   // --- user side ---------------------------------------------------------
+  // `caller` must belong to the spec's team (or be an admin):
+  // PERMISSION_DENIED otherwise; RESOURCE_EXHAUSTED past the team's quota
+  // of active sweeps.
   absl::StatusOr<v1::SubmitSweepResponse> SubmitSweep(
-      const v1::SubmitSweepRequest& request);
-  absl::StatusOr<v1::Sweep> CancelSweep(const v1::CancelSweepRequest& request);
+      const v1::SubmitSweepRequest& request, const Principal& caller);
+  absl::StatusOr<v1::Sweep> CancelSweep(const v1::CancelSweepRequest& request,
+                                        const Principal& caller);
   std::vector<v1::BoardInfo> ListBoards(const v1::BoardSelector& selector);
+
+  // --- admin -----------------------------------------------------------
+  absl::StatusOr<v1::BoardInfo> DrainBoard(const v1::BoardAdminRequest& r);
+  absl::StatusOr<v1::BoardInfo> AdmitBoard(const v1::BoardAdminRequest& r);
+  absl::StatusOr<v1::TeamQuota> SetTeamQuota(const v1::TeamQuota& quota);
+  // Teams with a quota or activity; `team` "" = all.
+  v1::ListTeamsResponse ListTeams(const std::string& team);
 
   // --- agent side --------------------------------------------------------
   absl::StatusOr<v1::RegisterAgentResponse> RegisterAgent(
@@ -126,6 +143,10 @@ class Coordinator {
   void WriteReport(const v1::Sweep& sweep,
                    const std::vector<v1::Round>& rounds);
   void PublishBoardMetrics();
+  const v1::TeamQuota& QuotaOf(const std::string& team) const;
+  // Board time a team used: finished leases plus the ones running now.
+  double TeamBoardSeconds(const std::string& team) const;
+  int TeamBoardsInUse(const std::string& team) const;
 
   Store* store_;
   const OperatorCatalog* catalog_;
@@ -139,6 +160,8 @@ class Coordinator {
   std::map<std::string, BoardRuntime> boards_;
   std::map<std::string, AgentRuntime> agents_;
   int64_t next_sweep_number_ = 1;
+  // Board seconds of recorded results, by team (fair share).
+  std::map<std::string, double> team_board_seconds_;
 };
 
 }  // namespace tunefarm

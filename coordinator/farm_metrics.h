@@ -7,6 +7,9 @@
 
 #include <map>
 #include <string>
+#include <vector>
+
+#include "tunefarm/v1/types.pb.h"
 
 namespace tunefarm {
 
@@ -21,6 +24,13 @@ class FarmMetrics {
   virtual void LeaseExpired() = 0;
   // Number of boards in each state ("idle", "busy", "lost" …).
   virtual void SetBoardsByState(const std::map<std::string, int>& counts) = 0;
+  // Every board's current state (per-board series: board, node, chip).
+  virtual void SetBoardStates(const std::vector<v1::BoardInfo>& boards) = 0;
+  // A board spent `seconds` on a round that got recorded.
+  virtual void BoardBusy(const v1::BoardInfo& board, double seconds) = 0;
+  // A team's round was recorded with `outcome` after `board_seconds`.
+  virtual void TeamRound(const std::string& team, const std::string& outcome,
+                         double board_seconds) = 0;
   virtual void SetQueueDepth(int queued_rounds) = 0;
   virtual void DiagnosisRecorded() = 0;
 };

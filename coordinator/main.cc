@@ -18,7 +18,9 @@
 #include "common/logging.h"
 #include "common/metrics_server.h"
 #include "coordinator/control_loop.h"
+#include "coordinator/auth.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/policy.h"
 #include "coordinator/prometheus_metrics.h"
 #include "coordinator/service.h"
 #include "grpcpp/grpcpp.h"
@@ -46,6 +48,16 @@ int Main(int argc, char** argv) {
   int64_t lease_ms = 30000, heartbeat_ms = 1000, agent_timeout_ms = 5000,
           tick_ms = 100;
   std::string log_level = "info";
+  std::string tokens_file, policy_file, tls_cert, tls_key, tls_client_ca;
+  app.add_option("--tokens_file", tokens_file,
+                 "bearer tokens of teams, admins and agents (YAML); without "
+                 "it authentication is off (local development only)");
+  app.add_option("--policy_file", policy_file,
+                 "team weights and quotas (YAML)");
+  app.add_option("--tls_cert", tls_cert, "server certificate (PEM)");
+  app.add_option("--tls_key", tls_key, "server private key (PEM)");
+  app.add_option("--tls_client_ca", tls_client_ca,
+                 "CA that client certificates must chain to (mutual TLS)");
   app.add_option("--data_dir", data_dir, "RocksDB and reports live here");
   app.add_option("--listen", listen, "gRPC address; port 0 picks one");
   app.add_option("--port_file", port_file, "write the bound gRPC port here");
@@ -84,6 +96,45 @@ int Main(int argc, char** argv) {
   auto catalog = OperatorCatalog::LoadFromDirs(ops_dirs);
   if (!catalog.ok()) return Fail("loading operators", catalog.status());
 
+  std::unique_ptr<TokenTable> tokens;
+  if (!tokens_file.empty()) {
+    auto table = TokenTable::Load(tokens_file);
+    if (!table.ok()) return Fail("tokens", table.status());
+    tokens = std::make_unique<TokenTable>(std::move(*table));
+    spdlog::info("authentication on: {} tokens from {}", tokens->size(),
+                 tokens_file);
+  } else {
+    spdlog::warn("authentication OFF (no --tokens_file): every caller is an "
+                 "admin; use this for local development only");
+  }
+  TeamPolicy policy;
+  policy.default_quota.set_weight(1);
+  if (!policy_file.empty()) {
+    auto loaded = LoadTeamPolicy(policy_file);
+    if (!loaded.ok()) return Fail("policy", loaded.status());
+    policy = std::move(*loaded);
+  }
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::InsecureServerCredentials();
+  if (!tls_cert.empty() || !tls_key.empty()) {
+    auto cert = ReadFile(tls_cert);
+    auto key = ReadFile(tls_key);
+    if (!cert.ok()) return Fail("--tls_cert", cert.status());
+    if (!key.ok()) return Fail("--tls_key", key.status());
+    grpc::SslServerCredentialsOptions ssl(
+        GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    if (!tls_client_ca.empty()) {
+      auto ca = ReadFile(tls_client_ca);
+      if (!ca.ok()) return Fail("--tls_client_ca", ca.status());
+      ssl.pem_root_certs = *ca;
+      ssl.client_certificate_request =
+          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+    credentials = grpc::SslServerCredentials(ssl);
+    spdlog::info("TLS on{}", tls_client_ca.empty() ? "" : " (mutual)");
+  }
+
   auto registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<FarmMetrics> metrics = NewPrometheusFarmMetrics(*registry);
   auto metrics_server = MetricsServer::Start(metrics_address, registry);
@@ -100,6 +151,8 @@ int Main(int argc, char** argv) {
   options.heartbeat_interval = absl::Milliseconds(heartbeat_ms);
   options.agent_timeout = absl::Milliseconds(agent_timeout_ms);
   options.report_dir = data_dir + "/reports";
+  options.default_quota = policy.default_quota;
+  options.team_quotas = policy.teams;
   Coordinator coordinator(store->get(), &*catalog, &SystemClock(), options,
                           metrics.get());
   if (auto st = coordinator.Recover(); !st.ok()) return Fail("recovery", st);
@@ -140,11 +193,12 @@ int Main(int argc, char** argv) {
     }
   });
 
-  FarmService farm_service(&coordinator, &loop, store->get(), &notifier);
-  AgentGrpcService agent_service(&coordinator, &loop);
+  FarmService farm_service(&coordinator, &loop, store->get(), &notifier,
+                           tokens.get());
+  AgentGrpcService agent_service(&coordinator, &loop, tokens.get());
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, credentials, &port);
   builder.RegisterService(&farm_service);
   builder.RegisterService(&agent_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -14,6 +14,11 @@ using prometheus::BuildCounter;
 using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
 
+std::string StateLabel(v1::BoardState s) {
+  return absl::AsciiStrToLower(
+      absl::StripPrefix(v1::BoardState_Name(s), "BOARD_STATE_"));
+}
+
 class PrometheusFarmMetrics : public FarmMetrics {
  public:
   explicit PrometheusFarmMetrics(prometheus::Registry& registry)
@@ -53,7 +58,33 @@ class PrometheusFarmMetrics : public FarmMetrics {
                         .Help("Time from a round's creation to its lease")
                         .Register(registry)
                         .Add({}, prometheus::Histogram::BucketBoundaries{
-                                     0.001, 0.01, 0.1, 1, 10, 60, 600})) {}
+                                     0.001, 0.01, 0.1, 1, 10, 60, 600})),
+        board_state_(BuildGauge()
+                         .Name("tunefarm_board_state")
+                         .Help("1 for the state each board is in, 0 for the "
+                               "others")
+                         .Register(registry)),
+        board_busy_(BuildCounter()
+                        .Name("tunefarm_board_busy_seconds_total")
+                        .Help("Board time spent on recorded rounds")
+                        .Register(registry)),
+        board_quarantines_(BuildCounter()
+                               .Name("tunefarm_board_quarantines_total")
+                               .Help("Times a board was quarantined")
+                               .Register(registry)),
+        team_rounds_(BuildCounter()
+                         .Name("tunefarm_team_rounds_total")
+                         .Help("Recorded rounds by team and outcome")
+                         .Register(registry)),
+        team_board_seconds_(BuildCounter()
+                                .Name("tunefarm_team_board_seconds_total")
+                                .Help("Board time used by each team's rounds")
+                                .Register(registry)),
+        precision_failures_(BuildCounter()
+                                .Name("tunefarm_precision_failures_total")
+                                .Help("Variants that failed the precision "
+                                      "check, by team")
+                                .Register(registry)) {}
 
   void RoundRecorded(const std::string& outcome,
                      double lease_to_result_s) override {
@@ -72,6 +103,39 @@ class PrometheusFarmMetrics : public FarmMetrics {
     }
   }
   void SetQueueDepth(int queued) override { queue_.Set(queued); }
+  void SetBoardStates(const std::vector<v1::BoardInfo>& boards) override {
+    static const char* kStates[] = {"idle", "busy", "lost", "quarantined",
+                                    "draining"};
+    for (const v1::BoardInfo& b : boards) {
+      const std::string now = StateLabel(b.state());
+      for (const char* st : kStates) {
+        board_state_
+            .Add({{"board", b.board_id()},
+                  {"node", b.node()},
+                  {"chip", b.chip()},
+                  {"state", st}})
+            .Set(now == st ? 1 : 0);
+      }
+      // Present from the start, so rate() works before the first one.
+      board_quarantines_.Add({{"board", b.board_id()}});
+      board_busy_.Add(
+          {{"board", b.board_id()}, {"node", b.node()}, {"chip", b.chip()}});
+    }
+  }
+  void BoardBusy(const v1::BoardInfo& b, double seconds) override {
+    board_busy_
+        .Add({{"board", b.board_id()}, {"node", b.node()}, {"chip", b.chip()}})
+        .Increment(seconds);
+  }
+  void TeamRound(const std::string& team, const std::string& outcome,
+                 double board_seconds) override {
+    const std::string label =
+        absl::AsciiStrToLower(absl::StripPrefix(outcome, "OUTCOME_"));
+    team_rounds_.Add({{"team", team}, {"outcome", label}}).Increment();
+    team_board_seconds_.Add({{"team", team}}).Increment(board_seconds);
+    auto& precision = precision_failures_.Add({{"team", team}});
+    if (label == "precision_failed") precision.Increment();
+  }
   void DiagnosisRecorded() override { diagnoses_.Increment(); }
 
  private:
@@ -82,6 +146,12 @@ class PrometheusFarmMetrics : public FarmMetrics {
   prometheus::Counter& diagnoses_;
   prometheus::Histogram& lease_latency_;
   prometheus::Histogram& queue_wait_;
+  prometheus::Family<prometheus::Gauge>& board_state_;
+  prometheus::Family<prometheus::Counter>& board_busy_;
+  prometheus::Family<prometheus::Counter>& board_quarantines_;
+  prometheus::Family<prometheus::Counter>& team_rounds_;
+  prometheus::Family<prometheus::Counter>& team_board_seconds_;
+  prometheus::Family<prometheus::Counter>& precision_failures_;
 };
 
 }  // namespace

@@ -16,6 +16,44 @@ grpc::Status Reply(absl::StatusOr<T> result, T* response) {
 
 }  // namespace
 
+absl::StatusOr<Principal> Authenticate(const TokenTable* tokens,
+                                       const grpc::ServerContext& context) {
+  if (tokens == nullptr) return AnonymousAdmin();
+  auto it = context.client_metadata().find("authorization");
+  absl::string_view header;
+  if (it != context.client_metadata().end()) {
+    header = absl::string_view(it->second.data(), it->second.size());
+  }
+  return tokens->FromAuthorizationHeader(header);
+}
+
+absl::StatusOr<Principal> FarmService::Caller(
+    grpc::ServerContext* context) const {
+  absl::StatusOr<Principal> p = Authenticate(tokens_, *context);
+  if (p.ok() && p->role == Role::kAgent) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(p->name, " is an agent: agents may not use the user "
+                              "service"));
+  }
+  return p;
+}
+
+absl::StatusOr<v1::Sweep> FarmService::VisibleSweep(
+    const Principal& caller, const std::string& sweep_id) const {
+  absl::StatusOr<v1::Sweep> sweep = store_->GetSweep(sweep_id);
+  if (!sweep.ok()) return sweep.status();
+  if (!caller.CanAccessTeam(sweep->spec().team())) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(caller.name, " (team '", caller.team, "') may not see ",
+                     sweep_id, ": it belongs to another team"));
+  }
+  return sweep;
+}
+
+#define TF_CALLER_OR_RETURN(caller, context)            \
+  absl::StatusOr<Principal> caller = Caller(context);   \
+  if (!caller.ok()) return ToGrpcStatus(caller.status())
+
 void EventNotifier::Notify() {
   absl::MutexLock lock(&mu_);
   ++version_;
@@ -45,29 +83,44 @@ bool EventNotifier::shutting_down() {
   return shutdown_;
 }
 
-grpc::Status FarmService::SubmitSweep(grpc::ServerContext*,
+grpc::Status FarmService::SubmitSweep(grpc::ServerContext* context,
                                       const v1::SubmitSweepRequest* request,
                                       v1::SubmitSweepResponse* response) {
-  return Reply(loop_->Call([&] { return coordinator_->SubmitSweep(*request); }),
+  TF_CALLER_OR_RETURN(caller, context);
+  return Reply(loop_->Call([&] {
+                 return coordinator_->SubmitSweep(*request, *caller);
+               }),
                response);
 }
 
-grpc::Status FarmService::GetSweep(grpc::ServerContext*,
+grpc::Status FarmService::GetSweep(grpc::ServerContext* context,
                                    const v1::GetSweepRequest* request,
                                    v1::Sweep* response) {
-  return Reply(store_->GetSweep(request->sweep_id()), response);
+  TF_CALLER_OR_RETURN(caller, context);
+  return Reply(VisibleSweep(*caller, request->sweep_id()), response);
 }
 
-grpc::Status FarmService::ListSweeps(grpc::ServerContext*,
+grpc::Status FarmService::ListSweeps(grpc::ServerContext* context,
                                      const v1::ListSweepsRequest* request,
                                      v1::ListSweepsResponse* response) {
-  return Reply(QueryListSweeps(*store_, *request), response);
+  TF_CALLER_OR_RETURN(caller, context);
+  v1::ListSweepsRequest scoped = *request;
+  if (!caller->is_admin()) {
+    if (!scoped.team().empty() && scoped.team() != caller->team) {
+      return ToGrpcStatus(absl::PermissionDeniedError(
+          absl::StrCat(caller->name, " may not list team '", scoped.team(),
+                       "'s sweeps")));
+    }
+    scoped.set_team(caller->team);  // a team sees its own sweeps only
+  }
+  return Reply(QueryListSweeps(*store_, scoped), response);
 }
 
 grpc::Status FarmService::WatchSweep(
     grpc::ServerContext* context, const v1::WatchSweepRequest* request,
     grpc::ServerWriter<v1::SweepEvent>* writer) {
-  absl::StatusOr<v1::Sweep> sweep = store_->GetSweep(request->sweep_id());
+  TF_CALLER_OR_RETURN(caller, context);
+  absl::StatusOr<v1::Sweep> sweep = VisibleSweep(*caller, request->sweep_id());
   if (!sweep.ok()) return ToGrpcStatus(sweep.status());
   int64_t next = std::max<int64_t>(1, request->from_seq());
   while (!context->IsCancelled() && !notifier_->shutting_down()) {
@@ -89,66 +142,156 @@ grpc::Status FarmService::WatchSweep(
   return grpc::Status::OK;
 }
 
-grpc::Status FarmService::CancelSweep(grpc::ServerContext*,
+grpc::Status FarmService::CancelSweep(grpc::ServerContext* context,
                                       const v1::CancelSweepRequest* request,
                                       v1::Sweep* response) {
-  return Reply(loop_->Call([&] { return coordinator_->CancelSweep(*request); }),
+  TF_CALLER_OR_RETURN(caller, context);
+  return Reply(loop_->Call([&] {
+                 return coordinator_->CancelSweep(*request, *caller);
+               }),
                response);
 }
 
-grpc::Status FarmService::GetReport(grpc::ServerContext*,
+grpc::Status FarmService::GetReport(grpc::ServerContext* context,
                                     const v1::GetReportRequest* request,
                                     v1::GetReportResponse* response) {
+  TF_CALLER_OR_RETURN(caller, context);
+  if (auto s = VisibleSweep(*caller, request->sweep_id()); !s.ok()) {
+    return ToGrpcStatus(s.status());
+  }
   return Reply(QueryReport(*store_, *request), response);
 }
 
-grpc::Status FarmService::ListBoards(grpc::ServerContext*,
+grpc::Status FarmService::ListBoards(grpc::ServerContext* context,
                                      const v1::ListBoardsRequest* request,
                                      v1::ListBoardsResponse* response) {
+  TF_CALLER_OR_RETURN(caller, context);
   std::vector<v1::BoardInfo> boards = loop_->Call(
       [&] { return coordinator_->ListBoards(request->selector()); });
-  for (auto& b : boards) *response->add_boards() = std::move(b);
+  for (auto& b : boards) {
+    // Which sweep a board runs is another team's business.
+    if (!caller->is_admin()) b.clear_current_lease_id();
+    *response->add_boards() = std::move(b);
+  }
   return grpc::Status::OK;
 }
 
-grpc::Status FarmService::ListRounds(grpc::ServerContext*,
+grpc::Status FarmService::ListRounds(grpc::ServerContext* context,
                                      const v1::ListRoundsRequest* request,
                                      v1::ListRoundsResponse* response) {
+  TF_CALLER_OR_RETURN(caller, context);
+  if (auto s = VisibleSweep(*caller, request->sweep_id()); !s.ok()) {
+    return ToGrpcStatus(s.status());
+  }
   return Reply(QueryListRounds(*store_, *request), response);
 }
 
+namespace {
+
+absl::Status RequireAdmin(const Principal& caller, const char* what) {
+  if (caller.is_admin()) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      absl::StrCat(caller.name, " may not ", what, ": admins only"));
+}
+
+}  // namespace
+
+grpc::Status FarmService::DrainBoard(grpc::ServerContext* context,
+                                     const v1::BoardAdminRequest* request,
+                                     v1::BoardInfo* response) {
+  TF_CALLER_OR_RETURN(caller, context);
+  if (auto st = RequireAdmin(*caller, "drain boards"); !st.ok()) {
+    return ToGrpcStatus(st);
+  }
+  return Reply(loop_->Call([&] { return coordinator_->DrainBoard(*request); }),
+               response);
+}
+
+grpc::Status FarmService::AdmitBoard(grpc::ServerContext* context,
+                                     const v1::BoardAdminRequest* request,
+                                     v1::BoardInfo* response) {
+  TF_CALLER_OR_RETURN(caller, context);
+  if (auto st = RequireAdmin(*caller, "re-admit boards"); !st.ok()) {
+    return ToGrpcStatus(st);
+  }
+  return Reply(loop_->Call([&] { return coordinator_->AdmitBoard(*request); }),
+               response);
+}
+
+grpc::Status FarmService::SetTeamQuota(grpc::ServerContext* context,
+                                       const v1::SetTeamQuotaRequest* request,
+                                       v1::TeamQuota* response) {
+  TF_CALLER_OR_RETURN(caller, context);
+  if (auto st = RequireAdmin(*caller, "change quotas"); !st.ok()) {
+    return ToGrpcStatus(st);
+  }
+  return Reply(loop_->Call([&] {
+                 return coordinator_->SetTeamQuota(request->quota());
+               }),
+               response);
+}
+
+grpc::Status FarmService::ListTeams(grpc::ServerContext* context,
+                                    const v1::ListTeamsRequest*,
+                                    v1::ListTeamsResponse* response) {
+  TF_CALLER_OR_RETURN(caller, context);
+  const std::string team = caller->is_admin() ? "" : caller->team;
+  *response = loop_->Call([&] { return coordinator_->ListTeams(team); });
+  return grpc::Status::OK;
+}
+
+absl::Status AgentGrpcService::CheckAgent(grpc::ServerContext* context) const {
+  absl::StatusOr<Principal> p = Authenticate(tokens_, *context);
+  if (!p.ok()) return p.status();
+  if (p->role != Role::kAgent && p->role != Role::kAdmin) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        p->name, " is not an agent: only agents may use the agent service"));
+  }
+  return absl::OkStatus();
+}
+
+#define TF_AGENT_OR_RETURN(context)                                  \
+  if (absl::Status st = CheckAgent(context); !st.ok()) {             \
+    return ToGrpcStatus(st);                                         \
+  }
+
 grpc::Status AgentGrpcService::RegisterAgent(
-    grpc::ServerContext*, const v1::RegisterAgentRequest* request,
+    grpc::ServerContext* context, const v1::RegisterAgentRequest* request,
     v1::RegisterAgentResponse* response) {
+  TF_AGENT_OR_RETURN(context);
   return Reply(
       loop_->Call([&] { return coordinator_->RegisterAgent(*request); }),
       response);
 }
 
-grpc::Status AgentGrpcService::Heartbeat(grpc::ServerContext*,
+grpc::Status AgentGrpcService::Heartbeat(grpc::ServerContext* context,
                                          const v1::HeartbeatRequest* request,
                                          v1::HeartbeatResponse* response) {
+  TF_AGENT_OR_RETURN(context);
   return Reply(loop_->Call([&] { return coordinator_->Heartbeat(*request); }),
                response);
 }
 
-grpc::Status AgentGrpcService::LeaseWork(grpc::ServerContext*,
+grpc::Status AgentGrpcService::LeaseWork(grpc::ServerContext* context,
                                          const v1::LeaseWorkRequest* request,
                                          v1::LeaseWorkResponse* response) {
+  TF_AGENT_OR_RETURN(context);
   return Reply(loop_->Call([&] { return coordinator_->LeaseWork(*request); }),
                response);
 }
 
-grpc::Status AgentGrpcService::RenewLease(grpc::ServerContext*,
+grpc::Status AgentGrpcService::RenewLease(grpc::ServerContext* context,
                                           const v1::RenewLeaseRequest* request,
                                           v1::RenewLeaseResponse* response) {
+  TF_AGENT_OR_RETURN(context);
   return Reply(loop_->Call([&] { return coordinator_->RenewLease(*request); }),
                response);
 }
 
 grpc::Status AgentGrpcService::ReportResult(
-    grpc::ServerContext*, const v1::ReportResultRequest* request,
+    grpc::ServerContext* context, const v1::ReportResultRequest* request,
     v1::ReportResultResponse* response) {
+  TF_AGENT_OR_RETURN(context);
   return Reply(
       loop_->Call([&] { return coordinator_->ReportResult(*request); }),
       response);

@@ -4,8 +4,14 @@
 // need only acknowledged state go to the Store directly; WatchSweep replays
 // stored events and then waits on the EventNotifier.
 //
+// Every call is authenticated from its "authorization: Bearer" metadata
+// against the TokenTable (null = authentication off, for local development)
+// and authorised here: a team sees and acts on its own sweeps only, admins
+// on all, agents only on the agent service.
+//
 // Both services are thread-safe (gRPC calls them from its thread pool). The
-// Coordinator, ControlLoop, Store and EventNotifier must outlive them.
+// Coordinator, ControlLoop, Store, EventNotifier and TokenTable must outlive
+// them.
 #ifndef TUNEFARM_COORDINATOR_SERVICE_H_
 #define TUNEFARM_COORDINATOR_SERVICE_H_
 
@@ -15,6 +21,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "coordinator/auth.h"
 #include "coordinator/control_loop.h"
 #include "coordinator/coordinator.h"
 #include "storage/store.h"
@@ -44,11 +51,12 @@ class EventNotifier {
 class FarmService final : public v1::TuneFarm::Service {
  public:
   FarmService(Coordinator* coordinator, ControlLoop* loop, Store* store,
-              EventNotifier* notifier)
+              EventNotifier* notifier, const TokenTable* tokens)
       : coordinator_(coordinator),
         loop_(loop),
         store_(store),
-        notifier_(notifier) {}
+        notifier_(notifier),
+        tokens_(tokens) {}
 
   grpc::Status SubmitSweep(grpc::ServerContext* context,
                            const v1::SubmitSweepRequest* request,
@@ -74,18 +82,38 @@ class FarmService final : public v1::TuneFarm::Service {
   grpc::Status ListRounds(grpc::ServerContext* context,
                           const v1::ListRoundsRequest* request,
                           v1::ListRoundsResponse* response) override;
+  grpc::Status DrainBoard(grpc::ServerContext* context,
+                          const v1::BoardAdminRequest* request,
+                          v1::BoardInfo* response) override;
+  grpc::Status AdmitBoard(grpc::ServerContext* context,
+                          const v1::BoardAdminRequest* request,
+                          v1::BoardInfo* response) override;
+  grpc::Status SetTeamQuota(grpc::ServerContext* context,
+                            const v1::SetTeamQuotaRequest* request,
+                            v1::TeamQuota* response) override;
+  grpc::Status ListTeams(grpc::ServerContext* context,
+                         const v1::ListTeamsRequest* request,
+                         v1::ListTeamsResponse* response) override;
 
  private:
+  // The caller, or UNAUTHENTICATED; agents get PERMISSION_DENIED here.
+  absl::StatusOr<Principal> Caller(grpc::ServerContext* context) const;
+  // The sweep, if the caller may see it (PERMISSION_DENIED otherwise).
+  absl::StatusOr<v1::Sweep> VisibleSweep(const Principal& caller,
+                                         const std::string& sweep_id) const;
+
   Coordinator* coordinator_;
   ControlLoop* loop_;
   Store* store_;
   EventNotifier* notifier_;
+  const TokenTable* tokens_;
 };
 
 class AgentGrpcService final : public v1::AgentService::Service {
  public:
-  AgentGrpcService(Coordinator* coordinator, ControlLoop* loop)
-      : coordinator_(coordinator), loop_(loop) {}
+  AgentGrpcService(Coordinator* coordinator, ControlLoop* loop,
+                   const TokenTable* tokens)
+      : coordinator_(coordinator), loop_(loop), tokens_(tokens) {}
 
   grpc::Status RegisterAgent(grpc::ServerContext* context,
                              const v1::RegisterAgentRequest* request,
@@ -104,9 +132,18 @@ class AgentGrpcService final : public v1::AgentService::Service {
                             v1::ReportResultResponse* response) override;
 
  private:
+  // OK for agents and admins; UNAUTHENTICATED / PERMISSION_DENIED else.
+  absl::Status CheckAgent(grpc::ServerContext* context) const;
+
   Coordinator* coordinator_;
   ControlLoop* loop_;
+  const TokenTable* tokens_;
 };
+
+// The principal behind a call's metadata; AnonymousAdmin() when `tokens`
+// is null (authentication off).
+absl::StatusOr<Principal> Authenticate(const TokenTable* tokens,
+                                       const grpc::ServerContext& context);
 
 }  // namespace tunefarm
 

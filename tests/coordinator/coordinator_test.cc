@@ -103,7 +103,23 @@ class FakeFarmMetrics : public FarmMetrics {
   }
   void SetQueueDepth(int queued) override { queue_depth = queued; }
   void DiagnosisRecorded() override { ++diagnoses; }
+  void SetBoardStates(const std::vector<v1::BoardInfo>& boards) override {
+    board_states.clear();
+    for (const auto& b : boards) board_states[b.board_id()] = b.state();
+  }
+  void BoardBusy(const v1::BoardInfo& board, double seconds) override {
+    board_busy_seconds[board.board_id()] += seconds;
+  }
+  void TeamRound(const std::string& team, const std::string& outcome,
+                 double board_seconds) override {
+    ++team_rounds[team + "/" + outcome];
+    team_board_seconds[team] += board_seconds;
+  }
 
+  std::map<std::string, v1::BoardState> board_states;
+  std::map<std::string, double> board_busy_seconds;
+  std::map<std::string, int> team_rounds;
+  std::map<std::string, double> team_board_seconds;
   std::map<std::string, int> rounds_recorded;
   int leases_granted = 0;
   int leases_expired = 0;
@@ -163,7 +179,7 @@ class CoordinatorTest : public ::testing::Test {
     v1::SubmitSweepRequest request;
     request.set_spec_yaml(yaml);
     request.set_idempotency_key(idempotency_key);
-    return coord_->SubmitSweep(request);
+    return coord_->SubmitSweep(request, AnonymousAdmin());
   }
 
   // Submits and returns the new sweep's id ("" after a recorded failure).
@@ -409,7 +425,7 @@ TEST_F(CoordinatorTest, SubmitRejectsBadSpecsNamingTheField) {
   v1::SubmitSweepRequest long_key;
   long_key.set_spec_yaml(SpecYaml({}));
   long_key.set_idempotency_key(std::string(129, 'k'));
-  r = coord_->SubmitSweep(long_key);
+  r = coord_->SubmitSweep(long_key, AnonymousAdmin());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(), HasSubstr("idempotency_key"));
 
@@ -1065,7 +1081,7 @@ TEST_F(CoordinatorTest, CancelEndsTheSweepOnce) {
   v1::CancelSweepRequest cancel;
   cancel.set_sweep_id(id);
   cancel.set_reason("wrong workload");
-  absl::StatusOr<v1::Sweep> cancelled = coord_->CancelSweep(cancel);
+  absl::StatusOr<v1::Sweep> cancelled = coord_->CancelSweep(cancel, AnonymousAdmin());
   ASSERT_TRUE(cancelled.ok()) << cancelled.status();
   EXPECT_EQ(cancelled->state(), v1::SWEEP_STATE_CANCELLED);
   EXPECT_EQ(cancelled->termination(), v1::TERMINATION_CANCELLED);
@@ -1089,12 +1105,12 @@ TEST_F(CoordinatorTest, CancelEndsTheSweepOnce) {
   ASSERT_TRUE(late.ok());
   EXPECT_FALSE(late->accepted());
 
-  absl::StatusOr<v1::Sweep> twice = coord_->CancelSweep(cancel);
+  absl::StatusOr<v1::Sweep> twice = coord_->CancelSweep(cancel, AnonymousAdmin());
   EXPECT_EQ(twice.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(twice.status().message(), HasSubstr(id));
 
   cancel.set_sweep_id("sw-999999");
-  EXPECT_EQ(coord_->CancelSweep(cancel).status().code(),
+  EXPECT_EQ(coord_->CancelSweep(cancel, AnonymousAdmin()).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_FINISHED), 1);
   ExpectEventLogConsistent(id);
@@ -1294,7 +1310,7 @@ TEST_F(CoordinatorTest, DiagnosisIsAttachedToItsRound) {
   // A finished sweep still takes diagnoses (analyzers lag behind).
   v1::CancelSweepRequest cancel;
   cancel.set_sweep_id(id);
-  ASSERT_TRUE(coord_->CancelSweep(cancel).ok());
+  ASSERT_TRUE(coord_->CancelSweep(cancel, AnonymousAdmin()).ok());
   const int64_t seq_before = StoredSweep(id).last_event_seq();
   d.set_bound("compute");
   st = coord_->RecordDiagnosis(d);

@@ -89,6 +89,13 @@ class FarmTest : public ::testing::Test {
     Connect();
   }
 
+  // Every call carries the farm's admin token (authentication is on).
+  void Auth(grpc::ClientContext* ctx) const {
+    if (!farm_->admin_token().empty()) {
+      ctx->AddMetadata("authorization", "Bearer " + farm_->admin_token());
+    }
+  }
+
   void Connect() {
     stub_ = v1::TuneFarm::NewStub(grpc::CreateChannel(
         farm_->coordinator_address(), grpc::InsecureChannelCredentials()));
@@ -99,6 +106,7 @@ class FarmTest : public ::testing::Test {
     req.set_spec_yaml(yaml);
     v1::SubmitSweepResponse resp;
     grpc::ClientContext ctx;
+    Auth(&ctx);
     grpc::Status st = stub_->SubmitSweep(&ctx, req, &resp);
     EXPECT_TRUE(st.ok()) << st.error_message();
     return resp.sweep().sweep_id();
@@ -110,6 +118,7 @@ class FarmTest : public ::testing::Test {
     req.set_sweep_id(id);
     v1::Sweep sweep;
     grpc::ClientContext ctx;
+    Auth(&ctx);
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::seconds(5));
     grpc::Status st = stub_->GetSweep(&ctx, req, &sweep);
@@ -143,6 +152,7 @@ class FarmTest : public ::testing::Test {
     req.set_include_diagnosis(true);
     v1::ListRoundsResponse resp;
     grpc::ClientContext ctx;
+    Auth(&ctx);
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::seconds(5));
     grpc::Status st = stub_->ListRounds(&ctx, req, &resp);
@@ -156,6 +166,7 @@ class FarmTest : public ::testing::Test {
     req.set_sweep_id(id);
     req.set_from_seq(1);
     grpc::ClientContext ctx;
+    Auth(&ctx);
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::seconds(10));
     auto reader = stub_->WatchSweep(&ctx, req);
@@ -371,6 +382,12 @@ class CliTest : public FarmTest {
                                      "--coordinator",
                                      farm_ ? farm_->coordinator_address()
                                            : "127.0.0.1:1"};
+    if (farm_ && !farm_->admin_token().empty()) {
+      const std::string token_file = dir_ + "/admin.token";
+      EXPECT_TRUE(WriteFileAtomic(token_file, farm_->admin_token()).ok());
+      argv.push_back("--token_file");
+      argv.push_back(token_file);
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     const std::string log = absl::StrCat(dir_, "/cli-", ++calls_, ".out");
     auto p = Subprocess::Start(argv, log);

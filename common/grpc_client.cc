@@ -1,0 +1,47 @@
+#include "common/grpc_client.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+
+namespace tunefarm {
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
+    const std::string& target, const ClientSecurity& security) {
+  if (security.tls_ca_file.empty()) {
+    if (!security.tls_cert_file.empty()) {
+      return absl::InvalidArgumentError(
+          "a client certificate needs --tls_ca as well");
+    }
+    return grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  }
+  grpc::SslCredentialsOptions ssl;
+  TF_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(security.tls_ca_file));
+  if (!security.tls_cert_file.empty() || !security.tls_key_file.empty()) {
+    TF_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadFile(security.tls_cert_file));
+    TF_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadFile(security.tls_key_file));
+  }
+  return grpc::CreateChannel(target, grpc::SslCredentials(ssl));
+}
+
+void AddCredentials(grpc::ClientContext* context,
+                    const ClientSecurity& security) {
+  if (!security.token.empty()) {
+    context->AddMetadata("authorization",
+                         absl::StrCat("Bearer ", security.token));
+  }
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  TF_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  std::string token(absl::StripAsciiWhitespace(text));
+  if (token.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": empty token"));
+  }
+  return token;
+}
+
+}  // namespace tunefarm
