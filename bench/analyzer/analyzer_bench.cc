@@ -1,0 +1,239 @@
+// analyzer_bench: parse-and-diagnose throughput on large profiler tables,
+// against pandas read_csv plus the same aggregation, in the same run.
+//
+// For each case (an msprof op_summary and a torch_npu kernel_details), the
+// real fixture's data rows are repeated until the file reaches --mb MB, the
+// file is written to a temporary folder, and then
+//   - tunefarm: read the file + Analyze() on a bundle holding it (the full
+//     diagnosis: per-op aggregation, hotspots, pipe ratios, timeline,
+//     rules, perf-analysis.md), best of --repeats;
+//   - pandas: pandas_baseline.py in a python3 subprocess: read_csv, group by
+//     op name, sum the duration, top 10, best of --repeats, timed inside
+//     the script (interpreter start and import excluded).
+// The two top-10 lists must agree (names and sums), or the bench fails.
+// Prints one line per case with MB/s and the ratio. Nothing is committed:
+// the big files live in $TMPDIR and are removed at the end.
+//
+//   build/bin/analyzer_bench [--mb 64] [--repeats 3] [--python /usr/bin/python3]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "analyzer/analyzer.h"
+#include "analyzer/profile.h"
+#include "common/files.h"
+#include "nlohmann/json.hpp"
+
+namespace tunefarm {
+namespace {
+
+struct Case {
+  const char* name;
+  const char* fixture;      // under shared/fixtures/ascend/
+  const char* bundle_path;  // how the analyzer sees it (classification)
+  const char* name_col;
+  const char* dur_col;
+};
+
+constexpr Case kCases[] = {
+    {"msprof op_summary",
+     "helix_msprof_real/mindstudio_profiler_output/"
+     "op_summary_20260511093035.csv",
+     "mindstudio_profiler_output/op_summary_20260511093035.csv", "Op Name",
+     "Task Duration(us)"},
+    {"torch_npu kernel_details", "msprof_analyze_arithmetic/kernel_details.csv",
+     "ASCEND_PROFILER_OUTPUT/kernel_details.csv", "Name", "Duration(us)"},
+};
+
+// The whole file in one read (common/files.h's stream copy is several
+// times slower on tens of MB, and pandas reads with a plain read too).
+absl::StatusOr<std::string> ReadWhole(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::fseek(f, 0, SEEK_END);
+  long n = std::ftell(f);
+  std::fseek(f, 0, SEEK_SET);
+  std::string out(static_cast<size_t>(std::max(0L, n)), '\0');
+  size_t got = std::fread(out.data(), 1, out.size(), f);
+  std::fclose(f);
+  if (got != out.size()) {
+    return absl::DataLossError(absl::StrCat("short read of ", path));
+  }
+  return out;
+}
+
+double Seconds(std::chrono::steady_clock::time_point a,
+               std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Header + the fixture's data rows repeated until `bytes` is reached.
+absl::StatusOr<std::string> MakeBig(const std::string& fixture, size_t bytes,
+                                    int64_t* rows) {
+  absl::StatusOr<std::string> text = ReadFile(fixture);
+  if (!text.ok()) return text.status();
+  size_t nl = text->find('\n');
+  if (nl == std::string::npos || nl + 1 >= text->size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(fixture, ": needs a header and data rows"));
+  }
+  std::string header = text->substr(0, nl + 1);
+  std::string body = text->substr(nl + 1);
+  if (body.back() != '\n') body.push_back('\n');
+  int64_t body_rows = std::count(body.begin(), body.end(), '\n');
+  std::string out = header;
+  out.reserve(bytes + body.size());
+  *rows = 0;
+  while (out.size() < bytes) {
+    out += body;
+    *rows += body_rows;
+  }
+  return out;
+}
+
+int Run(int argc, char** argv) {
+  double mb = 64;
+  int repeats = 3;
+  // Debian's interpreter, where python3-pandas installs (a pyenv or venv
+  // python3 first on PATH often lacks pandas); --python overrides.
+  std::string python =
+      access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--mb") mb = std::atof(argv[i + 1]);
+    else if (a == "--repeats") repeats = std::max(1, std::atoi(argv[i + 1]));
+    else if (a == "--python") python = argv[i + 1];
+    else {
+      std::fprintf(stderr, "usage: %s [--mb N] [--repeats N] [--python P]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  absl::StatusOr<std::string> dir = MakeTempDir("analyzer_bench");
+  if (!dir.ok()) {
+    std::fprintf(stderr, "%s\n", dir.status().ToString().c_str());
+    return 1;
+  }
+  int rc = 0;
+  std::string pandas_version = "?";
+  // tunefarm_s: read the file + Analyze; analyze_s: Analyze alone on the
+  // bundle in memory (a worker's case: bundles arrive over ZeroMQ).
+  std::printf("%-26s %6s %8s %10s %8s %10s %8s %10s %8s %8s %8s\n", "case",
+              "MB", "rows", "tunefarm_s", "MB/s", "analyze_s", "MB/s",
+              "pandas_s", "MB/s", "ratio", "ratio_mem");
+  for (const Case& c : kCases) {
+    int64_t rows = 0;
+    absl::StatusOr<std::string> big = MakeBig(
+        absl::StrCat(TUNEFARM_SHARED_DIR, "/fixtures/ascend/", c.fixture),
+        static_cast<size_t>(mb * 1024 * 1024), &rows);
+    if (!big.ok()) {
+      std::fprintf(stderr, "%s\n", big.status().ToString().c_str());
+      return 1;
+    }
+    const double size_mb = static_cast<double>(big->size()) / (1024 * 1024);
+    const std::string file = absl::StrCat(*dir, "/", rows, ".csv");
+    if (absl::Status st = WriteFileAtomic(file, *big); !st.ok()) {
+      std::fprintf(stderr, "%s\n", st.ToString().c_str());
+      return 1;
+    }
+    big->clear();
+    big->shrink_to_fit();
+
+    double best = 1e30, best_mem = 1e30;
+    v1::Diagnosis d;
+    for (int r = 0; r < repeats; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      absl::StatusOr<std::string> text = ReadWhole(file);
+      if (!text.ok()) {
+        std::fprintf(stderr, "%s\n", text.status().ToString().c_str());
+        return 1;
+      }
+      v1::ProfileBundle bundle;
+      bundle.set_bundle_id("bench");
+      v1::ProfileFile* f = bundle.add_files();
+      f->set_path(c.bundle_path);
+      f->set_content(std::move(*text));
+      auto t1 = std::chrono::steady_clock::now();
+      d = Analyze(bundle);
+      auto t2 = std::chrono::steady_clock::now();
+      best = std::min(best, Seconds(t0, t2));
+      best_mem = std::min(best_mem, Seconds(t1, t2));
+      absl::StatusOr<TaskTable> parsed =
+          ParseTaskTable(bundle.files(0).content(), c.bundle_path);
+      auto t3 = std::chrono::steady_clock::now();
+      if (getenv("TUNEFARM_BENCH_VERBOSE") != nullptr) {
+        std::fprintf(stderr, "  read %.3f s, analyze %.3f s, parse only %.3f s\n",
+                     Seconds(t0, t1), Seconds(t1, t2), Seconds(t2, t3));
+      }
+    }
+
+    std::string cmd = absl::StrCat(python, " ", TUNEFARM_BENCH_PANDAS_SCRIPT,
+                                   " '", file, "' '", c.name_col, "' '",
+                                   c.dur_col, "' ", repeats);
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+    int prc = p == nullptr ? -1 : pclose(p);
+    nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+    if (prc != 0 || j.is_discarded() || !j.contains("seconds")) {
+      std::fprintf(stderr, "pandas run failed (%s): %s\n", cmd.c_str(),
+                   out.c_str());
+      return 1;
+    }
+    const double pandas_s = j["seconds"].get<double>();
+    pandas_version = j.value("pandas", "?");
+
+    // Same answer? Top-10 by name and sum.
+    std::map<std::string, double> ours, theirs;
+    for (const v1::Hotspot& h : d.hotspots()) ours[h.op_name()] = h.duration_us();
+    for (const auto& row : j["top"]) {
+      theirs[row[0].get<std::string>()] = row[1].get<double>();
+    }
+    bool same = ours.size() == theirs.size();
+    for (const auto& [n, v] : theirs) {
+      auto it = ours.find(n);
+      same = same && it != ours.end() &&
+             std::fabs(it->second - v) <= 1e-6 * std::max(1.0, std::fabs(v));
+    }
+    if (!same) {
+      std::fprintf(stderr, "%s: top-10 differs from pandas'\n", c.name);
+      for (const auto& [n, v] : ours) std::fprintf(stderr, "  ours %s %.3f\n", n.c_str(), v);
+      for (const auto& [n, v] : theirs) std::fprintf(stderr, "  pandas %s %.3f\n", n.c_str(), v);
+      rc = 1;
+    }
+    if (j["rows"].get<int64_t>() != rows) {
+      std::fprintf(stderr, "%s: pandas read %lld rows, wrote %lld\n", c.name,
+                   static_cast<long long>(j["rows"].get<int64_t>()),
+                   static_cast<long long>(rows));
+      rc = 1;
+    }
+    std::printf(
+        "%-26s %6.1f %8lld %10.3f %8.1f %10.3f %8.1f %10.3f %8.1f %7.1fx "
+        "%7.1fx\n",
+        c.name, size_mb, static_cast<long long>(rows), best, size_mb / best,
+        best_mem, size_mb / best_mem, pandas_s, size_mb / pandas_s,
+        pandas_s / best, pandas_s / best_mem);
+    std::fflush(stdout);
+    (void)RemoveAll(file);
+  }
+  std::printf("pandas %s; top-10 cross-checked: %s\n",
+              pandas_version.c_str(), rc == 0 ? "agree" : "DIFFER");
+  (void)RemoveAll(*dir);
+  return rc;
+}
+
+}  // namespace
+}  // namespace tunefarm
+
+int main(int argc, char** argv) { return tunefarm::Run(argc, argv); }
