@@ -1,0 +1,652 @@
+#include "agent/ascend_board.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "agent/ascend_errors.h"
+#include "agent/measurement.h"
+#include "agent/precision.h"
+#include "agent/process_runner.h"
+#include "agent/stage_runner.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+
+namespace tunefarm {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kKind[] = "ascend";
+constexpr int64_t kMaxBundleBytes = 64 << 20;
+constexpr size_t kClassifyBytes = 256 << 10;
+
+const char* const kMetricGroups[] = {
+    "PipeUtilization", "ArithmeticUtilization", "Memory",  "MemoryL0",
+    "MemoryUB",        "ResourceConflictRatio", "L2Cache", "MemoryAccess"};
+
+// POSIX single-quoting, for msprof's --application string (msprof splits it
+// itself). The tokens are our own paths and the manifest's argv; parameters
+// never appear here (they travel in params.json).
+std::string ShellQuote(const std::string& s) {
+  return absl::StrCat("'", absl::StrReplaceAll(s, {{"'", "'\\''"}}), "'");
+}
+
+std::string Tail(const std::string& path) {
+  absl::StatusOr<std::string> s = ReadFile(path);
+  if (!s.ok()) return "";
+  if (s->size() > kClassifyBytes) return s->substr(s->size() - kClassifyBytes);
+  return *std::move(s);
+}
+
+// Adds every regular file under `root`/`sub` to `bundle`, paths relative to
+// `root`.
+absl::Status AddTree(const std::string& root, const std::string& sub,
+                     v1::ProfileBundle* bundle, int64_t* total) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  const fs::path base = fs::path(root) / sub;
+  if (fs::is_regular_file(base, ec)) {
+    files.push_back(sub);
+  } else {
+    for (fs::recursive_directory_iterator it(base, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      if (it->is_regular_file(ec) && !it->is_symlink(ec)) {
+        files.push_back(fs::relative(it->path(), root, ec).string());
+      }
+    }
+  }
+  if (ec) return absl::NotFoundError(absl::StrCat("cannot walk ", base.string(), ": ", ec.message()));
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    TF_ASSIGN_OR_RETURN(std::string content, ReadFile(root + "/" + f));
+    *total += static_cast<int64_t>(content.size());
+    if (*total > kMaxBundleBytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("profile files exceed ", kMaxBundleBytes, " bytes"));
+    }
+    v1::ProfileFile* pf = bundle->add_files();
+    pf->set_path(f);
+    pf->set_content(std::move(content));
+  }
+  return absl::OkStatus();
+}
+
+// Directories under `root` (recursively, at most `depth` levels) whose name
+// satisfies `match`, relative to root, sorted.
+template <typename Pred>
+std::vector<std::string> FindDirs(const std::string& root, int depth, Pred match) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(root, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (it.depth() >= depth) it.disable_recursion_pending();
+    if (it->is_directory(ec) && !it->is_symlink(ec) &&
+        match(it->path().filename().string(), it->path())) {
+      out.push_back(fs::relative(it->path(), root, ec).string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct Child {
+  std::string out_dir;
+  std::string stdout_path, stderr_path;
+  ProcessResult result;
+};
+
+class AscendBoardImpl : public AscendBoard {
+ public:
+  AscendBoardImpl(AscendBoardOptions options, NpuChip chip, int device_id)
+      : options_(std::move(options)), chip_(std::move(chip)), device_id_(device_id) {
+    spec_ = AscendChipSpecFor(chip_.name);
+    v1::BoardInfo info;
+    info.set_board_id(absl::StrCat(options_.agent_id, "/ascend", device_id_));
+    info.set_agent_id(options_.agent_id);
+    info.set_node(options_.node);
+    info.set_kind(kKind);
+    info.set_chip(chip_.name);
+    auto& labels = *info.mutable_labels();
+    for (const auto& [k, v] : options_.labels) labels[k] = v;
+    labels["npu_id"] = absl::StrCat(chip_.npu_id);
+    labels["chip_id"] = absl::StrCat(chip_.chip_id);
+    labels["device_id"] = absl::StrCat(device_id_);
+    if (!chip_.bus_id.empty()) labels["bus_id"] = chip_.bus_id;
+    if (!spec_.family.empty()) labels["family"] = spec_.family;
+    *info.mutable_capabilities() = AscendCapabilities(spec_);
+    auto& extra = *info.mutable_capabilities()->mutable_extra();
+    if (chip_.has_hbm) extra["hbm_total_mb"] = absl::StrCat(chip_.hbm_total_mb);
+    info.set_simulated(false);
+    std::string health = absl::StrCat(
+        "npu-smi: health ", chip_.health, ", ", chip_.temp_c, " C",
+        chip_.has_power ? absl::StrCat(", ", chip_.power_w, " W") : std::string(),
+        chip_.has_hbm ? absl::StrCat(", HBM ", chip_.hbm_used_mb, "/", chip_.hbm_total_mb, " MB")
+                      : absl::StrCat(", memory ", chip_.memory_used_mb, "/",
+                                     chip_.memory_total_mb, " MB"));
+    if (chip_.health == "OK" || chip_.health == "Warning") {
+      info.set_state(v1::BOARD_STATE_IDLE);
+    } else {
+      info.set_state(v1::BOARD_STATE_QUARANTINED);
+      health = absl::StrCat("quarantined at discovery: ", health);
+      quarantined_ = true;
+    }
+    info.set_health_detail(health);
+    Publish(std::move(info));
+  }
+
+  const v1::BoardInfo& info() const override { return *current_.load(); }
+  int device_id() const override { return device_id_; }
+  bool quarantined() const override { return quarantined_.load(); }
+
+  void Readmit() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    consecutive_device_errors_ = 0;
+    quarantined_ = false;
+    v1::BoardInfo info = *current_.load();
+    info.set_state(v1::BOARD_STATE_IDLE);
+    info.set_health_detail(absl::StrCat("readmitted; ", info.health_detail()));
+    PublishLocked(std::move(info));
+  }
+
+  absl::StatusOr<Evaluation> Evaluate(const v1::WorkItem& work,
+                                      const std::atomic<bool>& cancel) override;
+
+ private:
+  void Publish(v1::BoardInfo info) {
+    std::lock_guard<std::mutex> lock(mu_);
+    PublishLocked(std::move(info));
+  }
+  // Snapshots are immutable and kept for the board's lifetime, so a
+  // reference from info() never dangles; they change only on quarantine and
+  // readmission, so the list stays short.
+  void PublishLocked(v1::BoardInfo info) {
+    snapshots_.push_back(std::make_unique<const v1::BoardInfo>(std::move(info)));
+    current_.store(snapshots_.back().get());
+  }
+
+  // Counts a device error; quarantines at the threshold. Returns the status
+  // Evaluate gives back.
+  absl::Status DeviceError(const std::string& stage, const AscendFailure& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++consecutive_device_errors_;
+    std::string what = absl::StrCat("ascend device ", device_id_, " (", chip_.name, "): ",
+                                     stage, ": ", f.summary, ": ", f.evidence);
+    if (consecutive_device_errors_ >= options_.quarantine_after && !quarantined_) {
+      quarantined_ = true;
+      v1::BoardInfo info = *current_.load();
+      info.set_state(v1::BOARD_STATE_QUARANTINED);
+      info.set_health_detail(absl::StrCat("quarantined after ", consecutive_device_errors_,
+                                          " device errors in a row; last: ", what));
+      PublishLocked(std::move(info));
+      what = absl::StrCat(what, " (card quarantined)");
+    }
+    return absl::UnavailableError(what);
+  }
+
+  void DeviceOk() {
+    std::lock_guard<std::mutex> lock(mu_);
+    consecutive_device_errors_ = 0;
+  }
+
+  std::vector<std::pair<std::string, std::string>> Env() const {
+    const std::string d = absl::StrCat(device_id_);
+    return {{"ASCEND_RT_VISIBLE_DEVICES", d}, {"TILE_FWK_DEVICE_ID", d}};
+  }
+
+  absl::StatusOr<Child> RunChild(std::vector<std::string> argv, const std::string& work_dir,
+                                 const std::string& name, const std::string& out_dir,
+                                 const std::string& cwd, absl::Duration timeout,
+                                 const std::atomic<bool>& cancel) const {
+    Child c;
+    c.out_dir = out_dir;
+    TF_RETURN_IF_ERROR(MakeDirs(out_dir));
+    TF_RETURN_IF_ERROR(MakeDirs(work_dir + "/logs"));
+    c.stdout_path = absl::StrCat(work_dir, "/logs/", name, ".stdout");
+    c.stderr_path = absl::StrCat(work_dir, "/logs/", name, ".stderr");
+    ProcessSpec spec;
+    spec.argv = std::move(argv);
+    spec.cwd = cwd;
+    spec.env = Env();
+    spec.stdout_path = c.stdout_path;
+    spec.stderr_path = c.stderr_path;
+    spec.timeout = timeout;
+    spec.cancel = &cancel;
+    TF_ASSIGN_OR_RETURN(c.result, RunProcess(spec));
+    return c;
+  }
+
+  std::vector<std::string> StageArgv(const std::vector<std::string>& command,
+                                     const std::string& work_dir, const std::string& stage,
+                                     const std::string& out_dir, uint64_t seed) const {
+    std::vector<std::string> argv = command;
+    for (std::string a : {std::string("--stage"), stage, std::string("--params"),
+                          work_dir + "/params.json", std::string("--workload"),
+                          work_dir + "/workload.json", std::string("--out"), out_dir,
+                          std::string("--seed"), absl::StrCat(seed)}) {
+      argv.push_back(std::move(a));
+    }
+    return argv;
+  }
+
+  absl::StatusOr<std::vector<std::string>> ExpandCommand(const v1::OperatorManifest& op) const;
+
+  // The bundle of one profile run, or why there is none.
+  absl::StatusOr<v1::ProfileBundle> CollectMsprof(const std::string& profile_root,
+                                                  const std::vector<std::string>& groups) const;
+  absl::StatusOr<v1::ProfileBundle> CollectTorchNpu(const std::string& dir) const;
+  absl::StatusOr<v1::ProfileBundle> CollectPypto(const std::string& dir) const;
+
+  const AscendBoardOptions options_;
+  const NpuChip chip_;
+  const int device_id_;
+  AscendChipSpec spec_;
+
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<const v1::BoardInfo>> snapshots_;  // guarded by mu_
+  std::atomic<const v1::BoardInfo*> current_{nullptr};
+  int consecutive_device_errors_ = 0;  // guarded by mu_
+  std::atomic<bool> quarantined_{false};
+};
+
+absl::StatusOr<std::vector<std::string>> AscendBoardImpl::ExpandCommand(
+    const v1::OperatorManifest& op) const {
+  auto it = op.backends().find(kKind);
+  if (it == op.backends().end() || it->second.command().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "operator ", op.name(), " has no command for board kind \"ascend\""));
+  }
+  std::vector<std::string> argv;
+  for (const std::string& part : it->second.command()) {
+    if (absl::StrContains(part, "{pkg}") && op.package_dir().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "operator ", op.name(), ": command uses {pkg} but package_dir is empty"));
+    }
+    std::string expanded = absl::StrReplaceAll(
+        part, {{"{python}", options_.python}, {"{pkg}", op.package_dir()}});
+    if (expanded.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("operator ", op.name(), ": command argument holds a NUL byte"));
+    }
+    argv.push_back(std::move(expanded));
+  }
+  return argv;
+}
+
+absl::StatusOr<v1::ProfileBundle> AscendBoardImpl::CollectMsprof(
+    const std::string& profile_root, const std::vector<std::string>& groups) const {
+  v1::ProfileBundle bundle;
+  int64_t total = 0;
+  for (const std::string& group : groups) {
+    const std::string root = profile_root + "/" + group;
+    std::vector<std::string> outs =
+        FindDirs(root, 3, [](const std::string& name, const fs::path& p) {
+          return name == "mindstudio_profiler_output" &&
+                 absl::StartsWith(p.parent_path().filename().string(), "PROF_");
+        });
+    if (outs.empty()) {
+      return absl::NotFoundError(absl::StrCat("msprof (", group,
+                                              ") wrote no PROF_*/mindstudio_profiler_output under ",
+                                              root));
+    }
+    for (const std::string& o : outs) {
+      TF_RETURN_IF_ERROR(AddTree(profile_root, group + "/" + o, &bundle, &total));
+    }
+  }
+  return bundle;
+}
+
+absl::StatusOr<v1::ProfileBundle> AscendBoardImpl::CollectTorchNpu(const std::string& dir) const {
+  std::vector<std::string> pts = FindDirs(dir, 2, [](const std::string& name, const fs::path&) {
+    return absl::EndsWith(name, "_ascend_pt");
+  });
+  v1::ProfileBundle bundle;
+  int64_t total = 0;
+  std::error_code ec;
+  for (const std::string& pt : pts) {
+    const std::string out = pt + "/ASCEND_PROFILER_OUTPUT";
+    if (!fs::is_directory(fs::path(dir) / out, ec)) continue;
+    TF_RETURN_IF_ERROR(AddTree(dir, out, &bundle, &total));
+    for (fs::directory_iterator it(fs::path(dir) / pt, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (it->is_regular_file(ec) && absl::StartsWith(name, "profiler_") &&
+          absl::EndsWith(name, ".json")) {
+        TF_RETURN_IF_ERROR(AddTree(dir, pt + "/" + name, &bundle, &total));
+      }
+    }
+  }
+  if (bundle.files().empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "the torch_npu profiler wrote no *_ascend_pt/ASCEND_PROFILER_OUTPUT under ", dir));
+  }
+  return bundle;
+}
+
+absl::StatusOr<v1::ProfileBundle> AscendBoardImpl::CollectPypto(const std::string& dir) const {
+  std::vector<std::string> outs =
+      FindDirs(dir + "/output", 0, [](const std::string& name, const fs::path&) {
+        return absl::StartsWith(name, "output_");
+      });
+  if (outs.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "the PyPTO run wrote no output/output_* folder under ", dir,
+        " (is runtime_debug_mode on?)"));
+  }
+  // Timestamps sort: the newest folder is the last.
+  v1::ProfileBundle bundle;
+  int64_t total = 0;
+  TF_RETURN_IF_ERROR(AddTree(dir, "output/" + outs.back(), &bundle, &total));
+  if (bundle.files().empty()) {
+    return absl::NotFoundError(absl::StrCat("output/", outs.back(), " under ", dir, " is empty"));
+  }
+  return bundle;
+}
+
+absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(const v1::WorkItem& work,
+                                                     const std::atomic<bool>& cancel) {
+  if (quarantined_.load()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        info().board_id(), " is quarantined (", info().health_detail(),
+        "); Readmit() it once the card is checked"));
+  }
+  Evaluation eval;
+  v1::RoundResult& result = eval.result;
+  const v1::OperatorManifest& op = work.operator_();
+  const uint64_t seed = work.seed();
+
+  absl::StatusOr<std::vector<std::string>> command = ExpandCommand(op);
+  if (!command.ok()) {
+    result.set_outcome(v1::OUTCOME_BUILD_FAILED);
+    result.set_detail(std::string(command.status().message()));
+    return eval;
+  }
+  absl::StatusOr<AscendProfilerPlan> plan = AscendProfilerPlanFor(*command);
+  if (!plan.ok()) {
+    result.set_outcome(v1::OUTCOME_BUILD_FAILED);
+    result.set_detail(absl::StrCat("operator ", op.name(), ": ", plan.status().message()));
+    return eval;
+  }
+
+  const std::string work_dir =
+      WorkDirFor(absl::StrCat(options_.work_root, "/ascend", device_id_), work);
+  TF_RETURN_IF_ERROR(PrepareWorkDir(work_dir, work));
+
+  auto cancelled = [&] {
+    return absl::CancelledError(absl::StrCat("evaluation of ", work.sweep_id(), " round ",
+                                             work.round_id(), " cancelled (lease revoked)"));
+  };
+  // A failed child → its outcome, or a board fault. `timeout` names the limit.
+  auto failed = [&](const std::string& stage, const Child& c, absl::Duration timeout,
+                    v1::Outcome otherwise) -> absl::StatusOr<Evaluation> {
+    if (c.result.cancelled) return cancelled();
+    const AscendFailure f =
+        ClassifyAscendFailure(Tail(c.stderr_path) + "\n" + Tail(c.stdout_path));
+    if (f.fault == AscendFault::kDevice) return DeviceError(stage, f);
+    DeviceOk();
+    if (c.result.timed_out) {
+      result.set_outcome(otherwise == v1::OUTCOME_PROFILE_FAILED ? otherwise
+                                                                  : v1::OUTCOME_RUN_TIMEOUT);
+      result.set_detail(absl::StrCat(stage, " did not finish within ",
+                                     absl::FormatDuration(timeout),
+                                     "; its process group was killed"));
+      return eval;
+    }
+    switch (f.fault) {
+      case AscendFault::kUbOverflow:
+      case AscendFault::kGridLimit:
+      case AscendFault::kCompile:
+        if (otherwise != v1::OUTCOME_PROFILE_FAILED) {
+          result.set_outcome(v1::OUTCOME_BUILD_FAILED);
+          result.set_detail(absl::StrCat(stage, ": ", f.summary,
+                                         f.fault == AscendFault::kCompile
+                                             ? std::string()
+                                             : absl::StrCat(" [", f.evidence, "]")));
+          return eval;
+        }
+        break;
+      default:
+        break;
+    }
+    result.set_outcome(otherwise);
+    result.set_detail(StageFailure(stage, c.result));
+    return eval;
+  };
+
+  // 1. precision: compile + one launch, output and host reference.
+  TF_ASSIGN_OR_RETURN(
+      Child prec,
+      RunChild(StageArgv(*command, work_dir, "precision", work_dir + "/precision", seed),
+               work_dir, "precision", work_dir + "/precision", work_dir,
+               options_.precision_timeout, cancel));
+  result.set_build_s(absl::ToDoubleSeconds(prec.result.wall));
+  if (!StageOk(prec.result)) {
+    return failed("precision", prec, options_.precision_timeout, v1::OUTCOME_RUN_CRASHED);
+  }
+  *result.mutable_precision() =
+      ComparePrecision(prec.out_dir + "/output.bin", prec.out_dir + "/reference.bin",
+                       op.tolerances());
+  if (!result.precision().passed()) {
+    DeviceOk();
+    result.set_outcome(v1::OUTCOME_PRECISION_FAILED);
+    result.set_detail(absl::StrCat("precision: ", result.precision().detail()));
+    return eval;
+  }
+
+  // 2. timed run.
+  int warmup = 0, samples = 0;
+  ResolvePolicy(work.measurement(), &warmup, &samples);
+  std::vector<std::string> run_argv =
+      StageArgv(*command, work_dir, "run", work_dir + "/run", seed);
+  for (std::string a : {std::string("--warmup"), absl::StrCat(warmup),
+                        std::string("--samples"), absl::StrCat(samples)}) {
+    run_argv.push_back(std::move(a));
+  }
+  TF_ASSIGN_OR_RETURN(Child run, RunChild(run_argv, work_dir, "run", work_dir + "/run",
+                                          work_dir, options_.run_timeout, cancel));
+  result.set_run_s(absl::ToDoubleSeconds(run.result.wall));
+  if (!StageOk(run.result)) {
+    return failed("run", run, options_.run_timeout, v1::OUTCOME_RUN_CRASHED);
+  }
+  DeviceOk();
+  absl::StatusOr<std::vector<double>> timing = ReadTimingSamples(run.out_dir + "/timing_us.txt");
+  if (!timing.ok()) {
+    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
+    result.set_detail(absl::StrCat("run wrote no usable timing: ", timing.status().message()));
+    return eval;
+  }
+  if (timing->size() != static_cast<size_t>(warmup + samples)) {
+    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
+    result.set_detail(absl::StrCat("run wrote ", timing->size(),
+                                   " timing samples, expected warmup ", warmup, " + samples ",
+                                   samples));
+    return eval;
+  }
+  *result.mutable_measurement() = Summarize(
+      *std::move(timing), warmup, /*simulated=*/false,
+      absl::StrCat("warmup=", warmup, " samples=", samples,
+                   " median/p20/p80 of the samples the operator's run stage timed on ",
+                   chip_.name, " device ", device_id_, " (ASCEND_RT_VISIBLE_DEVICES=",
+                   device_id_, ")"));
+  result.set_outcome(v1::OUTCOME_OK);
+  result.set_detail(absl::StrCat("ok: median ", result.measurement().median_us(), " us"));
+  if (!options_.profile) return eval;
+
+  // 3. profile.
+  const std::string profile_root = work_dir + "/profile";
+  absl::StatusOr<v1::ProfileBundle> bundle;
+  if (plan->profiler == "msprof") {
+    for (const std::string& group : plan->aic_metrics) {
+      const std::string out = absl::StrCat(profile_root, "/", group);
+      std::vector<std::string> app =
+          StageArgv(*command, work_dir, "profile", out, seed);
+      std::vector<std::string> quoted;
+      for (const std::string& a : app) quoted.push_back(ShellQuote(a));
+      std::vector<std::string> argv = {options_.msprof,
+                                       "--application=" + absl::StrJoin(quoted, " "),
+                                       "--output=" + out, "--aic-metrics=" + group};
+      absl::StatusOr<Child> prof = RunChild(argv, work_dir, "profile_" + group, out, work_dir,
+                                            options_.profile_timeout, cancel);
+      if (!prof.ok()) {
+        result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
+        result.set_detail(absl::StrCat("msprof: ", prof.status().message()));
+        return eval;
+      }
+      if (!StageOk(prof->result)) {
+        return failed(absl::StrCat("profile (msprof ", group, ")"), *prof,
+                      options_.profile_timeout, v1::OUTCOME_PROFILE_FAILED);
+      }
+    }
+    bundle = CollectMsprof(profile_root, plan->aic_metrics);
+  } else {
+    std::vector<std::string> argv = StageArgv(*command, work_dir, "profile", profile_root, seed);
+    TF_ASSIGN_OR_RETURN(Child prof, RunChild(argv, work_dir, "profile", profile_root,
+                                             profile_root, options_.profile_timeout, cancel));
+    if (!StageOk(prof.result)) {
+      return failed(absl::StrCat("profile (", plan->profiler, ")"), prof,
+                    options_.profile_timeout, v1::OUTCOME_PROFILE_FAILED);
+    }
+    bundle = plan->profiler == "torch_npu" ? CollectTorchNpu(profile_root)
+                                           : CollectPypto(profile_root);
+  }
+  if (!bundle.ok()) {
+    result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
+    result.set_detail(absl::StrCat("profile: ", bundle.status().message()));
+    return eval;
+  }
+  const v1::BoardInfo& me = info();
+  const std::string bundle_id =
+      absl::StrCat(SafeComponent(work.sweep_id()), ".r", work.round_id(), ".e", work.epoch(),
+                   ".", SafeComponent(me.board_id()));
+  bundle->set_bundle_id(bundle_id);
+  bundle->set_sweep_id(work.sweep_id());
+  bundle->set_round_id(work.round_id());
+  bundle->set_epoch(work.epoch());
+  bundle->set_board_id(me.board_id());
+  bundle->set_board_kind(kKind);
+  bundle->set_chip(chip_.name);
+  bundle->set_simulated(false);
+  bundle->set_profiler(plan->profiler);
+  *bundle->mutable_measurement() = result.measurement();
+  *bundle->mutable_capabilities() = me.capabilities();
+  *bundle->mutable_params() = work.params();
+  bundle->set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
+  result.set_bundle_id(bundle_id);
+  eval.bundle = *std::move(bundle);
+  return eval;
+}
+
+}  // namespace
+
+absl::StatusOr<AscendProfilerPlan> AscendProfilerPlanFor(
+    const std::vector<std::string>& command) {
+  AscendProfilerPlan plan;
+  auto value = [&](size_t i, const std::string& flag, std::string* out) {
+    if (command[i] == flag && i + 1 < command.size()) {
+      *out = command[i + 1];
+      return true;
+    }
+    if (absl::StartsWith(command[i], flag + "=")) {
+      *out = command[i].substr(flag.size() + 1);
+      return true;
+    }
+    return false;
+  };
+  std::string v;
+  for (size_t i = 0; i < command.size(); ++i) {
+    if (value(i, "--profiler", &v)) {
+      if (v != "msprof" && v != "torch_npu" && v != "pypto") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "ascend command: --profiler \"", v, "\" is not one of msprof, torch_npu, pypto"));
+      }
+      plan.profiler = v;
+    } else if (value(i, "--aic_metrics", &v) || value(i, "--aic-metrics", &v)) {
+      std::vector<std::string> groups;
+      for (absl::string_view g : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+        const std::string group(g);
+        if (std::find(std::begin(kMetricGroups), std::end(kMetricGroups), group) ==
+            std::end(kMetricGroups)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "ascend command: --aic_metrics group \"", group, "\" is not one of ",
+              absl::StrJoin(kMetricGroups, ", ")));
+        }
+        if (std::find(groups.begin(), groups.end(), group) == groups.end()) {
+          groups.push_back(group);
+        }
+      }
+      // PipeUtilization first: compute vs move vs scalar is the first
+      // question; later groups answer narrower ones (MemoryUB: UB bandwidth).
+      std::stable_partition(groups.begin(), groups.end(),
+                            [](const std::string& g) { return g == "PipeUtilization"; });
+      if (groups.empty() || groups[0] != "PipeUtilization") {
+        groups.insert(groups.begin(), "PipeUtilization");
+      }
+      plan.aic_metrics = std::move(groups);
+    }
+  }
+  return plan;
+}
+
+std::unique_ptr<AscendBoard> NewAscendBoard(const AscendBoardOptions& options,
+                                            const NpuChip& chip, int device_id) {
+  return std::make_unique<AscendBoardImpl>(options, chip, device_id);
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<Board>>> DiscoverAscendBoards(
+    const AscendBoardOptions& options) {
+  TF_ASSIGN_OR_RETURN(std::string tmp, MakeTempDir("tf-npu-smi"));
+  ProcessSpec spec;
+  spec.argv = {options.npu_smi, "info"};
+  spec.stdout_path = tmp + "/stdout";
+  spec.stderr_path = tmp + "/stderr";
+  spec.timeout = options.discover_timeout;
+  absl::StatusOr<ProcessResult> r = RunProcess(spec);
+  absl::StatusOr<std::string> out = ReadFile(tmp + "/stdout");
+  (void)RemoveAll(tmp);
+  if (!r.ok()) {
+    return absl::NotFoundError(absl::StrCat("cannot run ", options.npu_smi,
+                                            " info: ", r.status().message()));
+  }
+  if (!StageOk(*r)) {
+    return absl::UnavailableError(StageFailure(options.npu_smi + " info", *r));
+  }
+  if (!out.ok()) return out.status();
+  absl::StatusOr<std::vector<NpuChip>> chips = ParseNpuSmiInfo(*out);
+  if (!chips.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(options.npu_smi, ": ",
+                                                   chips.status().message()));
+  }
+  std::vector<std::unique_ptr<Board>> boards;
+  std::vector<int> seen;
+  for (size_t i = 0; i < chips->size(); ++i) {
+    const NpuChip& chip = (*chips)[i];
+    const int dev = chip.device_id >= 0 ? chip.device_id : static_cast<int>(i);
+    seen.push_back(dev);
+    if (!options.devices.empty() &&
+        std::find(options.devices.begin(), options.devices.end(), dev) ==
+            options.devices.end()) {
+      continue;
+    }
+    boards.push_back(NewAscendBoard(options, chip, dev));
+  }
+  for (int d : options.devices) {
+    if (std::find(seen.begin(), seen.end(), d) == seen.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ascend device ", d, " is not listed by ", options.npu_smi, " info (devices: ",
+          absl::StrJoin(seen, ", "), ")"));
+    }
+  }
+  return boards;
+}
+
+}  // namespace tunefarm

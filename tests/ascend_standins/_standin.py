@@ -1,0 +1,31 @@
+"""Shared helpers of the Ascend stand-ins (npu-smi, msprof, ascend-python).
+
+The failure mode comes from TF_STANDIN_MODE, or from the file named by
+TF_STANDIN_MODE_FILE (read at every call, so a test can switch modes under a
+running agent). Fixture files come from TF_ASCEND_FIXTURES, default
+<repo>/../shared/fixtures/ascend.
+"""
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def mode():
+    path = os.environ.get("TF_STANDIN_MODE_FILE", "")
+    if path and os.path.exists(path):
+        with open(path) as f:
+            return f.read().strip()
+    return os.environ.get("TF_STANDIN_MODE", "ok").strip() or "ok"
+
+
+def fixtures():
+    return os.environ.get(
+        "TF_ASCEND_FIXTURES",
+        os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "fixtures", "ascend")))
+
+
+def log(line):
+    path = os.environ.get("TF_STANDIN_LOG", "")
+    if path:
+        with open(path, "a") as f:
+            f.write(line + "\n")
