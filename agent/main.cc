@@ -53,6 +53,7 @@ int Main(int argc, char** argv) {
   std::string work_dir = "/tmp/tunefarm-agent";
   std::string bin_dir = ExecutableDir();
   std::string metrics_address = "127.0.0.1:0";
+  std::string metrics_port_file;
   int64_t sim_delay_ms = 0;
   int64_t stage_timeout_s = 120;
   uint64_t seed = 1;
@@ -76,10 +77,15 @@ int Main(int argc, char** argv) {
   app.add_option("--label", labels, "KEY=VALUE board label (repeatable)");
   app.add_option("--work_dir", work_dir);
   std::string harness_dir = TUNEFARM_DEFAULT_OPS_DIR "/common";
+  bool profile = true;
+  app.add_option("--profile", profile,
+                 "profile each variant (Nsight Compute on cuda boards)");
   app.add_option("--harness_dir", harness_dir,
                  "ops/common of the operator packages (cpu boards)");
   app.add_option("--bin_dir", bin_dir, "where operator programs live");
   app.add_option("--metrics_address", metrics_address);
+  app.add_option("--metrics_port_file", metrics_port_file,
+                 "write the bound metrics port here (launchers, tests)");
   app.add_option("--sim_delay_ms", sim_delay_ms,
                  "extra real time each simulated run takes")
       ->check(CLI::Range(0, 3600000));
@@ -116,6 +122,7 @@ int Main(int argc, char** argv) {
       o.work_root = absl::StrCat(work_dir, "/", agent_id);
       o.cache_dir = cache_dir;
       o.labels = label_map;
+      o.profile = profile;
       if (kc.second != "all") {
         for (absl::string_view idx : absl::StrSplit(kc.second, ',')) {
           int gpu = 0;
@@ -200,6 +207,10 @@ int Main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("metrics on port {}", (*metrics_server)->port());
+  if (!metrics_port_file.empty()) {
+    (void)WriteFileAtomic(metrics_port_file,
+                          absl::StrCat((*metrics_server)->port(), "\n"));
+  }
 
   std::unique_ptr<BundleSink> sink;
   if (!analyzers.empty()) {

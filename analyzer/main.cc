@@ -39,6 +39,7 @@ struct Flags {
   std::string endpoint_file;
   std::string coordinator;
   std::string metrics_address = "127.0.0.1:0";
+  std::string metrics_port_file;
   std::string id;
   std::string log_level = "info";
 };
@@ -159,6 +160,10 @@ int RunAnalyzer(const Flags& flags) {
   spdlog::info("metrics on http://{}:{}/metrics", host,
                ports.empty() ? 0 : ports.front());
   Metrics metrics(*registry);
+  if (!flags.metrics_port_file.empty() && !ports.empty()) {
+    (void)WriteFileAtomic(flags.metrics_port_file,
+                          absl::StrCat(ports.front(), "\n"));
+  }
 
   AnalyzerWorker::Options options;
   options.id = id;
@@ -231,6 +236,8 @@ int main(int argc, char** argv) {
   app.add_option("--metrics_address", flags.metrics_address,
                  "host:port for Prometheus /metrics; port 0 picks one")
       ->capture_default_str();
+  app.add_option("--metrics_port_file", flags.metrics_port_file,
+                 "write the bound metrics port here (launchers, tests)");
   app.add_option("--id", flags.id, "analyzer id (default analyzer-<pid>)");
   app.add_option("--log_level", flags.log_level,
                  "trace, debug, info, warn or error")

@@ -193,7 +193,7 @@ int FarmClient::Watch(const std::string& sweep_id) {
       std::cout << absl::FormatTime("%H:%M:%S",
                                     absl::FromUnixMillis(ev.time_unix_ms()),
                                     absl::LocalTimeZone())
-                << "  " << ev.message() << "\n";
+                << "  " << ev.message() << std::endl;  // pipes see it now
       status_line = false;
     }
     if (ev.kind() == v1::EVENT_KIND_ROUND_FINISHED) ++finished;

@@ -133,7 +133,8 @@ absl::Status LocalFarm::Start() {
       Subprocess::Start({options_.bin_dir + "/tunefarm-analyzer", "--bind",
                          "tcp://127.0.0.1:*", "--endpoint_file", endpoint_file,
                          "--coordinator", diagnosis_endpoint_, "--log_level",
-                         options_.log_level},
+                         options_.log_level, "--metrics_port_file",
+                         options_.data_dir + "/run/analyzer.metrics"},
                         log_dir() + "/analyzer.log"));
   auto endpoint = WaitForFile(endpoint_file, absl::Seconds(30));
   if (!endpoint.ok()) {
@@ -144,6 +145,18 @@ absl::Status LocalFarm::Start() {
   analyzer_endpoint_ = *endpoint;
   for (int i = 0; i < options_.agents; ++i) {
     TF_RETURN_IF_ERROR(StartAgent(i));
+  }
+  // An agent that cannot serve its boards (no GPU found, bad flag) exits at
+  // once: say so now rather than leave the sweep waiting for boards.
+  for (int i = 0; i < options_.agents; ++i) {
+    if (agents_[i]->Wait(absl::Milliseconds(i == 0 ? 1500 : 0)).has_value()) {
+      const std::string log = absl::StrCat(log_dir(), "/agent-", i + 1, ".log");
+      std::string tail = ReadFile(log).value_or("");
+      if (tail.size() > 2000) tail = tail.substr(tail.size() - 2000);
+      return absl::FailedPreconditionError(
+          absl::StrCat("agent-", i + 1, " exited at start (", log, "):\n",
+                       tail));
+    }
   }
   return absl::OkStatus();
 }
@@ -156,19 +169,42 @@ absl::Status LocalFarm::StartAgent(int i) {
   std::vector<std::string> argv = {
       options_.bin_dir + "/tunefarm-agent", "--coordinator", address_,
       "--agent_id", id, "--node", "localhost", "--boards",
-      absl::StrCat("sim:", options_.boards_per_agent), "--analyzer",
+      options_.board_kind == "cuda"
+          ? std::string("cuda:all")
+          : absl::StrCat(options_.board_kind, ":", options_.boards_per_agent),
+      "--analyzer",
       analyzer_endpoint_, "--work_dir", options_.data_dir + "/work",
       "--bin_dir", options_.bin_dir, "--sim_delay_ms",
       absl::StrCat(options_.sim_delay_ms), "--seed", absl::StrCat(100 * (i + 1)),
-      "--log_level", options_.log_level};
+      "--log_level", options_.log_level, "--metrics_port_file",
+      absl::StrCat(options_.data_dir, "/run/", id, ".metrics")};
   if (!agent_token_file_.empty()) {
     argv.push_back("--token_file");
     argv.push_back(agent_token_file_);
   }
+  argv.insert(argv.end(), options_.agent_flags.begin(),
+              options_.agent_flags.end());
   TF_ASSIGN_OR_RETURN(agents_[i],
                       Subprocess::Start(argv, absl::StrCat(log_dir(), "/", id,
                                                            ".log")));
   return absl::OkStatus();
+}
+
+std::map<std::string, int> LocalFarm::MetricsPorts() const {
+  std::map<std::string, int> ports;
+  if (metrics_port_ > 0) ports["coordinator"] = metrics_port_;
+  std::vector<std::string> names = {"analyzer"};
+  for (int i = 0; i < options_.agents; ++i) {
+    names.push_back(absl::StrCat("agent-", i + 1));
+  }
+  for (const std::string& name : names) {
+    auto text = WaitForFile(
+        absl::StrCat(options_.data_dir, "/run/", name, ".metrics"),
+        absl::Seconds(5));
+    int port = 0;
+    if (text.ok() && absl::SimpleAtoi(*text, &port)) ports[name] = port;
+  }
+  return ports;
 }
 
 void LocalFarm::KillAgent(int i, int sig) {
@@ -188,6 +224,10 @@ void LocalFarm::KillCoordinator(int sig) {
 absl::Status LocalFarm::RestartCoordinator() {
   if (coordinator_ && coordinator_->running()) KillCoordinator(SIGKILL);
   return StartCoordinatorOn(absl::StrCat("127.0.0.1:", port_));
+}
+
+void LocalFarm::Interrupt() {
+  if (coordinator_) ::kill(coordinator_->pid(), SIGTERM);
 }
 
 void LocalFarm::Stop() {

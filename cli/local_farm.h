@@ -24,7 +24,12 @@ struct LocalFarmOptions {
   std::string data_dir;  // RocksDB, reports, logs, run files
   std::vector<std::string> ops_dirs;  // "" = the coordinator's default
   int agents = 2;
+  // Board kind of every agent: "sim" or "cpu" (boards_per_agent each), or
+  // "cuda" (every GPU of the host; use one agent).
+  std::string board_kind = "sim";
   int boards_per_agent = 2;
+  // Extra flags for every agent (e.g. {"--profile=false"}).
+  std::vector<std::string> agent_flags;
   int64_t sim_delay_ms = 0;
   int64_t lease_ms = 30000;
   int64_t heartbeat_ms = 500;
@@ -49,6 +54,9 @@ class LocalFarm {
   // "127.0.0.1:PORT" of the coordinator's gRPC service.
   const std::string& coordinator_address() const { return address_; }
   int coordinator_metrics_port() const { return metrics_port_; }
+  // Metrics ports of every process by name ("coordinator", "analyzer",
+  // "agent-1", …), read from the port files they write.
+  std::map<std::string, int> MetricsPorts() const;
   // "" when authentication is off.
   const std::string& tokens_file() const { return tokens_file_; }
   const std::string& admin_token() const { return admin_token_; }
@@ -65,6 +73,9 @@ class LocalFarm {
 
   // SIGTERM to everything (agents first), then SIGKILL after a grace.
   void Stop();
+  // Asks the coordinator to stop (SIGTERM), which ends every client stream;
+  // safe from another thread while the owner waits on the farm.
+  void Interrupt();
   std::string log_dir() const;
 
  private:

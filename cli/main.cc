@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -31,9 +32,14 @@ int RunLocal(const CliContext& base, const std::string& spec,
     return kExitBadInput;
   }
   std::cout << "tunefarm local: starting a coordinator, an analyzer and "
-            << options.agents << " agents with " << options.boards_per_agent
-            << " simulated boards each (data in " << options.data_dir
-            << ")\n";
+            << options.agents << " agent(s) with "
+            << (options.board_kind == "cuda"
+                    ? std::string("one board per GPU")
+                    : absl::StrCat(options.boards_per_agent, " ",
+                                   options.board_kind == "sim" ? "simulated"
+                                                               : "cpu",
+                                   " board(s) each"))
+            << " (data in " << options.data_dir << ")\n";
   LocalFarm farm(options);
   if (absl::Status st = farm.Start(); !st.ok()) {
     std::cerr << "tunefarm local: " << st.message() << "\n";
@@ -52,7 +58,21 @@ int RunLocal(const CliContext& base, const std::string& spec,
               << " (export TUNEFARM_TOKEN=<token> to use the CLI on it)\n";
   }
   FarmClient client(ctx);
+  // Ctrl-C / SIGTERM while watching: stop the coordinator, which ends the
+  // watch stream, and then everything else.
+  std::atomic<bool> done{false};
+  std::thread interrupter([&] {
+    while (!done.load()) {
+      if (g_interrupted.load()) {
+        farm.Interrupt();
+        return;
+      }
+      ::usleep(50 * 1000);
+    }
+  });
   int rc = client.Submit(spec, "", /*watch=*/true);
+  done = true;
+  interrupter.join();
   if (rc == kExitOk || rc == kExitSweepFailed) client.Boards();
   if (keep_running) {
     std::cout << "farm still running on " << farm.coordinator_address()
@@ -154,6 +174,14 @@ int Main(int argc, char** argv) {
   local->add_option("--boards-per-agent", local_options.boards_per_agent)
       ->check(CLI::Range(1, 64));
   local->add_option("--data-dir", local_options.data_dir);
+  local->add_option("--boards", local_options.board_kind,
+                    "board kind of the agents: sim, cpu or cuda (all GPUs)")
+      ->check(CLI::IsMember({"sim", "cpu", "cuda"}));
+  local->add_option("--ops-dir", local_options.ops_dirs,
+                    "operator package folders (default: the shipped ops/)");
+  bool no_profile = false;
+  local->add_flag("--no-profile", no_profile,
+                  "agents skip profiling (e.g. Nsight Compute on cuda boards)");
   local->add_option("--sim-delay-ms", local_options.sim_delay_ms,
                     "extra real time per simulated run")
       ->check(CLI::Range(0, 600000));
@@ -206,7 +234,10 @@ int Main(int argc, char** argv) {
     if (output == "json") analyze_options.output = "json";
     return RunAnalyze(analyze_options);
   }
-  if (*local) return RunLocal(ctx, local_spec, local_options, keep_running);
+  if (*local) {
+    if (no_profile) local_options.agent_flags.push_back("--profile=false");
+    return RunLocal(ctx, local_spec, local_options, keep_running);
+  }
   return kExitBadInput;
 }
 

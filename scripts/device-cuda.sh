@@ -138,9 +138,9 @@ EOF
     note "$name: $(grep -E '^(gemm|softmax): run ok' "$d.log" | sed 's/; device=.*//') | $(grep precision: "$d.log") | $(tr '\n' ' ' < "$d.ptxas" | sed 's/ptxas info *: //g')"
   done
   if [ -x "$out/bin/cublas_ref" ]; then
+    mkdir -p "$k/cublas"
     "$out/bin/cublas_ref" --stage run --workload "$k/gemm.json" --out "$k/cublas" --seed 1 \
       --warmup 5 --samples 30 > "$k/cublas.log" 2>&1 || failed=1
-    mkdir -p "$k/cublas"
     note "cublas: $(tail -1 "$k/cublas.log")"
   else
     note "cublas_ref: BUILD FAILED: $(tail -3 "$out/bin/cublas_ref.build.log")"; failed=1

@@ -52,12 +52,15 @@ for spec in cuda_gemm cuda_softmax; do
   data=/tmp/tunefarm-device-$spec
   rm -rf "$data"
   echo "=== tunefarm local $spec ($(date -u +%FT%TZ))" >> "$farm_log"
-  timeout 260 "$carry/bin/tunefarm" local --boards cuda --agents 1 \
+  timeout -k 10 "${TF_FARM_TIMEOUT:-200}" "$carry/bin/tunefarm" local --boards cuda --agents 1 \
     --data-dir "$data" --ops-dir "$root/ops" \
-    --agent-flag=--profile=false "examples/$spec.yaml" >> "$farm_log" 2>&1
+    --no-profile "examples/$spec.yaml" >> "$farm_log" 2>&1
   echo "exit $?" >> "$farm_log"
   cp "$data"/reports/*.md "$out/${spec}_report.md" 2>/dev/null
-  tail -n 40 "$data"/logs/agent-1.log >> "$farm_log" 2>/dev/null
+  for l in coordinator agent-1 analyzer; do
+    echo "--- $l.log (tail)" >> "$farm_log"
+    tail -n 25 "$data/logs/$l.log" >> "$farm_log" 2>/dev/null
+  done
 done
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv >> "$farm_log" 2>&1

@@ -12,7 +12,7 @@ PACKAGES=(
   libabsl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  curl python3-yaml
+  curl openssl python3-yaml
   clang libclang-rt-14-dev python3-pandas
 )
 

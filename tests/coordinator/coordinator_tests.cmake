@@ -3,3 +3,9 @@ add_executable(coordinator_test ${CMAKE_CURRENT_LIST_DIR}/coordinator_test.cc)
 target_link_libraries(coordinator_test PRIVATE
   tunefarm_coordinator GTest::gtest_main GTest::gmock)
 gtest_discover_tests(coordinator_test DISCOVERY_TIMEOUT 60)
+
+# Identity, authorisation, quotas, fair share and TLS over real gRPC.
+add_executable(auth_test ${CMAKE_CURRENT_LIST_DIR}/auth_test.cc)
+target_link_libraries(auth_test PRIVATE tunefarm_coordinator_grpc
+  tunefarm_grpc_util GTest::gtest_main)
+gtest_discover_tests(auth_test DISCOVERY_TIMEOUT 60)

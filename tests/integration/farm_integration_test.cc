@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -276,6 +277,23 @@ TEST_F(FarmTest, SweepRunsToCompletionAcrossTwoAgentsWithDiagnoses) {
   EXPECT_NE(metrics.find("tunefarm_boards{state=\"idle\"}"), std::string::npos);
   EXPECT_NE(metrics.find("tunefarm_lease_latency_seconds_count"),
             std::string::npos);
+  EXPECT_NE(metrics.find("tunefarm_board_state{"), std::string::npos);
+  EXPECT_NE(metrics.find("tunefarm_team_rounds_total{"), std::string::npos);
+  // Every process serves /metrics; the Grafana dashboard check
+  // (tests/helm/dashboard_metrics_test.sh) reads these scrapes.
+  const std::map<std::string, int> ports = farm_->MetricsPorts();
+  EXPECT_EQ(ports.size(), 4u);  // coordinator, analyzer, two agents
+  const char* dump = std::getenv("TUNEFARM_METRICS_DUMP");
+  for (const auto& [name, port] : ports) {
+    std::string body = ScrapeMetrics(port);
+    const size_t header_end = body.find("\r\n\r\n");
+    body = header_end == std::string::npos ? "" : body.substr(header_end + 4);
+    EXPECT_NE(body.find("# TYPE tunefarm_"), std::string::npos) << name;
+    if (dump != nullptr) {
+      EXPECT_TRUE(
+          WriteFileAtomic(absl::StrCat(dump, "/", name, ".prom"), body).ok());
+    }
+  }
 
   // The report is on disk where the sweep says.
   auto report = ReadFile(sweep.report_path());

@@ -1,0 +1,528 @@
+// Identity, authorisation, quotas and fair share, through the real gRPC
+// services on loopback (port 0) over the real Coordinator and RocksDB.
+// Every call is tried as nobody, with a bad token, as the wrong team and as
+// the wrong role.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/files.h"
+#include "common/grpc_client.h"
+#include "common/subprocess.h"
+#include "coordinator/auth.h"
+#include "coordinator/control_loop.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/policy.h"
+#include "coordinator/service.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "ops/catalog.h"
+#include "storage/store.h"
+
+namespace tunefarm {
+namespace {
+
+constexpr char kTokens[] = R"(
+tokens:
+  - {name: alice, team: alpha, role: user, token: "alpha-token-0123456789"}
+  - {name: bob, team: beta, role: user, token: "beta-token-0123456789ab"}
+  - {name: ops, role: admin, token: "admin-token-0123456789a"}
+  - {name: rack1, role: agent, token: "agent-token-0123456789a"}
+)";
+constexpr char kAlpha[] = "alpha-token-0123456789";
+constexpr char kBeta[] = "beta-token-0123456789ab";
+constexpr char kAdmin[] = "admin-token-0123456789a";
+constexpr char kAgent[] = "agent-token-0123456789a";
+
+std::string Spec(const std::string& team, int max_rounds = 50) {
+  return absl::StrCat(R"(
+name: auth-test
+team: )", team, R"(
+operator: sim_matmul
+workload: square_2k
+goal: {speedup: 1000}
+strategy: {name: random, seed: 5}
+budget: {max_rounds: )", max_rounds, R"(, max_rounds_without_gain: 100000}
+boards: {kind: sim}
+)");
+}
+
+TEST(TokenTableTest, ParsesAndRefusesBadEntriesNamingThem) {
+  auto t = TokenTable::Parse(kTokens, "tokens.yaml");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->size(), 4u);
+  auto alice = t->FromAuthorizationHeader(absl::StrCat("Bearer ", kAlpha));
+  ASSERT_TRUE(alice.ok());
+  EXPECT_EQ(alice->team, "alpha");
+  EXPECT_EQ(t->Lookup("nope-nope-nope-nope").status().code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(t->FromAuthorizationHeader("Basic abc").status().code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(t->FromAuthorizationHeader("").status().code(),
+            absl::StatusCode::kUnauthenticated);
+
+  struct Bad {
+    const char* yaml;
+    const char* names;
+  } bad[] = {
+      {"tokens:\n  - {name: a, team: t, token: short}\n", "tokens[0].token"},
+      {"tokens:\n  - {name: a, role: user, token: 0123456789abcdef}\n",
+       "tokens[0].team"},
+      {"tokens:\n  - {name: a, role: root, token: 0123456789abcdef}\n",
+       "tokens[0].role"},
+      {"tokens:\n  - {name: a, role: admin, token: 0123456789abcdef}\n"
+       "  - {name: b, role: admin, token: 0123456789abcdef}\n",
+       "tokens[1].token"},
+      {"tokens:\n  - {name: a, role: admin, tokn: 0123456789abcdef}\n",
+       "unknown key 'tokn'"},
+      {"[1, 2", "not valid YAML"},
+  };
+  for (const Bad& b : bad) {
+    auto r = TokenTable::Parse(b.yaml, "t.yaml");
+    ASSERT_FALSE(r.ok()) << b.yaml;
+    EXPECT_NE(std::string(r.status().message()).find(b.names),
+              std::string::npos)
+        << r.status();
+  }
+}
+
+TEST(TeamPolicyTest, ParsesQuotasAndNamesBadFields) {
+  auto p = ParseTeamPolicy(
+      "default: {weight: 1, max_active_sweeps: 5}\n"
+      "teams:\n  alpha: {weight: 3, max_boards: 2}\n",
+      "policy.yaml");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->default_quota.max_active_sweeps(), 5);
+  EXPECT_EQ(p->teams.at("alpha").weight(), 3);
+  EXPECT_EQ(p->teams.at("alpha").max_boards(), 2);
+  auto bad = ParseTeamPolicy("teams:\n  alpha: {weight: -1}\n", "p.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("teams.alpha.weight"),
+            std::string::npos);
+  EXPECT_FALSE(ParseTeamPolicy("teams:\n  a: {max_boardz: 1}\n", "p").ok());
+}
+
+class AuthServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = MakeTempDir("auth_test");
+    ASSERT_TRUE(dir.ok());
+    dir_ = *dir;
+    auto store = OpenRocksDbStore(dir_ + "/db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    auto catalog = OperatorCatalog::LoadFromDirs({TUNEFARM_SOURCE_DIR "/ops"});
+    ASSERT_TRUE(catalog.ok()) << catalog.status();
+    catalog_ = std::make_unique<OperatorCatalog>(std::move(*catalog));
+    auto tokens = TokenTable::Parse(kTokens, "tokens.yaml");
+    ASSERT_TRUE(tokens.ok());
+    tokens_ = std::make_unique<TokenTable>(std::move(*tokens));
+    CoordinatorOptions o;
+    o.lease_duration = absl::Hours(1);
+    o.agent_timeout = absl::Hours(1);
+    o.default_quota.set_weight(1);
+    o.team_quotas["beta"].set_team("beta");
+    o.team_quotas["beta"].set_weight(3);
+    coordinator_ = std::make_unique<Coordinator>(store_.get(), catalog_.get(),
+                                                 &clock_, o, nullptr);
+    ASSERT_TRUE(coordinator_->Recover().ok());
+    loop_ = std::make_unique<ControlLoop>(absl::Milliseconds(50), [] {});
+    loop_->Start();
+    farm_ = std::make_unique<FarmService>(coordinator_.get(), loop_.get(),
+                                          store_.get(), &notifier_,
+                                          tokens_.get());
+    agent_ = std::make_unique<AgentGrpcService>(coordinator_.get(),
+                                                loop_.get(), tokens_.get());
+    grpc::ServerBuilder b;
+    int port = 0;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                       &port);
+    b.RegisterService(farm_.get());
+    b.RegisterService(agent_.get());
+    server_ = b.BuildAndStart();
+    ASSERT_NE(port, 0);
+    auto ch = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                  grpc::InsecureChannelCredentials());
+    farm_stub_ = v1::TuneFarm::NewStub(ch);
+    agent_stub_ = v1::AgentService::NewStub(ch);
+  }
+  void TearDown() override {
+    notifier_.Shutdown();
+    server_->Shutdown(std::chrono::system_clock::now());
+    loop_->Stop();
+    coordinator_.reset();
+    store_.reset();
+    (void)RemoveAll(dir_);
+  }
+
+  static std::unique_ptr<grpc::ClientContext> As(const std::string& token) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::seconds(10));
+    if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
+    return ctx;
+  }
+
+  grpc::Status Submit(const std::string& token, const std::string& team,
+                      std::string* id = nullptr, int max_rounds = 50) {
+    v1::SubmitSweepRequest req;
+    req.set_spec_yaml(Spec(team, max_rounds));
+    v1::SubmitSweepResponse resp;
+    grpc::Status st = farm_stub_->SubmitSweep(As(token).get(), req, &resp);
+    if (id != nullptr) *id = resp.sweep().sweep_id();
+    return st;
+  }
+
+  // Every user-service call on `sweep_id`, as `token`: their codes.
+  std::vector<std::pair<std::string, grpc::StatusCode>> SweepCalls(
+      const std::string& token, const std::string& sweep_id) {
+    std::vector<std::pair<std::string, grpc::StatusCode>> out;
+    {
+      v1::GetSweepRequest r;
+      r.set_sweep_id(sweep_id);
+      v1::Sweep s;
+      out.emplace_back("GetSweep",
+                       farm_stub_->GetSweep(As(token).get(), r, &s).error_code());
+    }
+    {
+      v1::ListRoundsRequest r;
+      r.set_sweep_id(sweep_id);
+      v1::ListRoundsResponse s;
+      out.emplace_back(
+          "ListRounds",
+          farm_stub_->ListRounds(As(token).get(), r, &s).error_code());
+    }
+    {
+      v1::GetReportRequest r;
+      r.set_sweep_id(sweep_id);
+      v1::GetReportResponse s;
+      out.emplace_back(
+          "GetReport", farm_stub_->GetReport(As(token).get(), r, &s).error_code());
+    }
+    {
+      v1::WatchSweepRequest r;
+      r.set_sweep_id(sweep_id);
+      auto ctx = As(token);
+      auto reader = farm_stub_->WatchSweep(ctx.get(), r);
+      v1::SweepEvent ev;
+      const bool got = reader->Read(&ev);
+      if (got) ctx->TryCancel();
+      grpc::Status st = reader->Finish();
+      out.emplace_back("WatchSweep", got ? grpc::StatusCode::OK
+                                         : st.error_code());
+    }
+    {
+      v1::CancelSweepRequest r;
+      r.set_sweep_id(sweep_id);
+      v1::Sweep s;
+      out.emplace_back(
+          "CancelSweep",
+          farm_stub_->CancelSweep(As(token).get(), r, &s).error_code());
+    }
+    return out;
+  }
+
+  std::string dir_;
+  FakeClock clock_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<OperatorCatalog> catalog_;
+  std::unique_ptr<TokenTable> tokens_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<ControlLoop> loop_;
+  EventNotifier notifier_;
+  std::unique_ptr<FarmService> farm_;
+  std::unique_ptr<AgentGrpcService> agent_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::TuneFarm::Stub> farm_stub_;
+  std::unique_ptr<v1::AgentService::Stub> agent_stub_;
+};
+
+TEST_F(AuthServiceTest, NobodyAndBadTokensAreUnauthenticatedEverywhere) {
+  std::string id;
+  ASSERT_TRUE(Submit(kAlpha, "alpha", &id).ok());
+  for (const std::string& token : {std::string(), std::string("forged-token-0000000000")}) {
+    EXPECT_EQ(Submit(token, "alpha").error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    for (const auto& [call, code] : SweepCalls(token, id)) {
+      EXPECT_EQ(code, grpc::StatusCode::UNAUTHENTICATED) << call;
+    }
+    v1::ListSweepsRequest ls;
+    v1::ListSweepsResponse lsr;
+    EXPECT_EQ(farm_stub_->ListSweeps(As(token).get(), ls, &lsr).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    v1::ListBoardsRequest lb;
+    v1::ListBoardsResponse lbr;
+    EXPECT_EQ(farm_stub_->ListBoards(As(token).get(), lb, &lbr).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    v1::RegisterAgentRequest reg;
+    reg.set_agent_id("evil");
+    reg.add_boards()->set_board_id("evil/b0");
+    v1::RegisterAgentResponse regr;
+    EXPECT_EQ(agent_stub_->RegisterAgent(As(token).get(), reg, &regr)
+                  .error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    v1::LeaseWorkRequest lw;
+    v1::LeaseWorkResponse lwr;
+    EXPECT_EQ(agent_stub_->LeaseWork(As(token).get(), lw, &lwr).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+    v1::ReportResultRequest rr;
+    v1::ReportResultResponse rrr;
+    EXPECT_EQ(agent_stub_->ReportResult(As(token).get(), rr, &rrr).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+}
+
+TEST_F(AuthServiceTest, ATeamSeesAndStopsOnlyItsOwnSweeps) {
+  std::string alpha_sweep;
+  ASSERT_TRUE(Submit(kAlpha, "alpha", &alpha_sweep).ok());
+  // Submitting for another team is refused, and records nothing.
+  EXPECT_EQ(Submit(kAlpha, "beta").error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  for (const auto& [call, code] : SweepCalls(kBeta, alpha_sweep)) {
+    EXPECT_EQ(code, grpc::StatusCode::PERMISSION_DENIED) << call;
+  }
+  // beta's list does not show alpha's sweep; asking for alpha's is refused.
+  v1::ListSweepsRequest ls;
+  v1::ListSweepsResponse lsr;
+  ASSERT_TRUE(farm_stub_->ListSweeps(As(kBeta).get(), ls, &lsr).ok());
+  EXPECT_EQ(lsr.sweeps_size(), 0);
+  ls.set_team("alpha");
+  EXPECT_EQ(farm_stub_->ListSweeps(As(kBeta).get(), ls, &lsr).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // The sweep is untouched by beta's cancel attempt; alpha can do all.
+  v1::Sweep sweep;
+  ASSERT_TRUE(store_->GetSweep(alpha_sweep).ok());
+  EXPECT_EQ(store_->GetSweep(alpha_sweep)->state(), v1::SWEEP_STATE_QUEUED);
+  for (const auto& [call, code] : SweepCalls(kAlpha, alpha_sweep)) {
+    EXPECT_EQ(code, grpc::StatusCode::OK) << call;
+  }
+  EXPECT_EQ(store_->GetSweep(alpha_sweep)->state(), v1::SWEEP_STATE_CANCELLED);
+}
+
+TEST_F(AuthServiceTest, RolesKeepToTheirService) {
+  // A user cannot act as an agent; an agent cannot use the user service.
+  v1::RegisterAgentRequest reg;
+  reg.set_agent_id("a1");
+  reg.add_boards()->set_board_id("a1/b0");
+  reg.mutable_boards(0)->set_kind("sim");
+  v1::RegisterAgentResponse regr;
+  EXPECT_EQ(agent_stub_->RegisterAgent(As(kAlpha).get(), reg, &regr)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Submit(kAgent, "alpha").error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(
+      agent_stub_->RegisterAgent(As(kAgent).get(), reg, &regr).ok());
+
+  // Admin-only calls.
+  v1::BoardAdminRequest drain;
+  drain.set_board_id("a1/b0");
+  v1::BoardInfo board;
+  EXPECT_EQ(farm_stub_->DrainBoard(As(kAlpha).get(), drain, &board)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::SetTeamQuotaRequest q;
+  q.mutable_quota()->set_team("alpha");
+  q.mutable_quota()->set_weight(100);
+  v1::TeamQuota quota;
+  EXPECT_EQ(farm_stub_->SetTeamQuota(As(kAlpha).get(), q, &quota).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(farm_stub_->DrainBoard(As(kAdmin).get(), drain, &board).ok());
+  EXPECT_EQ(board.state(), v1::BOARD_STATE_DRAINING);
+  // A drained board gets no work.
+  std::string id;
+  ASSERT_TRUE(Submit(kAlpha, "alpha", &id).ok());
+  v1::LeaseWorkRequest lw;
+  lw.set_agent_id("a1");
+  lw.set_board_id("a1/b0");
+  v1::LeaseWorkResponse lwr;
+  ASSERT_TRUE(agent_stub_->LeaseWork(As(kAgent).get(), lw, &lwr).ok());
+  EXPECT_FALSE(lwr.granted());
+  ASSERT_TRUE(farm_stub_->AdmitBoard(As(kAdmin).get(), drain, &board).ok());
+  ASSERT_TRUE(agent_stub_->LeaseWork(As(kAgent).get(), lw, &lwr).ok());
+  EXPECT_TRUE(lwr.granted());
+  // Users see boards but not which sweep holds them.
+  v1::ListBoardsRequest lb;
+  v1::ListBoardsResponse lbr;
+  ASSERT_TRUE(farm_stub_->ListBoards(As(kBeta).get(), lb, &lbr).ok());
+  ASSERT_EQ(lbr.boards_size(), 1);
+  EXPECT_TRUE(lbr.boards(0).current_lease_id().empty());
+  ASSERT_TRUE(farm_stub_->ListBoards(As(kAdmin).get(), lb, &lbr).ok());
+  EXPECT_FALSE(lbr.boards(0).current_lease_id().empty());
+}
+
+TEST_F(AuthServiceTest, QuotaOfActiveSweepsIsResourceExhausted) {
+  v1::SetTeamQuotaRequest q;
+  q.mutable_quota()->set_team("alpha");
+  q.mutable_quota()->set_weight(1);
+  q.mutable_quota()->set_max_active_sweeps(1);
+  v1::TeamQuota quota;
+  ASSERT_TRUE(farm_stub_->SetTeamQuota(As(kAdmin).get(), q, &quota).ok());
+  ASSERT_TRUE(Submit(kAlpha, "alpha").ok());
+  grpc::Status second = Submit(kAlpha, "alpha");
+  EXPECT_EQ(second.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(second.error_message().find("quota is 1"), std::string::npos)
+      << second.error_message();
+  EXPECT_TRUE(Submit(kBeta, "beta").ok()) << "another team is not affected";
+  // Quotas set by an admin survive a restart (stored).
+  v1::ListTeamsRequest lt;
+  v1::ListTeamsResponse ltr;
+  ASSERT_TRUE(farm_stub_->ListTeams(As(kAlpha).get(), lt, &ltr).ok());
+  ASSERT_EQ(ltr.teams_size(), 1) << "a user sees only its own team";
+  EXPECT_EQ(ltr.teams(0).quota().max_active_sweeps(), 1);
+}
+
+// Boards scarce, two teams always wanting more: over a long run each team's
+// share of board time stays within 10% of its weight (beta 3, alpha 1).
+TEST_F(AuthServiceTest, WeightedFairShareOfBoardTime) {
+  ASSERT_TRUE(Submit(kAlpha, "alpha", nullptr, 100000).ok());
+  ASSERT_TRUE(Submit(kBeta, "beta", nullptr, 100000).ok());
+  v1::RegisterAgentRequest reg;
+  reg.set_agent_id("a1");
+  for (int i = 0; i < 4; ++i) {
+    v1::BoardInfo* b = reg.add_boards();
+    b->set_board_id(absl::StrCat("a1/b", i));
+    b->set_kind("sim");
+  }
+  v1::RegisterAgentResponse regr;
+  ASSERT_TRUE(agent_stub_->RegisterAgent(As(kAgent).get(), reg, &regr).ok());
+  int rounds = 0;
+  for (int step = 0; step < 300; ++step) {
+    std::vector<v1::WorkItem> work;
+    for (int i = 0; i < 4; ++i) {
+      v1::LeaseWorkRequest lw;
+      lw.set_agent_id("a1");
+      lw.set_board_id(absl::StrCat("a1/b", i));
+      v1::LeaseWorkResponse lwr;
+      ASSERT_TRUE(agent_stub_->LeaseWork(As(kAgent).get(), lw, &lwr).ok());
+      if (lwr.granted()) work.push_back(lwr.work());
+    }
+    clock_.Advance(absl::Seconds(1));  // every round takes one board-second
+    for (size_t i = 0; i < work.size(); ++i) {
+      v1::ReportResultRequest rr;
+      rr.set_agent_id("a1");
+      rr.set_board_id(work[i].lease_id().empty() ? "" : absl::StrCat("a1/b", i));
+      rr.set_lease_id(work[i].lease_id());
+      rr.set_epoch(work[i].epoch());
+      rr.set_sweep_id(work[i].sweep_id());
+      rr.set_round_id(work[i].round_id());
+      rr.mutable_result()->set_outcome(v1::OUTCOME_OK);
+      rr.mutable_result()->mutable_measurement()->set_median_us(
+          1000 + (rounds++ % 7));
+      rr.mutable_result()->mutable_measurement()->set_samples(5);
+      v1::ReportResultResponse rrr;
+      ASSERT_TRUE(agent_stub_->ReportResult(As(kAgent).get(), rr, &rrr).ok());
+      ASSERT_TRUE(rrr.accepted()) << rrr.reason();
+    }
+  }
+  v1::ListTeamsRequest lt;
+  v1::ListTeamsResponse ltr;
+  ASSERT_TRUE(farm_stub_->ListTeams(As(kAdmin).get(), lt, &ltr).ok());
+  double alpha = 0, beta = 0;
+  for (const v1::TeamUsage& u : ltr.teams()) {
+    if (u.quota().team() == "alpha") alpha = u.board_seconds();
+    if (u.quota().team() == "beta") beta = u.board_seconds();
+  }
+  ASSERT_GT(alpha + beta, 1000);
+  const double beta_share = beta / (alpha + beta);
+  EXPECT_NEAR(beta_share, 0.75, 0.075) << "alpha " << alpha << " beta " << beta;
+  EXPECT_NEAR(1 - beta_share, 0.25, 0.025) << "alpha " << alpha;
+}
+
+// TLS and mutual TLS with certificates the test makes with openssl.
+class TlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::access("/usr/bin/openssl", X_OK) != 0) {
+      GTEST_SKIP() << "openssl is not installed: cannot make certificates";
+    }
+    auto dir = MakeTempDir("tls_test");
+    ASSERT_TRUE(dir.ok());
+    dir_ = *dir;
+    auto run = [&](std::vector<std::string> args) {
+      args.insert(args.begin(), "/usr/bin/openssl");
+      auto p = Subprocess::Start(args, dir_ + "/openssl.log");
+      ASSERT_TRUE(p.ok());
+      auto st = (*p)->Wait(absl::Seconds(60));
+      ASSERT_TRUE(st.has_value() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0)
+          << ReadFile(dir_ + "/openssl.log").value_or("");
+    };
+    const std::string d = dir_ + "/";
+    run({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=tunefarm-test-ca", "-keyout", d + "ca.key", "-out",
+         d + "ca.crt"});
+    for (const std::string name : {"server", "client"}) {
+      run({"req", "-newkey", "rsa:2048", "-nodes", "-subj",
+           "/CN=" + std::string(name == "server" ? "localhost" : "agent"),
+           "-keyout", d + name + ".key", "-out", d + name + ".csr"});
+      ASSERT_TRUE(WriteFileAtomic(d + name + ".ext",
+                                  "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+                      .ok());
+      run({"x509", "-req", "-in", d + name + ".csr", "-CA", d + "ca.crt",
+           "-CAkey", d + "ca.key", "-CAcreateserial", "-days", "1",
+           "-extfile", d + name + ".ext", "-out", d + name + ".crt"});
+    }
+  }
+  void TearDown() override {
+    if (!dir_.empty()) (void)RemoveAll(dir_);
+  }
+
+  // A server with the health of a real one: the TuneFarm service over TLS.
+  std::unique_ptr<grpc::Server> Serve(bool mutual, int* port) {
+    grpc::SslServerCredentialsOptions ssl(
+        mutual ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+               : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    ssl.pem_key_cert_pairs.push_back({*ReadFile(dir_ + "/server.key"),
+                                      *ReadFile(dir_ + "/server.crt")});
+    if (mutual) ssl.pem_root_certs = *ReadFile(dir_ + "/ca.crt");
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(ssl), port);
+    b.RegisterService(&service_);
+    return b.BuildAndStart();
+  }
+
+  grpc::StatusCode Call(int port, const ClientSecurity& sec) {
+    auto ch = MakeChannel(absl::StrCat("localhost:", port), sec);
+    EXPECT_TRUE(ch.ok()) << ch.status();
+    auto stub = v1::TuneFarm::NewStub(*ch);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(5));
+    v1::GetSweepRequest r;
+    v1::Sweep s;
+    return stub->GetSweep(&ctx, r, &s).error_code();
+  }
+
+  std::string dir_;
+  // Answers UNIMPLEMENTED: reaching it proves the TLS handshake passed.
+  v1::TuneFarm::Service service_;
+};
+
+TEST_F(TlsTest, TlsAndMutualTls) {
+  int port = 0;
+  auto server = Serve(/*mutual=*/false, &port);
+  ASSERT_NE(port, 0);
+  ClientSecurity tls;
+  tls.tls_ca_file = dir_ + "/ca.crt";
+  EXPECT_EQ(Call(port, tls), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(Call(port, ClientSecurity{}), grpc::StatusCode::UNAVAILABLE)
+      << "plaintext to a TLS port must fail";
+  server->Shutdown();
+
+  auto mtls = Serve(/*mutual=*/true, &port);
+  EXPECT_NE(Call(port, tls), grpc::StatusCode::UNIMPLEMENTED)
+      << "no client certificate: refused";
+  ClientSecurity with_cert = tls;
+  with_cert.tls_cert_file = dir_ + "/client.crt";
+  with_cert.tls_key_file = dir_ + "/client.key";
+  EXPECT_EQ(Call(port, with_cert), grpc::StatusCode::UNIMPLEMENTED);
+  mtls->Shutdown();
+}
+
+}  // namespace
+}  // namespace tunefarm
