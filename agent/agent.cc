@@ -90,6 +90,7 @@ void Agent::HeartbeatLoop(const std::atomic<bool>& stop) {
       v1::BoardInfo* info = request.add_boards();
       info->set_board_id(slot->board->info().board_id());
       info->set_health_detail(slot->board->info().health_detail());
+      info->set_state(slot->board->info().state());
       absl::MutexLock lock(&slot->mu);
       info->set_current_lease_id(slot->lease_id);
     }
@@ -116,6 +117,12 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
   absl::Duration backoff = absl::Milliseconds(100);
   while (!stop.load()) {
     if (!EnsureRegistered(stop)) break;
+    // A board that quarantined itself (repeated device errors) asks for no
+    // work: its faults must not be blamed on variants.
+    if (slot.board->info().state() == v1::BOARD_STATE_QUARANTINED) {
+      SleepUnlessStopped(stop, absl::Seconds(1));
+      continue;
+    }
     v1::LeaseWorkRequest request;
     request.set_agent_id(options_.agent_id);
     request.set_board_id(board_id);

@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/agent.h"
+#include "agent/ascend_board.h"
 #include "agent/coordinator_client.h"
 #include "agent/cpu_board.h"
 #include "agent/cuda_board.h"
@@ -78,6 +79,11 @@ int Main(int argc, char** argv) {
   app.add_option("--work_dir", work_dir);
   std::string harness_dir = TUNEFARM_DEFAULT_OPS_DIR "/common";
   bool profile = true;
+  AscendBoardOptions ascend;
+  app.add_option("--ascend_npu_smi", ascend.npu_smi, "npu-smi to use");
+  app.add_option("--ascend_msprof", ascend.msprof, "msprof to use");
+  app.add_option("--ascend_python", ascend.python,
+                 "python of the CANN environment (\"{python}\" in manifests)");
   app.add_option("--profile", profile,
                  "profile each variant (Nsight Compute on cuda boards)");
   app.add_option("--harness_dir", harness_dir,
@@ -142,6 +148,32 @@ int Main(int argc, char** argv) {
       for (auto& b : *gpus) boards.push_back(std::move(b));
       continue;
     }
+    if (kc.first == "ascend") {
+      // ascend:all, or ascend:0,3 (npu-smi device ids): one board per card.
+      ascend.agent_id = agent_id;
+      ascend.node = node;
+      ascend.work_root = absl::StrCat(work_dir, "/", agent_id);
+      ascend.profile = profile;
+      ascend.labels = label_map;
+      if (kc.second != "all") {
+        for (absl::string_view idx : absl::StrSplit(kc.second, ',')) {
+          int dev = 0;
+          if (!absl::SimpleAtoi(idx, &dev) || dev < 0) {
+            spdlog::critical(
+                "--boards {}: expected ascend:all or ascend:I,J,...", spec);
+            return 2;
+          }
+          ascend.devices.push_back(dev);
+        }
+      }
+      auto cards = DiscoverAscendBoards(ascend);
+      if (!cards.ok()) {
+        spdlog::critical("--boards {}: {}", spec, cards.status().ToString());
+        return 1;
+      }
+      for (auto& b : *cards) boards.push_back(std::move(b));
+      continue;
+    }
     int count = 0;
     if (!absl::SimpleAtoi(kc.second, &count) || count < 1 || count > 256) {
       spdlog::critical("--boards {}: expected KIND:COUNT with 1..256 boards",
@@ -169,7 +201,8 @@ int Main(int argc, char** argv) {
     }
     if (kc.first != "sim") {
       spdlog::critical(
-          "--boards {}: unknown board kind '{}' (known: sim, cpu, cuda)",
+          "--boards {}: unknown board kind '{}' (known: sim, cpu, cuda, "
+          "ascend)",
           spec, kc.first);
       return 2;
     }

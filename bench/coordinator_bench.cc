@@ -514,8 +514,9 @@ void BM_RoundCycle_Grpc(benchmark::State& state, const char* op_name) {
   });
   loop.Start();
   FarmService farm_service(&coordinator, &loop, (*farm)->store.get(),
-                           &notifier);
-  AgentGrpcService agent_service(&coordinator, &loop);
+                           &notifier,
+                           /*tokens=*/nullptr);
+  AgentGrpcService agent_service(&coordinator, &loop, /*tokens=*/nullptr);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),

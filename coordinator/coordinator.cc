@@ -496,6 +496,14 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
     }
     bit->second.info.set_last_seen_unix_ms(clock_->NowUnixMs());
     bit->second.info.set_health_detail(b.health_detail());
+    if (b.state() == v1::BOARD_STATE_QUARANTINED &&
+        bit->second.info.state() != v1::BOARD_STATE_QUARANTINED) {
+      bit->second.info.set_state(v1::BOARD_STATE_QUARANTINED);
+      if (metrics_ != nullptr) metrics_->BoardQuarantined(bit->second.info);
+      spdlog::warn("board {} quarantined by its agent: {}", b.board_id(),
+                   b.health_detail());
+      PublishBoardMetrics();
+    }
     if (!b.current_lease_id().empty() &&
         b.current_lease_id() != bit->second.lease_id) {
       response.add_revoked_lease_ids(b.current_lease_id());

@@ -26,6 +26,7 @@ class FarmMetrics {
   virtual void SetBoardsByState(const std::map<std::string, int>& counts) = 0;
   // Every board's current state (per-board series: board, node, chip).
   virtual void SetBoardStates(const std::vector<v1::BoardInfo>& boards) = 0;
+  virtual void BoardQuarantined(const v1::BoardInfo& board) = 0;
   // A board spent `seconds` on a round that got recorded.
   virtual void BoardBusy(const v1::BoardInfo& board, double seconds) = 0;
   // A team's round was recorded with `outcome` after `board_seconds`.

@@ -122,6 +122,9 @@ class PrometheusFarmMetrics : public FarmMetrics {
           {{"board", b.board_id()}, {"node", b.node()}, {"chip", b.chip()}});
     }
   }
+  void BoardQuarantined(const v1::BoardInfo& b) override {
+    board_quarantines_.Add({{"board", b.board_id()}}).Increment();
+  }
   void BoardBusy(const v1::BoardInfo& b, double seconds) override {
     board_busy_
         .Add({{"board", b.board_id()}, {"node", b.node()}, {"chip", b.chip()}})

@@ -107,6 +107,10 @@ class FakeFarmMetrics : public FarmMetrics {
     board_states.clear();
     for (const auto& b : boards) board_states[b.board_id()] = b.state();
   }
+  void BoardQuarantined(const v1::BoardInfo& board) override {
+    ++quarantines[board.board_id()];
+  }
+  std::map<std::string, int> quarantines;
   void BoardBusy(const v1::BoardInfo& board, double seconds) override {
     board_busy_seconds[board.board_id()] += seconds;
   }
@@ -1369,6 +1373,30 @@ TEST_F(CoordinatorTest, KeptPathLeadsFromBaselineToBest) {
     EXPECT_EQ(StoredRound(id, kept).decision(), v1::DECISION_KEPT);
   }
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_BEST_IMPROVED), 3);
+}
+
+
+// A board its agent reports quarantined (repeated device errors) gets no
+// work until an admin re-admits it; the quarantine is counted.
+TEST_F(CoordinatorTest, QuarantinedBoardGetsNoWorkUntilAdmitted) {
+  Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  v1::HeartbeatRequest hb;
+  hb.set_agent_id("a1");
+  v1::BoardInfo* b = hb.add_boards();
+  b->set_board_id("a1/b0");
+  b->set_state(v1::BOARD_STATE_QUARANTINED);
+  b->set_health_detail("device error twice in a row");
+  ASSERT_TRUE(coord_->Heartbeat(hb).ok());
+  std::vector<v1::BoardInfo> boards = coord_->ListBoards(v1::BoardSelector());
+  ASSERT_EQ(boards.size(), 1u);
+  EXPECT_EQ(boards[0].state(), v1::BOARD_STATE_QUARANTINED);
+  EXPECT_EQ(metrics_.quarantines["a1/b0"], 1);
+  ExpectNoWork("a1/b0");
+  v1::BoardAdminRequest admit;
+  admit.set_board_id("a1/b0");
+  ASSERT_TRUE(coord_->AdmitBoard(admit).ok());
+  Lease("a1/b0");
 }
 
 }  // namespace
