@@ -228,6 +228,22 @@ absl::StatusOr<Evaluation> CpuBoard::Evaluate(const v1::WorkItem& work,
 
   StagePlan plan;
   plan.command = {build.binary};
+  if (work.has_reference()) {
+    // A/B: the parent variant's binary (usually a build-cache hit).
+    req.params = work.reference_params();
+    absl::StatusOr<BuildResult> parent = BuildVariant(req, cancel);
+    if (!parent.ok() && absl::IsCancelled(parent.status()))
+      return parent.status();
+    if (parent.ok() && parent->ok) {
+      plan.reference_command = {parent->binary};
+    } else {
+      plan.no_reference_reason =
+          parent.ok()
+              ? "the parent variant did not compile here"
+              : absl::StrCat("the parent variant did not compile here: ",
+                             parent.status().message());
+    }
+  }
   plan.work_dir = WorkDirFor(options_.work_root, work);
   TF_RETURN_IF_ERROR(PrepareWorkDir(plan.work_dir, work));
   plan.seed = work.seed() != 0 ? work.seed() : options_.seed;

@@ -17,16 +17,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "agent/measurement.h"
 #include "agent/ncu.h"
 #include "agent/precision.h"
 #include "agent/process_runner.h"
+#include "agent/stage_runner.h"
 #include "agent/variant_build.h"
 #include "common/files.h"
 #include "common/logging.h"
-#include "common/params.h"
 #include "common/status_macros.h"
-#include "nlohmann/json.hpp"
 
 namespace tunefarm {
 namespace {
@@ -34,22 +32,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kKind[] = "cuda";
-constexpr int kDefaultWarmup = 5;
-constexpr int kDefaultSamples = 20;
-constexpr int kMaxWarmup = 1000;
-constexpr int kMaxSamples = 10000;
 constexpr size_t kMaxPendingPrefetch = 4;
 constexpr int64_t kMaxBundleFileBytes = 16 << 20;
-
-std::string SafeComponent(const std::string& id) {
-  std::string out;
-  for (char c : id.substr(0, 128)) {
-    const bool ok = absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
-    out.push_back(ok ? c : '_');
-  }
-  if (out.empty() || out == "." || out == "..") out = "_" + out;
-  return out;
-}
 
 // A program name found in PATH, or "".
 std::string FindInPath(const std::string& name) {
@@ -69,23 +53,6 @@ std::string ResolveTool(const std::string& configured, const std::string& name) 
   const std::string cuda = "/usr/local/cuda/bin/" + name;
   if (::access(cuda.c_str(), X_OK) == 0) return cuda;
   return "";
-}
-
-std::string Dump(const nlohmann::json& j) {
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-}
-
-bool StageOk(const ProcessResult& r) {
-  return !r.timed_out && !r.cancelled && r.term_signal == 0 && r.exit_code == 0;
-}
-
-std::string StageFailure(const std::string& stage, const ProcessResult& r) {
-  std::string what = r.term_signal != 0
-                         ? absl::StrCat("killed by signal ", r.term_signal, " (",
-                                        SignalName(r.term_signal), ")")
-                         : absl::StrCat("exited with code ", r.exit_code);
-  std::string tail(absl::StripTrailingAsciiWhitespace(r.stderr_tail));
-  return absl::StrCat(stage, " ", what, tail.empty() ? "" : ": ", tail);
 }
 
 class CudaBoardImpl : public CudaBoard {
@@ -362,18 +329,9 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
   }
 
   const std::string work_dir =
-      absl::StrCat(options_.work_root, "/", local_name_, "/", SafeComponent(work.sweep_id()),
-                   "/round_", work.round_id(), "/epoch_", work.epoch());
-  TF_RETURN_IF_ERROR(RemoveAll(work_dir));
+      WorkDirFor(options_.work_root + "/" + local_name_, work);
+  TF_RETURN_IF_ERROR(PrepareWorkDir(work_dir, work));
   TF_RETURN_IF_ERROR(MakeDirs(work_dir + "/logs"));
-  TF_RETURN_IF_ERROR(
-      WriteFileAtomic(work_dir + "/params.json", Dump(ParamsToJson(work.params()))));
-  nlohmann::json workload = nlohmann::json::object();
-  workload["name"] = work.workload().name();
-  workload["dtype"] = work.workload().dtype();
-  workload["dims"] = nlohmann::json::object();
-  for (const auto& [k, v] : work.workload().dims()) workload["dims"][k] = v;
-  TF_RETURN_IF_ERROR(WriteFileAtomic(work_dir + "/workload.json", Dump(workload)));
   const std::string& bin = build->binary;
 
   // check: can this variant run this workload on this device?
@@ -399,56 +357,42 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
     return eval;
   }
 
-  // run
-  const v1::MeasurementPolicy& policy = work.measurement();
-  int warmup = policy.warmup(), samples = policy.samples();
-  if (warmup == 0 && samples == 0) {
-    warmup = kDefaultWarmup;
-    samples = kDefaultSamples;
+  // run (and, A/B, the parent variant's binary alternately)
+  StagePlan plan;
+  plan.command = {bin};
+  plan.work_dir = work_dir;
+  plan.seed = seed;
+  plan.timeout = options_.stage_timeout;
+  plan.env = StageEnv();
+  plan.policy_note =
+      "cuda events around each launch, L2 flushed (256 MiB memset) before each "
+      "sample";
+  if (work.has_reference()) {
+    absl::StatusOr<BuildRequest> parent_req =
+        MakeBuildRequest(op, work.reference_params());
+    absl::StatusOr<BuildResult> parent =
+        parent_req.ok() ? BuildVariant(*parent_req, cancel)
+                        : absl::StatusOr<BuildResult>(parent_req.status());
+    if (cancel.load()) return cancelled();
+    if (parent.ok() && parent->ok) {
+      plan.reference_command = {parent->binary};
+    } else {
+      plan.no_reference_reason =
+          parent.ok() ? "the parent variant did not build here"
+                      : absl::StrCat("the parent variant did not build here: ",
+                                     parent.status().message());
+    }
   }
-  warmup = std::clamp(warmup, 0, kMaxWarmup);
-  samples = std::clamp(samples <= 0 ? kDefaultSamples : samples, 1, kMaxSamples);
   TF_ASSIGN_OR_RETURN(
-      Stage run, RunStage(bin, work_dir, "run",
-                          {"--warmup", absl::StrCat(warmup), "--samples", absl::StrCat(samples)},
-                          seed, cancel));
-  result.set_run_s(absl::ToDoubleSeconds(run.result.wall));
-  if (run.result.cancelled) return cancelled();
-  if (run.result.timed_out) {
-    result.set_outcome(v1::OUTCOME_RUN_TIMEOUT);
-    result.set_detail(absl::StrCat("run did not finish within ",
-                                   absl::FormatDuration(options_.stage_timeout),
-                                   "; its process group was killed"));
-    return eval;
-  }
-  if (!StageOk(run.result)) {
-    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
-    result.set_detail(StageFailure("run", run.result));
-    return eval;
-  }
-
-  *result.mutable_precision() = ComparePrecision(run.out_dir + "/output.bin",
-                                                 ref.out_dir + "/reference.bin", op.tolerances());
-  if (!result.precision().passed()) {
-    result.set_outcome(v1::OUTCOME_PRECISION_FAILED);
-    result.set_detail(absl::StrCat("precision: ", result.precision().detail()));
-    return eval;
-  }
-
-  absl::StatusOr<std::vector<double>> timing = ReadTimingSamples(run.out_dir + "/timing_us.txt");
-  if (!timing.ok()) {
-    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
-    result.set_detail(absl::StrCat("run wrote no usable timing: ", timing.status().message()));
-    return eval;
-  }
-  absl::StatusOr<std::string> note = ReadFile(run.out_dir + "/timing_note.txt");
-  const std::string note_text =
-      note.ok() ? std::string(absl::StripTrailingAsciiWhitespace(*note)) : "no timing note";
-  *result.mutable_measurement() = Summarize(
-      *std::move(timing), warmup, /*simulated=*/false,
-      absl::StrCat("cuda events around each launch, L2 flushed (256 MiB memset) before each "
-                   "sample, median after ",
-                   warmup, " warm-up samples; ", note_text));
+      bool measured, MeasureRunStage(plan, work, ref.out_dir + "/reference.bin",
+                                     cancel, &result));
+  if (!measured) return eval;
+  absl::StatusOr<std::string> note =
+      ReadFile(work_dir + "/run/timing_note.txt");
+  result.mutable_measurement()->set_policy(absl::StrCat(
+      result.measurement().policy(), "; ",
+      note.ok() ? std::string(absl::StripTrailingAsciiWhitespace(*note))
+                : "no timing note"));
 
   // profile
   v1::ProfileBundle bundle;

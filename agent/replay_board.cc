@@ -61,7 +61,14 @@ class ReplayBoard : public Board {
     }
     Evaluation ev;
     v1::RoundResult& r = ev.result;
-    r.mutable_measurement()->set_policy(policy_);
+    // No A/B: both variants' numbers come from the table, not from timing
+    // them side by side; the coordinator's keep rule falls back on spreads.
+    r.mutable_measurement()->set_policy(
+        work.has_reference()
+            ? absl::StrCat(policy_, "; no A/B with parent round ",
+                           work.reference_round(),
+                           " (replayed numbers: compared by spread)")
+            : policy_);
     const SpaceConfig* c = space_->Find(work.params());
     if (c == nullptr) {
       r.set_outcome(v1::OUTCOME_BUILD_FAILED);

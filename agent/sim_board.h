@@ -1,8 +1,9 @@
 // The `sim` board: runs an operator's "sim" backend (for the shipped
 // sim_matmul, the tunefarm-sim-matmul program, whose timings and profiles
 // come from the deterministic Ascend910B-sim model) through the full
-// build → reference → run → precision → timing → profile pipeline, in child
-// processes with timeouts. Every number it reports is marked simulated.
+// build → reference → run → precision → timing → profile pipeline
+// (RunStages, so A/B timing against the parent too), in child processes with
+// timeouts. Every number it reports is marked simulated.
 //
 // NewSimBoard returns a Board; the caller owns it. Thread-safety as Board:
 // one Evaluate at a time, info() from any thread.
@@ -32,6 +33,14 @@ struct SimBoardOptions {
   // Extra real wall time the run stage sleeps (tests use it to make a round
   // take time).
   absl::Duration run_delay = absl::ZeroDuration();
+  // Injected noise (tests, demos of a noisy board): > 0 makes every timed
+  // run's speed off by up to ±noise and each sample jitter by up to ±noise
+  // (SimInjectedNoiseSample), each block drawing its own; 0 = the model's
+  // own ±0.75 % jitter.
+  double noise = 0;
+  // > 0: every variant is modelled at this latency (no real differences
+  // between variants; tests of the keep/rollback decision).
+  double fixed_latency_us = 0;
   // Timeout of each stage (build, reference, run, profile).
   absl::Duration stage_timeout = absl::Minutes(2);
   std::map<std::string, std::string> labels;

@@ -267,4 +267,18 @@ double SimNoisySample(double latency_us, uint64_t seed,
   return latency_us * (1.0 + (2.0 * u - 1.0) * 0.0075);
 }
 
+double SimInjectedNoiseSample(double latency_us, double noise,
+                              uint64_t noise_seed,
+                              const std::string& params_key, int64_t index) {
+  auto uniform = [](uint64_t h) {  // [-1, 1)
+    return 2.0 * (static_cast<double>(h >> 11) * 0x1.0p-53) - 1.0;
+  };
+  const double offset =
+      uniform(SplitMix64(SplitMix64(noise_seed) ^ 0x5eed0ff5e7ULL));
+  const double jitter =
+      uniform(SplitMix64(SplitMix64(noise_seed ^ Fnv1a(params_key)) +
+                         static_cast<uint64_t>(index)));
+  return latency_us * (1.0 + offset * noise) * (1.0 + jitter * noise);
+}
+
 }  // namespace tunefarm

@@ -109,6 +109,14 @@ absl::StatusOr<SimKernelTiming> ModelMatmul(const SimChip& chip,
 double SimNoisySample(double latency_us, uint64_t seed,
                       const std::string& params_key, int64_t index);
 
+// Injected noise (tests and demos of a noisy board): sample i of one run =
+// latency × (1 + offset) × (1 + jitter_i), offset and jitter_i uniform in
+// ±noise; offset depends on noise_seed only (the board's speed during that
+// run, the same for every variant), jitter_i on (noise_seed, params_key, i).
+double SimInjectedNoiseSample(double latency_us, double noise,
+                              uint64_t noise_seed,
+                              const std::string& params_key, int64_t index);
+
 }  // namespace tunefarm
 
 #endif  // TUNEFARM_AGENT_SIM_MODEL_H_

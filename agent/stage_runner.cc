@@ -19,8 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kDefaultWarmup = 3;
-constexpr int kDefaultSamples = 20;
 constexpr int64_t kMaxBundleBytes = 64 << 20;
 
 std::string Dump(const nlohmann::json& j) {
@@ -32,11 +30,15 @@ struct Stage {
   ProcessResult result;
 };
 
+// Runs `stage` of plan.command; its outputs go to <work_dir>/<out_name>
+// (default: the stage's name), its logs to <work_dir>/logs/<out_name>.*.
 absl::StatusOr<Stage> RunOne(const StagePlan& plan, const std::string& stage,
                              std::vector<std::string> extra_args,
-                             const std::atomic<bool>& cancel) {
+                             const std::atomic<bool>& cancel,
+                             const std::string& out_name = "") {
+  const std::string name = out_name.empty() ? stage : out_name;
   Stage s;
-  s.out_dir = absl::StrCat(plan.work_dir, "/", stage);
+  s.out_dir = absl::StrCat(plan.work_dir, "/", name);
   TF_RETURN_IF_ERROR(MakeDirs(s.out_dir));
   TF_RETURN_IF_ERROR(MakeDirs(plan.work_dir + "/logs"));
   ProcessSpec spec;
@@ -51,8 +53,8 @@ absl::StatusOr<Stage> RunOne(const StagePlan& plan, const std::string& stage,
   for (std::string& a : extra_args) spec.argv.push_back(std::move(a));
   spec.cwd = plan.work_dir;
   spec.env = plan.env;
-  spec.stdout_path = absl::StrCat(plan.work_dir, "/logs/", stage, ".stdout");
-  spec.stderr_path = absl::StrCat(plan.work_dir, "/logs/", stage, ".stderr");
+  spec.stdout_path = absl::StrCat(plan.work_dir, "/logs/", name, ".stdout");
+  spec.stderr_path = absl::StrCat(plan.work_dir, "/logs/", name, ".stderr");
   spec.timeout = plan.timeout;
   spec.cancel = &cancel;
   TF_ASSIGN_OR_RETURN(s.result, RunProcess(spec));
@@ -77,11 +79,13 @@ std::string WorkDirFor(const std::string& root, const v1::WorkItem& work) {
                       work.round_id(), "/epoch_", work.epoch());
 }
 
-absl::Status PrepareWorkDir(const std::string& work_dir, const v1::WorkItem& work) {
+absl::Status PrepareWorkDir(const std::string& work_dir,
+                            const v1::WorkItem& work, const ParamMap* params) {
   TF_RETURN_IF_ERROR(RemoveAll(work_dir));
   TF_RETURN_IF_ERROR(MakeDirs(work_dir));
-  TF_RETURN_IF_ERROR(
-      WriteFileAtomic(work_dir + "/params.json", Dump(ParamsToJson(work.params()))));
+  TF_RETURN_IF_ERROR(WriteFileAtomic(
+      work_dir + "/params.json",
+      Dump(ParamsToJson(params != nullptr ? *params : work.params()))));
   nlohmann::json workload = nlohmann::json::object();
   workload["name"] = work.workload().name();
   workload["dtype"] = work.workload().dtype();
@@ -91,14 +95,9 @@ absl::Status PrepareWorkDir(const std::string& work_dir, const v1::WorkItem& wor
 }
 
 void ResolvePolicy(const v1::MeasurementPolicy& policy, int* warmup, int* samples) {
-  *warmup = policy.warmup();
-  *samples = policy.samples();
-  if (*warmup == 0 && *samples == 0) {
-    *warmup = kDefaultWarmup;
-    *samples = kDefaultSamples;
-  }
-  *warmup = std::clamp(*warmup, 0, 1000);
-  *samples = std::clamp(*samples <= 0 ? kDefaultSamples : *samples, 1, 10000);
+  const ResolvedPolicy r = ResolveMeasurementPolicy(policy);
+  *warmup = r.warmup;
+  *samples = r.samples;
 }
 
 bool StageOk(const ProcessResult& r) {
@@ -144,6 +143,130 @@ absl::StatusOr<v1::ProfileBundle> ReadFilesIntoBundle(const std::string& dir) {
   return bundle;
 }
 
+absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
+                                     const v1::WorkItem& work,
+                                     const std::string& reference_bin,
+                                     const std::atomic<bool>& cancel,
+                                     v1::RoundResult* result) {
+  const ResolvedPolicy policy = ResolveMeasurementPolicy(work.measurement());
+  const bool ab =
+      policy.ab && work.has_reference() && plan.no_reference_reason.empty();
+  StagePlan parent = plan;
+  if (ab) {
+    parent.work_dir = plan.work_dir + "/parent";
+    if (!plan.reference_command.empty())
+      parent.command = plan.reference_command;
+    TF_RETURN_IF_ERROR(
+        PrepareWorkDir(parent.work_dir, work, &work.reference_params()));
+  }
+  std::string note;
+  if (!work.has_reference()) {
+    note = "no parent to compare with (baseline)";
+  } else if (!policy.ab) {
+    note = absl::StrCat("parent round ", work.reference_round(),
+                        " not timed here (independent mode)");
+  } else if (!plan.no_reference_reason.empty()) {
+    note = absl::StrCat("parent round ", work.reference_round(),
+                        " not timed here: ", plan.no_reference_reason);
+  }
+  if (plan.pass_flush_cache) {
+    note = absl::StrCat(note, note.empty() ? "" : "; ",
+                        work.measurement().flush_cache()
+                            ? "caches flushed before each sample"
+                            : "warm caches");
+  }
+  if (!plan.policy_note.empty()) {
+    note = absl::StrCat(note, note.empty() ? "" : "; ", plan.policy_note);
+  }
+
+  // A block that fails records why here and stops MeasureBlocks.
+  bool failed = false;
+  auto fail = [&](v1::Outcome outcome, std::string detail) {
+    failed = true;
+    result->set_outcome(outcome);
+    result->set_detail(std::move(detail));
+    return absl::AbortedError("block failed");
+  };
+  double run_s = 0;
+  BlockRunner run_block =
+      [&](bool reference, int index, int warmup,
+          int samples) -> absl::StatusOr<std::vector<double>> {
+    const StagePlan& p = reference ? parent : plan;
+    std::vector<std::string> args = {"--samples", absl::StrCat(samples),
+                                     "--warmup", absl::StrCat(warmup)};
+    if (plan.pass_flush_cache) {
+      args.push_back("--flush_cache");
+      args.push_back(work.measurement().flush_cache() ? "1" : "0");
+    }
+    for (const std::string& a : plan.run_extra_args) args.push_back(a);
+    if (plan.block_args) {
+      for (std::string& a : plan.block_args(reference, index))
+        args.push_back(std::move(a));
+    }
+    const std::string what = reference
+                                 ? absl::StrCat("parent variant (round ",
+                                                work.reference_round(), ") run")
+                                 : std::string("run");
+    absl::StatusOr<Stage> run =
+        RunOne(p, "run", args, cancel,
+               index == 0 ? std::string("run") : absl::StrCat("run_", index));
+    if (!run.ok()) {
+      if (!plan.program_is_variant) return run.status();
+      return fail(v1::OUTCOME_BUILD_FAILED,
+                  std::string(run.status().message()));
+    }
+    run_s += absl::ToDoubleSeconds(run->result.wall);
+    if (run->result.cancelled) {
+      return absl::CancelledError(
+          absl::StrCat("evaluation of ", work.sweep_id(), " round ",
+                       work.round_id(), " cancelled (lease revoked)"));
+    }
+    if (run->result.timed_out) {
+      return fail(v1::OUTCOME_RUN_TIMEOUT,
+                  absl::StrCat(what, " did not finish within ",
+                               absl::FormatDuration(plan.timeout),
+                               "; its process group was killed"));
+    }
+    if (!StageOk(run->result)) {
+      return fail(v1::OUTCOME_RUN_CRASHED, StageFailure(what, run->result));
+    }
+    if (!reference && index == 0) {
+      *result->mutable_precision() =
+          ComparePrecision(run->out_dir + "/output.bin", reference_bin,
+                           work.operator_().tolerances());
+      if (!result->precision().passed()) {
+        return fail(v1::OUTCOME_PRECISION_FAILED,
+                    absl::StrCat("precision: ", result->precision().detail()));
+      }
+    }
+    absl::StatusOr<std::vector<double>> timing =
+        ReadTimingSamples(run->out_dir + "/timing_us.txt");
+    if (!timing.ok()) {
+      return fail(v1::OUTCOME_RUN_CRASHED,
+                  absl::StrCat(what, " wrote no usable timing: ",
+                               timing.status().message()));
+    }
+    if (timing->size() != static_cast<size_t>(warmup + samples)) {
+      return fail(v1::OUTCOME_RUN_CRASHED,
+                  absl::StrCat(what, " wrote ", timing->size(),
+                               " timing samples, expected warmup ", warmup,
+                               " + samples ", samples));
+    }
+    timing->erase(timing->begin(), timing->begin() + warmup);
+    return timing;
+  };
+  absl::StatusOr<v1::Measurement> m =
+      MeasureBlocks(policy, ab, run_block, plan.simulated, note);
+  result->set_run_s(run_s);
+  if (!m.ok()) {
+    if (failed) return false;
+    return m.status();
+  }
+  if (ab) m->set_reference_round(work.reference_round());
+  *result->mutable_measurement() = *std::move(m);
+  return true;
+}
+
 absl::StatusOr<Evaluation> RunStages(const StagePlan& plan, const v1::WorkItem& work,
                                      const std::atomic<bool>& cancel, Evaluation eval) {
   v1::RoundResult& result = eval.result;
@@ -159,97 +282,80 @@ absl::StatusOr<Evaluation> RunStages(const StagePlan& plan, const v1::WorkItem& 
                                    "; its process group was killed"));
     return eval;
   };
+  // Runs a stage; a program that cannot start is the variant's fault when
+  // plan.program_is_variant (then `outcome_set` is true and eval holds it).
+  bool outcome_set = false;
+  auto run_one = [&](const std::string& stage,
+                     std::vector<std::string> args) -> absl::StatusOr<Stage> {
+    absl::StatusOr<Stage> s = RunOne(plan, stage, std::move(args), cancel);
+    if (!s.ok() && plan.program_is_variant) {
+      result.set_outcome(v1::OUTCOME_BUILD_FAILED);
+      result.set_detail(std::string(s.status().message()));
+      outcome_set = true;
+    }
+    return s;
+  };
 
   if (plan.run_build_stage) {
-    TF_ASSIGN_OR_RETURN(Stage build, RunOne(plan, "build", {}, cancel));
-    if (build.result.cancelled) return cancelled();
-    if (!StageOk(build.result)) {
+    absl::StatusOr<Stage> build = run_one("build", {});
+    if (outcome_set) return eval;
+    TF_RETURN_IF_ERROR(build.status());
+    if (result.build_s() == 0)
+      result.set_build_s(absl::ToDoubleSeconds(build->result.wall));
+    if (build->result.cancelled) return cancelled();
+    if (!StageOk(build->result)) {
       // The program's own parameter check refused the variant.
       result.set_outcome(v1::OUTCOME_BUILD_FAILED);
-      result.set_detail(build.result.timed_out
+      result.set_detail(build->result.timed_out
                             ? absl::StrCat("build check timed out after ",
                                            absl::FormatDuration(plan.timeout))
-                            : StageFailure("build check", build.result));
+                            : StageFailure("build check", build->result));
       return eval;
     }
   }
 
-  TF_ASSIGN_OR_RETURN(Stage ref, RunOne(plan, "reference", {}, cancel));
-  if (ref.result.cancelled) return cancelled();
-  if (ref.result.timed_out) return timeout("reference");
-  if (!StageOk(ref.result)) {
+  absl::StatusOr<Stage> ref = run_one("reference", {});
+  if (outcome_set) return eval;
+  TF_RETURN_IF_ERROR(ref.status());
+  if (ref->result.cancelled) return cancelled();
+  if (ref->result.timed_out) return timeout("reference");
+  if (!StageOk(ref->result)) {
     result.set_outcome(v1::OUTCOME_RUN_CRASHED);
-    result.set_detail(StageFailure("reference", ref.result));
+    result.set_detail(StageFailure("reference", ref->result));
     return eval;
   }
 
-  int warmup = 0, samples = 0;
-  ResolvePolicy(work.measurement(), &warmup, &samples);
-  std::vector<std::string> run_args = {"--samples", absl::StrCat(samples), "--warmup",
-                                       absl::StrCat(warmup)};
-  if (plan.pass_flush_cache) {
-    run_args.push_back("--flush_cache");
-    run_args.push_back(work.measurement().flush_cache() ? "1" : "0");
-  }
-  for (const std::string& a : plan.run_extra_args) run_args.push_back(a);
-  TF_ASSIGN_OR_RETURN(Stage run, RunOne(plan, "run", run_args, cancel));
-  result.set_run_s(absl::ToDoubleSeconds(run.result.wall));
-  if (run.result.cancelled) return cancelled();
-  if (run.result.timed_out) return timeout("run");
-  if (!StageOk(run.result)) {
-    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
-    result.set_detail(StageFailure("run", run.result));
-    return eval;
-  }
-
-  *result.mutable_precision() =
-      ComparePrecision(run.out_dir + "/output.bin", ref.out_dir + "/reference.bin",
-                       work.operator_().tolerances());
-  if (!result.precision().passed()) {
-    result.set_outcome(v1::OUTCOME_PRECISION_FAILED);
-    result.set_detail(absl::StrCat("precision: ", result.precision().detail()));
-    return eval;
-  }
-
-  absl::StatusOr<std::vector<double>> timing =
-      ReadTimingSamples(run.out_dir + "/timing_us.txt");
-  if (!timing.ok()) {
-    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
-    result.set_detail(
-        absl::StrCat("run wrote no usable timing: ", timing.status().message()));
-    return eval;
-  }
-  if (timing->size() != static_cast<size_t>(warmup + samples)) {
-    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
-    result.set_detail(absl::StrCat("run wrote ", timing->size(),
-                                   " timing samples, expected warmup ", warmup,
-                                   " + samples ", samples));
-    return eval;
-  }
-  *result.mutable_measurement() = Summarize(
-      *std::move(timing), warmup, plan.simulated,
-      absl::StrCat("warmup=", warmup, " samples=", samples,
-                   " median/p20/p80 of samples",
-                   plan.pass_flush_cache
-                       ? (work.measurement().flush_cache() ? "; caches flushed before each sample"
-                                                           : "; warm caches")
-                       : "",
-                   plan.policy_note.empty() ? "" : "; ", plan.policy_note));
+  TF_ASSIGN_OR_RETURN(
+      bool measured,
+      MeasureRunStage(plan, work, ref->out_dir + "/reference.bin", cancel,
+                      &result));
+  if (!measured) return eval;
 
   // profile: a failure here keeps the measurement.
-  TF_ASSIGN_OR_RETURN(Stage prof, RunOne(plan, "profile", run_args, cancel));
-  if (prof.result.cancelled) return cancelled();
-  if (!StageOk(prof.result)) {
+  int warmup = 0, samples = 0;
+  ResolvePolicy(work.measurement(), &warmup, &samples);
+  std::vector<std::string> prof_args = {"--samples", absl::StrCat(samples),
+                                        "--warmup", absl::StrCat(warmup)};
+  if (plan.pass_flush_cache) {
+    prof_args.push_back("--flush_cache");
+    prof_args.push_back(work.measurement().flush_cache() ? "1" : "0");
+  }
+  for (const std::string& a : plan.run_extra_args) prof_args.push_back(a);
+  absl::StatusOr<Stage> prof = run_one("profile", prof_args);
+  if (outcome_set) return eval;
+  TF_RETURN_IF_ERROR(prof.status());
+  if (prof->result.cancelled) return cancelled();
+  if (!StageOk(prof->result)) {
     result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
-    result.set_detail(prof.result.timed_out
+    result.set_detail(prof->result.timed_out
                           ? absl::StrCat("profile timed out after ",
                                          absl::FormatDuration(plan.timeout))
-                          : StageFailure("profile", prof.result));
+                          : StageFailure("profile", prof->result));
     return eval;
   }
   absl::StatusOr<v1::ProfileBundle> bundle =
-      plan.read_profile ? plan.read_profile(prof.out_dir)
-                        : ReadFilesIntoBundle(prof.out_dir);
+      plan.read_profile ? plan.read_profile(prof->out_dir)
+                        : ReadFilesIntoBundle(prof->out_dir);
   if (!bundle.ok()) {
     result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
     result.set_detail(absl::StrCat("profile: ", bundle.status().message()));

@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "agent/board.h"
 #include "agent/process_runner.h"
+#include "common/params.h"
 
 namespace tunefarm {
 
@@ -39,11 +40,13 @@ std::string SafeComponent(const std::string& id);
 // <root>/<sweep>/round_<r>/epoch_<e>.
 std::string WorkDirFor(const std::string& root, const v1::WorkItem& work);
 
-// Clears `work_dir` and writes params.json and workload.json into it.
-absl::Status PrepareWorkDir(const std::string& work_dir, const v1::WorkItem& work);
+// Clears `work_dir` and writes params.json (work.params(), or `params` when
+// given: the A/B reference variant's) and workload.json into it.
+absl::Status PrepareWorkDir(const std::string& work_dir,
+                            const v1::WorkItem& work,
+                            const ParamMap* params = nullptr);
 
-// The warm-up and sample counts of a policy: defaults 3 + 20 when both are
-// zero, clamped to [0, 1000] and [1, 10000].
+// The warm-up and sample counts of a policy (ResolveMeasurementPolicy).
 void ResolvePolicy(const v1::MeasurementPolicy& policy, int* warmup, int* samples);
 
 // True when the child exited 0 without timeout, cancel or signal.
@@ -61,6 +64,19 @@ struct StagePlan {
   // Extra args of the run and profile stages (beyond --warmup/--samples).
   std::vector<std::string> run_extra_args;
   bool pass_flush_cache = false;  // add --flush_cache 0|1 to run and profile
+  // Args added to one timed block of the run stage: `reference` says which
+  // variant, `block` counts that variant's blocks from 0 (sim: noise seeds).
+  std::function<std::vector<std::string>(bool reference, int block)> block_args;
+  // A/B (work.has_reference() and the policy's mode): the parent variant's
+  // program; empty = `command` run with the parent's params (sim, where the
+  // program is shared). Its work dir is <work_dir>/parent.
+  std::vector<std::string> reference_command;
+  // Non-empty: the parent variant cannot be run here (e.g. it failed to
+  // build); the candidate is timed alone and this is recorded in the policy.
+  std::string no_reference_reason;
+  // A stage program that cannot be started is the variant's fault
+  // (BUILD_FAILED), not the board's (a non-OK status).
+  bool program_is_variant = false;
   bool simulated = false;
   std::string policy_note;  // appended to Measurement.policy
   std::string board_id, board_kind, chip, profiler;
@@ -72,10 +88,26 @@ struct StagePlan {
 };
 
 // Runs the stages for `work` into `eval` (whose result may already hold
-// build_s). See the header comment for outcomes.
+// build_s). See the header comment for outcomes. The run stage is timed by
+// MeasureRunStage.
 absl::StatusOr<Evaluation> RunStages(const StagePlan& plan, const v1::WorkItem& work,
                                      const std::atomic<bool>& cancel,
                                      Evaluation eval = {});
+
+// The run stage, timed per work.measurement() through MeasureBlocks: the
+// candidate alone, or (A/B) interleaved with the parent variant in ABBA
+// blocks. The candidate's first block is judged against `reference_bin`
+// (the reference stage's output) before any further block runs. Returns
+// true with result->measurement (and precision, run_s) filled, or false
+// with result's outcome and detail set (RUN_CRASHED, RUN_TIMEOUT,
+// PRECISION_FAILED, BUILD_FAILED when program_is_variant and the program
+// cannot start). CANCELLED when `cancel` fires; other statuses are the
+// board's fault.
+absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
+                                     const v1::WorkItem& work,
+                                     const std::string& reference_bin,
+                                     const std::atomic<bool>& cancel,
+                                     v1::RoundResult* result);
 
 // Regular files under `dir` (relative paths, sorted) read into a bundle,
 // at most 64 MiB in all.

@@ -11,6 +11,7 @@
 #include "common/files.h"
 #include "common/params.h"
 #include "common/status_macros.h"
+#include "coordinator/keep_rule.h"
 #include "coordinator/report.h"
 #include "coordinator/spec.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -609,6 +610,14 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
       absl::ToInt64Milliseconds(options_.lease_duration));
   work->set_seed(s.sweep.spec().strategy().seed() * 1000003u +
                  static_cast<uint64_t>(round.round_id()));
+  // A/B: the board times the parent variant alongside, in this lease.
+  if (round.round_id() != 0 && round.parent_round() >= 0 &&
+      round.parent_round() < static_cast<int64_t>(s.rounds.size()) &&
+      s.sweep.spec().measurement().mode() != v1::MEASUREMENT_MODE_INDEPENDENT) {
+    work->set_has_reference(true);
+    work->set_reference_round(round.parent_round());
+    *work->mutable_reference_params() = s.rounds[round.parent_round()].params();
+  }
 }
 
 absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
@@ -890,23 +899,23 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
   const v1::Round& parent = s.rounds[round.parent_round()];
   const double parent_us = parent.result().measurement().median_us();
   round.set_parent_us(parent_us);
-  const double min_gain = s.sweep.spec().min_gain();
-  const double gain = parent_us > 0 ? 1.0 - median / parent_us : 0.0;
-  const double needed = parent_us * (1.0 - min_gain);
-  if (median <= needed && median < s.sweep.best_us()) {
+  const GainVerdict v =
+      JudgeGain(res.measurement(), parent.result().measurement(),
+                s.sweep.spec().min_gain(), round.parent_round(),
+                s.sweep.best_round(), s.sweep.best_us());
+  if (v.keep) {
     round.set_decision(v1::DECISION_KEPT);
-    round.set_decision_reason(absl::StrFormat(
-        "kept: %.1f µs is %.1f%% faster than parent round %d (%.1f µs); "
-        "minimum gain %.1f%%",
-        median, gain * 100, round.parent_round(), parent_us, min_gain * 100));
+    round.set_decision_reason(
+        absl::StrFormat("kept: %s; parent round %d (%.1f µs)", v.reason,
+                        round.parent_round(), parent_us));
     s.sweep.set_best_round(round.round_id());
     s.sweep.set_best_us(median);
     s.sweep.set_rounds_without_gain(0);
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-             absl::StrCat(what, ": ", Us(median), sim, ", kept (",
-                          absl::StrFormat("%+.1f%%", gain * 100),
-                          " vs parent)"),
-             &round);
+    AddEvent(
+        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+        absl::StrCat(what, ": ", Us(median), sim, ", kept (",
+                     absl::StrFormat("%+.1f%%", v.gain * 100), " vs parent)"),
+        &round);
     AddEvent(txn, s, v1::EVENT_KIND_BEST_IMPROVED,
              absl::StrFormat("best is now round %d: %.1f µs, %.2fx over the "
                              "baseline%s",
@@ -916,24 +925,15 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     return;
   }
   round.set_decision(v1::DECISION_ROLLED_BACK);
-  if (median > needed) {
-    round.set_decision_reason(absl::StrFormat(
-        "rolled back: %.1f µs vs parent round %d at %.1f µs (%+.1f%%), needs "
-        "at most %.1f µs for the %.1f%% minimum gain",
-        median, round.parent_round(), parent_us, gain * 100, needed,
-        min_gain * 100));
-  } else {
-    round.set_decision_reason(absl::StrFormat(
-        "rolled back: %.1f µs beats parent round %d but not the current best "
-        "round %d at %.1f µs",
-        median, round.parent_round(), s.sweep.best_round(),
-        s.sweep.best_us()));
-  }
+  round.set_decision_reason(
+      absl::StrFormat("rolled back: %s; parent round %d (%.1f µs)", v.reason,
+                      round.parent_round(), parent_us));
   s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
-  AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-           absl::StrCat(what, ": ", Us(median), sim, ", rolled back (",
-                        absl::StrFormat("%+.1f%%", gain * 100), " vs parent)"),
-           &round);
+  AddEvent(
+      txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+      absl::StrCat(what, ": ", Us(median), sim, ", rolled back (",
+                   absl::StrFormat("%+.1f%%", v.gain * 100), " vs parent)"),
+      &round);
 }
 
 void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {

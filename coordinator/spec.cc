@@ -32,6 +32,8 @@ constexpr int32_t kDefaultMaxRounds = 50;
 constexpr int64_t kDefaultTimeLimitS = 12 * 3600;
 constexpr int32_t kDefaultMaxRoundsWithoutGain = 20;
 constexpr int32_t kDefaultSamples = 30;
+constexpr double kDefaultTargetRelSpread = 0.01;
+constexpr double kDefaultConfidence = 0.95;
 constexpr double kMaxSpeedup = 1e6;
 constexpr double kMaxTargetUs = 1e12;
 constexpr size_t kMaxMapEntries = 64;
@@ -108,6 +110,22 @@ absl::Status CheckMinGain(double v) {
   if (!std::isfinite(v) || v < 0 || v >= 1) {
     return FieldError("min_gain",
                       absl::StrCat("must be a fraction in [0, 1), got ", v));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTargetSpread(double v) {
+  if (!std::isfinite(v) || v <= 0 || v > 0.5) {
+    return FieldError("measurement.target_rel_spread",
+                      absl::StrCat("must be a fraction in (0, 0.5], got ", v));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckConfidence(double v) {
+  if (!std::isfinite(v) || v < 0.5 || v > 0.999) {
+    return FieldError("measurement.confidence",
+                      absl::StrCat("must be in [0.5, 0.999], got ", v));
   }
   return absl::OkStatus();
 }
@@ -320,7 +338,9 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
   if (Has(doc, "measurement")) {
     const YAML::Node node = Get(doc, "measurement");
     TF_RETURN_IF_ERROR(
-        yamlf::CheckMap(node, "measurement", {"warmup", "samples", "flush_cache"}));
+        yamlf::CheckMap(node, "measurement",
+                        {"warmup", "samples", "flush_cache", "mode",
+                         "target_rel_spread", "max_samples", "confidence"}));
     if (Has(node, "warmup")) {
       TF_ASSIGN_OR_RETURN(int64_t v, yamlf::GetIntInRange(Get(node, "warmup"),
                                                           "measurement.warmup", 0,
@@ -337,6 +357,39 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
       TF_ASSIGN_OR_RETURN(bool v, yamlf::GetBool(Get(node, "flush_cache"),
                                                  "measurement.flush_cache"));
       m->set_flush_cache(v);
+    }
+    if (Has(node, "mode")) {
+      TF_ASSIGN_OR_RETURN(std::string v, yamlf::GetString(Get(node, "mode"),
+                                                          "measurement.mode"));
+      if (v == "ab") {
+        m->set_mode(v1::MEASUREMENT_MODE_AB);
+      } else if (v == "independent") {
+        m->set_mode(v1::MEASUREMENT_MODE_INDEPENDENT);
+      } else {
+        return FieldError(
+            "measurement.mode",
+            absl::StrCat("must be ab or independent, got ", Quote(v)));
+      }
+    }
+    if (Has(node, "target_rel_spread")) {
+      TF_ASSIGN_OR_RETURN(double v,
+                          yamlf::GetDouble(Get(node, "target_rel_spread"),
+                                           "measurement.target_rel_spread"));
+      TF_RETURN_IF_ERROR(CheckTargetSpread(v));
+      m->set_target_rel_spread(v);
+    }
+    if (Has(node, "max_samples")) {
+      TF_ASSIGN_OR_RETURN(int64_t v,
+                          yamlf::GetIntInRange(Get(node, "max_samples"),
+                                               "measurement.max_samples",
+                                               kMinSamples, kMaxTimedSamples));
+      m->set_max_samples(static_cast<int32_t>(v));
+    }
+    if (Has(node, "confidence")) {
+      TF_ASSIGN_OR_RETURN(double v, yamlf::GetDouble(Get(node, "confidence"),
+                                                     "measurement.confidence"));
+      TF_RETURN_IF_ERROR(CheckConfidence(v));
+      m->set_confidence(v);
     }
   }
   if (Has(doc, "baseline")) {
@@ -586,6 +639,26 @@ absl::StatusOr<v1::SweepSpec> ValidateSweepSpec(v1::SweepSpec spec,
   if (m->samples() == 0) m->set_samples(kDefaultSamples);
   TF_RETURN_IF_ERROR(
       CheckInt("measurement.samples", m->samples(), kMinSamples, kMaxSamples));
+  if (m->mode() == v1::MEASUREMENT_MODE_UNSPECIFIED)
+    m->set_mode(v1::MEASUREMENT_MODE_AB);
+  if (!v1::MeasurementMode_IsValid(m->mode())) {
+    return FieldError("measurement.mode",
+                      absl::StrCat("unknown mode ", m->mode()));
+  }
+  if (m->target_rel_spread() == 0)
+    m->set_target_rel_spread(kDefaultTargetRelSpread);
+  TF_RETURN_IF_ERROR(CheckTargetSpread(m->target_rel_spread()));
+  if (m->max_samples() == 0) {
+    m->set_max_samples(std::min(4 * m->samples(), kMaxTimedSamples));
+  }
+  if (m->max_samples() < m->samples() || m->max_samples() > kMaxTimedSamples) {
+    return FieldError(
+        "measurement.max_samples",
+        absl::StrCat("must be between measurement.samples (", m->samples(),
+                     ") and ", kMaxTimedSamples, ", got ", m->max_samples()));
+  }
+  if (m->confidence() == 0) m->set_confidence(kDefaultConfidence);
+  TF_RETURN_IF_ERROR(CheckConfidence(m->confidence()));
 
   // The baseline is checked against the parameters of the sweep's board kind
   // only (ValidateBoards has settled the kind): a cuda-only parameter is

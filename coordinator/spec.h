@@ -19,7 +19,8 @@
 //   budget: {max_rounds: 60, time_limit: 30m, max_rounds_without_gain: 20}
 //   min_gain: 0.02            # fraction in [0, 1)
 //   boards: {kind: sim, chip: Ascend910B-sim, labels: {pool: demo}}
-//   measurement: {warmup: 5, samples: 30, flush_cache: true}
+//   measurement: {warmup: 5, samples: 30, flush_cache: true, mode: ab,
+//                 target_rel_spread: 0.01, max_samples: 120, confidence: 0.95}
 //   baseline: {tile_m: 32}    # overrides of the operator's defaults
 //   priority: 0               # -100..100
 //
@@ -29,8 +30,10 @@
 // the key was written; ValidateSweepSpec cannot tell 0 from unset there and
 // keeps the 0. Fields for which zero is illegal (strategy.name random,
 // budget.max_rounds 50, budget.time_limit 12h,
-// budget.max_rounds_without_gain 20, measurement.samples 30, boards.kind the
-// operator's first backend in sim, cpu, cuda, ascend order, workload the
+// budget.max_rounds_without_gain 20, measurement.samples 30,
+// measurement.mode ab, measurement.target_rel_spread 0.01,
+// measurement.max_samples 4 × samples, measurement.confidence 0.95, boards.kind
+// the operator's first backend in sim, cpu, cuda, ascend order, workload the
 // operator's first) are defaulted by ValidateSweepSpec; an explicit zero in
 // YAML is rejected by ParseSweepSpec rather than silently replaced.
 //
@@ -54,6 +57,7 @@ inline constexpr int64_t kMaxTimeLimitS = 7 * 24 * 3600;
 inline constexpr int32_t kMinSamples = 3;
 inline constexpr int32_t kMaxSamples = 10000;
 inline constexpr int32_t kMaxWarmup = 1000;
+inline constexpr int32_t kMaxTimedSamples = 40000;  // measurement.max_samples
 inline constexpr int32_t kMaxPriority = 100;
 
 // Parses YAML into a SweepSpec (types, unknown keys and explicit values'

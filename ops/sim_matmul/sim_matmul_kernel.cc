@@ -6,7 +6,11 @@
 //
 //   tunefarm-sim-matmul --stage build|run|reference|profile --params P.json
 //       --workload W.json --out DIR [--seed N] [--samples S --warmup W]
-//       [--delay_ms D]
+//       [--delay_ms D] [--noise F --noise_seed N] [--latency_us X]
+//   --noise F: injected noise (tests): each run's speed is off by up to ±F
+//   and each sample jitters by up to ±F, drawn from --noise_seed; without it
+//   the model's own ±0.75% jitter. --latency_us X: every variant's modelled
+//   latency is X (no real differences between variants; tests).
 //
 //   build      "compiles" the variant: UB fit check (exit 2 + message).
 //   reference  computes a small check problem in double → DIR/reference.bin.
@@ -75,7 +79,21 @@ struct Args {
   std::string stage, params_path, workload_path, out_dir;
   uint64_t seed = 0;
   int64_t samples = 20, warmup = 3, delay_ms = 0;
+  double noise = 0, latency_us = 0;
+  uint64_t noise_seed = 0;
 };
+
+absl::StatusOr<double> ParseDoubleFlag(const std::string& flag,
+                                       const std::string& value, double lo,
+                                       double hi) {
+  double v;
+  if (!absl::SimpleAtod(value, &v) || !(v >= lo && v <= hi)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " \"", value.substr(0, 40),
+                     "\" is not a number in [", lo, ", ", hi, "]"));
+  }
+  return v;
+}
 
 absl::StatusOr<int64_t> ParseIntFlag(const std::string& flag,
                                      const std::string& value, int64_t lo,
@@ -118,6 +136,20 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
       auto v = ParseIntFlag("warmup", value, 0, 10000);
       if (!v.ok()) return v.status();
       a.warmup = *v;
+    } else if (flag == "--noise") {
+      auto v = ParseDoubleFlag("noise", value, 0, 0.5);
+      if (!v.ok()) return v.status();
+      a.noise = *v;
+    } else if (flag == "--latency_us") {
+      auto v = ParseDoubleFlag("latency_us", value, 0.001, 1e9);
+      if (!v.ok()) return v.status();
+      a.latency_us = *v;
+    } else if (flag == "--noise_seed") {
+      if (!absl::SimpleAtoi(value, &a.noise_seed)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--noise_seed \"", value.substr(0, 40),
+                         "\" is not an unsigned integer"));
+      }
     } else if (flag == "--delay_ms") {
       auto v = ParseIntFlag("delay_ms", value, 0, 3600 * 1000);
       if (!v.ok()) return v.status();
@@ -526,8 +558,14 @@ int Main(int argc, char** argv) {
     params["block_dim"] = IntParam(config->block_dim);
     const std::string key = ParamsKey(params);
     std::string lines;
+    const double latency =
+        args->latency_us > 0 ? args->latency_us : timing->latency_us;
     for (int64_t i = 0; i < args->warmup + args->samples; ++i) {
-      absl::StrAppend(&lines, F3(SimNoisySample(timing->latency_us, args->seed, key, i)), "\n");
+      const double sample =
+          args->noise > 0 ? SimInjectedNoiseSample(latency, args->noise,
+                                                   args->noise_seed, key, i)
+                          : SimNoisySample(latency, args->seed, key, i);
+      absl::StrAppend(&lines, F3(sample), "\n");
     }
     if (absl::Status st = WriteFileAtomic(args->out_dir + "/timing_us.txt", lines); !st.ok()) {
       return Fail(kExitInternal, st);

@@ -379,6 +379,94 @@ TEST_F(SimBoardTest, RunDelayMakesTheRoundTakeTime) {
   EXPECT_GE(e.result.run_s(), 0.3);
 }
 
+// --- A/B against the parent in the same lease
+// ---------------------------------
+
+TEST_F(SimBoardTest, AbTimesTheParentInterleavedAndEstimatesTheGain) {
+  v1::WorkItem w = Work(Params(128, 128, 64, 2, 24));
+  w.set_has_reference(true);
+  w.set_reference_round(4);
+  *w.mutable_reference_params() = Params(32, 32, 32, 1, 16);
+  w.mutable_measurement()->set_samples(12);
+  Evaluation e = Eval(w);
+  const v1::RoundResult& r = e.result;
+  ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+  const v1::Measurement& m = r.measurement();
+  ASSERT_TRUE(m.paired()) << m.policy();
+  EXPECT_EQ(m.reference_round(), 4);
+  EXPECT_GE(m.pairs(), 6);
+  EXPECT_EQ(m.samples(), m.reference().samples());
+  EXPECT_TRUE(m.simulated());
+  EXPECT_TRUE(m.reference().simulated());
+  // Timed alone, each variant gives the same modelled latency.
+  Evaluation alone_best = Eval(Work(Params(128, 128, 64, 2, 24)));
+  Evaluation alone_parent = Eval(Work(Params(32, 32, 32, 1, 16)));
+  const double want = 1 - alone_best.result.measurement().median_us() /
+                              alone_parent.result.measurement().median_us();
+  EXPECT_GT(want, 0.3);
+  EXPECT_NEAR(m.gain(), want, 0.02);
+  EXPECT_GT(m.gain_lower(), 0.3);
+  EXPECT_LE(m.gain_lower(), m.gain());
+  EXPECT_GE(m.gain_upper(), m.gain());
+  EXPECT_NEAR(m.reference().median_us(),
+              alone_parent.result.measurement().median_us(),
+              alone_parent.result.measurement().median_us() * 0.02);
+  EXPECT_TRUE(absl::StrContains(m.policy(), "A/B")) << m.policy();
+  EXPECT_TRUE(absl::StrContains(m.policy(), "simulated")) << m.policy();
+  // The parent ran in its own folder with its own params, block by block.
+  const std::string parent_dir = dir_ + "/work/sweep-abc/round_" +
+                                 std::to_string(w.round_id()) +
+                                 "/epoch_3/parent";
+  absl::StatusOr<std::string> pp = ReadFile(parent_dir + "/params.json");
+  ASSERT_TRUE(pp.ok()) << pp.status();
+  EXPECT_TRUE(absl::StrContains(*pp, "\"tile_m\": 32")) << *pp;
+  EXPECT_TRUE(ReadFile(parent_dir + "/run/timing_us.txt").ok());
+  EXPECT_TRUE(ReadFile(parent_dir + "/run_5/timing_us.txt").ok());
+  // Baseline (no parent): timed alone, and says so.
+  EXPECT_FALSE(alone_best.result.measurement().paired());
+  EXPECT_TRUE(
+      absl::StrContains(alone_best.result.measurement().policy(), "baseline"))
+      << alone_best.result.measurement().policy();
+}
+
+TEST_F(SimBoardTest, InjectedNoiseWithNoRealDifferenceGivesNoKeepableGain) {
+  options_.noise = 0.03;
+  options_.fixed_latency_us = 200;
+  int straddles = 0;
+  for (int i = 0; i < 3; ++i) {
+    v1::WorkItem w = Work(Params(128, 128, 64, 2, 24));
+    w.set_seed(100 + i);
+    w.set_has_reference(true);
+    w.set_reference_round(0);
+    *w.mutable_reference_params() = Params(32, 32, 32, 1, 16);
+    w.mutable_measurement()->set_samples(6);
+    w.mutable_measurement()->set_warmup(1);
+    w.mutable_measurement()->set_max_samples(10);
+    Evaluation e = Eval(w);
+    ASSERT_EQ(e.result.outcome(), v1::OUTCOME_OK) << e.result.detail();
+    const v1::Measurement& m = e.result.measurement();
+    ASSERT_TRUE(m.paired());
+    EXPECT_LT(m.gain_lower(), 0.02) << m.policy();
+    EXPECT_TRUE(absl::StrContains(m.policy(), "injected noise")) << m.policy();
+    if (m.gain_lower() < 0 && m.gain_upper() > 0) ++straddles;
+  }
+  EXPECT_GE(straddles, 2);
+}
+
+TEST_F(SimBoardTest, PrecisionFailureStopsBeforeAnyParentBlock) {
+  // tile_n >= 128 on the ragged workload: the kernel's tail bug.
+  v1::WorkItem w = Work(Params(64, 128, 64, 2, 24), "ragged");
+  w.set_has_reference(true);
+  *w.mutable_reference_params() = Params(32, 32, 32, 1, 16);
+  Evaluation e = Eval(w);
+  EXPECT_EQ(e.result.outcome(), v1::OUTCOME_PRECISION_FAILED)
+      << e.result.detail();
+  EXPECT_FALSE(ReadFile(dir_ + "/work/sweep-abc/round_" +
+                        std::to_string(w.round_id()) +
+                        "/epoch_3/parent/run/timing_us.txt")
+                   .ok());
+}
+
 }  // namespace
 }  // namespace tunefarm
 

@@ -1399,5 +1399,165 @@ TEST_F(CoordinatorTest, QuarantinedBoardGetsNoWorkUntilAdmitted) {
   Lease("a1/b0");
 }
 
+// --- noise-aware keep / roll back (A/B) --------------------------------------
+
+// A result with an A/B measurement: candidate median `median_us`, the
+// parent's (timed in the same lease) `parent_us`, and a paired gain with its
+// lower bound.
+v1::Measurement Paired(double median_us, double parent_us, double gain_lower) {
+  v1::Measurement m;
+  m.set_median_us(median_us);
+  m.set_p20_us(median_us * 0.99);
+  m.set_p80_us(median_us * 1.01);
+  m.set_samples(30);
+  m.set_simulated(true);
+  m.set_paired(true);
+  m.mutable_reference()->set_median_us(parent_us);
+  m.set_gain(1 - median_us / parent_us);
+  m.set_gain_lower(gain_lower);
+  m.set_gain_upper(2 * (1 - median_us / parent_us) - gain_lower);
+  m.set_pairs(6);
+  m.set_confidence(0.95);
+  return m;
+}
+
+class KeepRuleTest : public CoordinatorTest {
+ protected:
+  void ReportMeasured(const v1::WorkItem& work, const v1::Measurement& m,
+                      v1::Outcome outcome = v1::OUTCOME_OK) {
+    v1::ReportResultRequest request;
+    const std::string board = lease_board_[work.lease_id()];
+    request.set_agent_id(AgentOf(board));
+    request.set_board_id(board);
+    request.set_lease_id(work.lease_id());
+    request.set_epoch(work.epoch());
+    request.set_sweep_id(work.sweep_id());
+    request.set_round_id(work.round_id());
+    request.mutable_result()->set_outcome(outcome);
+    request.mutable_result()->mutable_precision()->set_passed(
+        outcome != v1::OUTCOME_PRECISION_FAILED);
+    if (outcome != v1::OUTCOME_OK)
+      request.mutable_result()->set_detail("test says so");
+    *request.mutable_result()->mutable_measurement() = m;
+    absl::StatusOr<v1::ReportResultResponse> r = coord_->ReportResult(request);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->accepted()) << r->reason();
+  }
+};
+
+TEST_F(KeepRuleTest, WorkCarriesTheParentForAB) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  const v1::WorkItem base = Lease("a1/b0");
+  EXPECT_FALSE(base.has_reference());  // the baseline has no parent
+  EXPECT_EQ(base.measurement().mode(), v1::MEASUREMENT_MODE_AB);
+  ReportOk(base, 100);
+  const v1::WorkItem w = Lease("a1/b0");
+  ASSERT_TRUE(w.has_reference());
+  EXPECT_EQ(w.reference_round(), 0);
+  EXPECT_EQ(ParamsKey(w.reference_params()),
+            ParamsKey(StoredRound(id, 0).params()));
+  EXPECT_NE(ParamsKey(w.reference_params()), ParamsKey(w.params()));
+}
+
+TEST_F(KeepRuleTest, IndependentModeSendsNoParent) {
+  std::string yaml = SpecYaml({});
+  yaml.replace(yaml.find("measurement: {warmup: 1, samples: 5}"),
+               std::string("measurement: {warmup: 1, samples: 5}").size(),
+               "measurement: {warmup: 1, samples: 5, mode: independent}");
+  Submit(yaml);
+  Register("a1", {Board("a1/b0")});
+  RunBaseline("a1/b0", 100);
+  const v1::WorkItem w = Lease("a1/b0");
+  EXPECT_FALSE(w.has_reference());
+  EXPECT_EQ(w.measurement().mode(), v1::MEASUREMENT_MODE_INDEPENDENT);
+}
+
+TEST_F(KeepRuleTest, GainInsideTheNoiseIsRolledBackSayingWhy) {
+  const std::string id = Submit(SpecYaml({}));  // min_gain 0.02
+  Register("a1", {Board("a1/b0")});
+  RunBaseline("a1/b0", 100);
+  // A 3% median gain, but its lower bound is -0.8%: noise.
+  const v1::WorkItem w = Lease("a1/b0");
+  ReportMeasured(w, Paired(97, 100, -0.008));
+  v1::Round r = StoredRound(id, w.round_id());
+  EXPECT_EQ(r.decision(), v1::DECISION_ROLLED_BACK);
+  EXPECT_THAT(r.decision_reason(), HasSubstr("gain 3.0% [lower bound -0.8%"));
+  EXPECT_THAT(r.decision_reason(), HasSubstr("inside noise"));
+  // A lower bound above the minimum gain is kept.
+  const v1::WorkItem w2 = Lease("a1/b0");
+  ReportMeasured(w2, Paired(90, 100, 0.07));
+  r = StoredRound(id, w2.round_id());
+  EXPECT_EQ(r.decision(), v1::DECISION_KEPT) << r.decision_reason();
+  EXPECT_THAT(r.decision_reason(), HasSubstr("clears the 2.0% minimum gain"));
+  // A lower bound of exactly the minimum is not enough.
+  const v1::WorkItem w3 = Lease("a1/b0");
+  ReportMeasured(w3, Paired(80, 90, 0.02));
+  EXPECT_EQ(StoredRound(id, w3.round_id()).decision(),
+            v1::DECISION_ROLLED_BACK);
+}
+
+TEST_F(KeepRuleTest, WithoutABTheSpreadsMustNotOverlap) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  RunBaseline("a1/b0", 100);  // p20 99
+  const v1::WorkItem w = Lease("a1/b0");
+  v1::Measurement m;
+  m.set_median_us(97);  // 3% faster, above the minimum gain ...
+  m.set_p20_us(95);
+  m.set_p80_us(99.5);  // ... but its p80 is not below the parent's p20
+  m.set_samples(30);
+  ReportMeasured(w, m);
+  const v1::Round r = StoredRound(id, w.round_id());
+  EXPECT_EQ(r.decision(), v1::DECISION_ROLLED_BACK);
+  EXPECT_THAT(r.decision_reason(), HasSubstr("inside noise"));
+  EXPECT_THAT(r.decision_reason(), HasSubstr("no A/B data"));
+}
+
+TEST_F(KeepRuleTest, PrecisionFailureIsNeverKeptHoweverFast) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  RunBaseline("a1/b0", 100);
+  const v1::WorkItem w = Lease("a1/b0");
+  ReportMeasured(w, Paired(10, 100, 0.85), v1::OUTCOME_PRECISION_FAILED);
+  const v1::Round r = StoredRound(id, w.round_id());
+  EXPECT_EQ(r.decision(), v1::DECISION_REJECTED);
+  EXPECT_THAT(r.decision_reason(), HasSubstr("PRECISION_FAILED"));
+  EXPECT_EQ(StoredSweep(id).best_round(), 0);
+}
+
+TEST_F(KeepRuleTest, KBoardBatchKeepsOneAndRollsBackTheRest) {
+  const std::string id = Submit(SpecYaml({}));
+  constexpr int kBoards = 4;
+  std::vector<v1::BoardInfo> boards;
+  for (int i = 0; i < kBoards; ++i)
+    boards.push_back(Board(absl::StrCat("a1/b", i)));
+  Register("a1", boards);
+  RunBaseline("a1/b0", 100);
+  std::vector<v1::WorkItem> batch;
+  for (int i = 0; i < kBoards; ++i) {
+    batch.push_back(Lease(absl::StrCat("a1/b", i)));
+    ASSERT_EQ(batch.back().reference_round(), 0);
+  }
+  // Every sibling is a real ~20% gain over the shared parent (each timed
+  // A/B on its own board); they are equally good, so only the first kept
+  // one counts and the others do not beat it by the minimum gain.
+  const double medians[kBoards] = {80, 79.5, 80.5, 79.8};
+  for (int i = 0; i < kBoards; ++i)
+    ReportMeasured(batch[i], Paired(medians[i], 100, 0.18));
+  int kept = 0, rolled_back = 0;
+  for (const v1::WorkItem& w : batch) {
+    const v1::Round r = StoredRound(id, w.round_id());
+    if (r.decision() == v1::DECISION_KEPT) ++kept;
+    if (r.decision() == v1::DECISION_ROLLED_BACK) {
+      ++rolled_back;
+      EXPECT_THAT(r.decision_reason(), HasSubstr("not the current best round"));
+    }
+  }
+  EXPECT_EQ(kept, 1);
+  EXPECT_EQ(rolled_back, kBoards - 1);
+  EXPECT_EQ(StoredSweep(id).best_round(), batch[0].round_id());
+}
+
 }  // namespace
 }  // namespace tunefarm

@@ -364,6 +364,47 @@ TEST_F(SpecTest, MeasurementBounds) {
             "measurement.flush_cache: expected true or false, got 'yes'");
 }
 
+TEST_F(SpecTest, MeasurementModeAndNoisePolicy) {
+  // Defaults: A/B, 1% target spread, cap 4 × samples, 95% confidence.
+  absl::StatusOr<v1::SweepSpec> spec = ParseAndValidate(
+      With("measurement", "measurement: {warmup: 5, samples: 30}"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->measurement().mode(), v1::MEASUREMENT_MODE_AB);
+  EXPECT_DOUBLE_EQ(spec->measurement().target_rel_spread(), 0.01);
+  EXPECT_EQ(spec->measurement().max_samples(), 120);
+  EXPECT_DOUBLE_EQ(spec->measurement().confidence(), 0.95);
+
+  spec = ParseAndValidate(
+      With("measurement",
+           "measurement: {samples: 10, mode: independent, "
+           "target_rel_spread: 0.005, max_samples: 50, confidence: 0.99}"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->measurement().mode(), v1::MEASUREMENT_MODE_INDEPENDENT);
+  EXPECT_DOUBLE_EQ(spec->measurement().target_rel_spread(), 0.005);
+  EXPECT_EQ(spec->measurement().max_samples(), 50);
+  EXPECT_DOUBLE_EQ(spec->measurement().confidence(), 0.99);
+
+  EXPECT_EQ(Error(With("measurement", "measurement: {mode: abba}")),
+            "measurement.mode: must be ab or independent, got 'abba'");
+  EXPECT_EQ(
+      Error(With("measurement", "measurement: {target_rel_spread: 0}")),
+      "measurement.target_rel_spread: must be a fraction in (0, 0.5], got 0");
+  EXPECT_EQ(
+      Error(With("measurement", "measurement: {target_rel_spread: 2}")),
+      "measurement.target_rel_spread: must be a fraction in (0, 0.5], got 2");
+  EXPECT_EQ(Error(With("measurement", "measurement: {confidence: 0.3}")),
+            "measurement.confidence: must be in [0.5, 0.999], got 0.3");
+  EXPECT_EQ(Error(With("measurement", "measurement: {confidence: 1}")),
+            "measurement.confidence: must be in [0.5, 0.999], got 1");
+  EXPECT_EQ(
+      Error(With("measurement", "measurement: {samples: 30, max_samples: 20}")),
+      "measurement.max_samples: must be between measurement.samples (30) and "
+      "40000, "
+      "got 20");
+  EXPECT_EQ(Error(With("measurement", "measurement: {max_samples: 50000}")),
+            "measurement.max_samples: must be between 3 and 40000, got 50000");
+}
+
 TEST_F(SpecTest, PriorityBounds) {
   EXPECT_EQ(Error(With("priority", "priority: 101")),
             "priority: must be between -100 and 100, got 101");

@@ -1,0 +1,39 @@
+// The keep / roll back rule: does a candidate's measured gain over its
+// parent clear the noise? docs/measurement.md explains the statistics.
+//
+//  - A/B data (the board timed the parent in the same lease, interleaved):
+//    keep when the paired gain's lower bound exceeds min_gain.
+//  - No A/B data (replay boards, independent mode): keep when the median is
+//    at least min_gain faster AND the spreads do not overlap (candidate p80
+//    below the parent's p20).
+//  - Either way, when the parent is no longer the best round (a sibling was
+//    kept meanwhile), the candidate must also beat the best by min_gain,
+//    pessimistically: parent median × (1 − lower bound) for A/B, its own
+//    median otherwise.
+//
+// A pure function; thread-safe.
+#ifndef TUNEFARM_COORDINATOR_KEEP_RULE_H_
+#define TUNEFARM_COORDINATOR_KEEP_RULE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "tunefarm/v1/types.pb.h"
+
+namespace tunefarm {
+
+struct GainVerdict {
+  bool keep = false;
+  double gain = 0;     // the estimate (fraction; 0.05 = 5% faster)
+  std::string reason;  // in words, with the numbers that decided
+};
+
+// `parent` is the parent round's recorded measurement; `best_round` and
+// `best_us` the sweep's current best.
+GainVerdict JudgeGain(const v1::Measurement& candidate,
+                      const v1::Measurement& parent, double min_gain,
+                      int64_t parent_round, int64_t best_round, double best_us);
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_COORDINATOR_KEEP_RULE_H_

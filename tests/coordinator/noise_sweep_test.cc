@@ -1,0 +1,196 @@
+// Measurement that can be trusted, end to end in one process: the real
+// coordinator core (real RocksDB store in a temp dir, FakeClock) hands
+// leases to real sim boards that run the real tunefarm-sim-matmul program
+// with injected noise, and the boards' A/B measurements come back through
+// ReportResult. With no real differences between variants, no sweep may keep
+// anything; with real differences well above the noise, gains are kept.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agent/sim_board.h"
+#include "common/clock.h"
+#include "common/files.h"
+#include "coordinator/auth.h"
+#include "coordinator/coordinator.h"
+#include "gtest/gtest.h"
+#include "ops/catalog.h"
+#include "storage/store.h"
+
+namespace tunefarm {
+namespace {
+
+std::string DirOf(const std::string& path) {
+  return path.substr(0, path.rfind('/'));
+}
+
+struct SweepOutcome {
+  int kept = 0, rolled_back = 0, rejected = 0, paired = 0, candidates_ok = 0;
+  std::vector<v1::Round> rounds;
+};
+
+class NoiseSweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::string> dir = MakeTempDir("noise_sweep_test");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+    absl::StatusOr<v1::OperatorManifest> op = LoadOperatorManifest(
+        std::string(TUNEFARM_SOURCE_DIR) + "/ops/sim_matmul");
+    ASSERT_TRUE(op.ok()) << op.status();
+    catalog_.Add(*op);
+    absl::StatusOr<std::unique_ptr<Store>> store =
+        OpenRocksDbStore(dir_ + "/db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    CoordinatorOptions options;
+    options.lease_duration = absl::Seconds(60);
+    options.report_dir = dir_ + "/reports";
+    coord_ =
+        std::make_unique<Coordinator>(store_.get(), &catalog_, &clock_, options,
+                                      /*metrics=*/nullptr);
+    ASSERT_TRUE(coord_->Recover().ok());
+  }
+  void TearDown() override {
+    coord_.reset();
+    store_.reset();
+    ASSERT_TRUE(RemoveAll(dir_).ok());
+  }
+
+  // K sim boards of one agent.
+  void AddBoards(int k, double noise, double fixed_latency_us) {
+    v1::RegisterAgentRequest request;
+    request.set_agent_id("agent-n");
+    request.set_node("node-n");
+    for (int i = 0; i < k; ++i) {
+      SimBoardOptions o;
+      o.board_id = absl::StrCat("agent-n/sim", i);
+      o.agent_id = "agent-n";
+      o.node = "node-n";
+      o.bin_dir = DirOf(SIM_MATMUL_BIN);
+      o.work_root = dir_ + "/work/" + std::to_string(i);
+      o.seed = 11 + i;
+      o.noise = noise;
+      o.fixed_latency_us = fixed_latency_us;
+      o.stage_timeout = absl::Seconds(30);
+      boards_.push_back(NewSimBoard(o));
+      *request.add_boards() = boards_.back()->info();
+    }
+    ASSERT_TRUE(coord_->RegisterAgent(request).ok());
+  }
+
+  // Submits, then runs lease → evaluate → report rounds on every board (all
+  // boards leased before any reports: K-board batches) until the sweep ends.
+  SweepOutcome RunSweep(const std::string& strategy, int max_rounds) {
+    v1::SubmitSweepRequest submit;
+    submit.set_spec_yaml(absl::StrCat(
+        "name: noise-", strategy, "\nteam: qa\noperator: sim_matmul\n",
+        "goal: {speedup: 100}\nstrategy: {name: ", strategy, ", seed: 5}\n",
+        "budget: {max_rounds: ", max_rounds,
+        ", max_rounds_without_gain: 1000}\n",
+        "min_gain: 0.02\nboards: {kind: sim}\n",
+        "measurement: {warmup: 1, samples: 6, max_samples: 6}\n"));
+    absl::StatusOr<v1::SubmitSweepResponse> s =
+        coord_->SubmitSweep(submit, AnonymousAdmin());
+    EXPECT_TRUE(s.ok()) << s.status();
+    if (!s.ok()) return {};
+    const std::string id = s->sweep().sweep_id();
+    for (int step = 0; step < 4 * max_rounds + 10; ++step) {
+      absl::StatusOr<v1::Sweep> sweep = store_->GetSweep(id);
+      if (!sweep.ok() || sweep->state() == v1::SWEEP_STATE_SUCCEEDED ||
+          sweep->state() == v1::SWEEP_STATE_FAILED ||
+          sweep->state() == v1::SWEEP_STATE_CANCELLED) {
+        break;
+      }
+      std::vector<std::pair<Board*, v1::WorkItem>> batch;
+      for (const auto& b : boards_) {
+        v1::LeaseWorkRequest lease;
+        lease.set_agent_id("agent-n");
+        lease.set_board_id(b->info().board_id());
+        absl::StatusOr<v1::LeaseWorkResponse> r = coord_->LeaseWork(lease);
+        EXPECT_TRUE(r.ok()) << r.status();
+        if (r.ok() && r->granted()) batch.push_back({b.get(), r->work()});
+      }
+      for (auto& [board, work] : batch) {
+        std::atomic<bool> cancel{false};
+        absl::StatusOr<Evaluation> e = board->Evaluate(work, cancel);
+        EXPECT_TRUE(e.ok()) << e.status();
+        if (!e.ok()) continue;
+        v1::ReportResultRequest report;
+        report.set_agent_id("agent-n");
+        report.set_board_id(board->info().board_id());
+        report.set_lease_id(work.lease_id());
+        report.set_epoch(work.epoch());
+        report.set_sweep_id(work.sweep_id());
+        report.set_round_id(work.round_id());
+        *report.mutable_result() = e->result;
+        absl::StatusOr<v1::ReportResultResponse> rr =
+            coord_->ReportResult(report);
+        EXPECT_TRUE(rr.ok()) << rr.status();
+      }
+      clock_.Advance(absl::Seconds(1));
+    }
+    SweepOutcome out;
+    absl::StatusOr<std::vector<v1::Round>> rounds = store_->ListRounds(id);
+    EXPECT_TRUE(rounds.ok()) << rounds.status();
+    if (!rounds.ok()) return out;
+    out.rounds = *rounds;
+    for (const v1::Round& r : out.rounds) {
+      if (r.round_id() == 0 || r.state() != v1::ROUND_STATE_DONE) continue;
+      if (r.decision() == v1::DECISION_KEPT) ++out.kept;
+      if (r.decision() == v1::DECISION_ROLLED_BACK) ++out.rolled_back;
+      if (r.decision() == v1::DECISION_REJECTED) ++out.rejected;
+      if (r.result().outcome() == v1::OUTCOME_OK) {
+        ++out.candidates_ok;
+        if (r.result().measurement().paired()) ++out.paired;
+      }
+    }
+    absl::StatusOr<v1::Sweep> sweep = store_->GetSweep(id);
+    EXPECT_TRUE(sweep.ok());
+    if (sweep.ok())
+      EXPECT_EQ(sweep->state(), v1::SWEEP_STATE_SUCCEEDED)
+          << sweep->DebugString();
+    return out;
+  }
+
+  std::string dir_;
+  OperatorCatalog catalog_;
+  FakeClock clock_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Coordinator> coord_;
+  std::vector<std::unique_ptr<Board>> boards_;
+};
+
+TEST_F(NoiseSweepTest, NoRealDifferenceMeansNothingKeptGuidedOrRandom) {
+  // ±3% per run and per sample, every variant modelled at 200 µs.
+  AddBoards(2, 0.03, 200);
+  for (const std::string strategy : {"guided", "random"}) {
+    const SweepOutcome o = RunSweep(strategy, 8);
+    EXPECT_EQ(o.kept, 0) << strategy;
+    EXPECT_GE(o.candidates_ok, 4) << strategy;
+    // Every OK candidate was timed A/B against its parent.
+    EXPECT_EQ(o.paired, o.candidates_ok) << strategy;
+    for (const v1::Round& r : o.rounds) {
+      if (r.decision() != v1::DECISION_ROLLED_BACK) continue;
+      EXPECT_NE(r.decision_reason().find("inside noise"), std::string::npos)
+          << r.decision_reason();
+      EXPECT_TRUE(r.result().measurement().simulated());
+    }
+  }
+}
+
+TEST_F(NoiseSweepTest, RealDifferencesAboveTheNoiseAreKept) {
+  AddBoards(2, 0.03, 0);  // the model's real differences, same noise
+  const SweepOutcome o = RunSweep("random", 8);
+  EXPECT_GE(o.kept, 1);
+  for (const v1::Round& r : o.rounds) {
+    if (r.decision() != v1::DECISION_KEPT) continue;
+    EXPECT_TRUE(r.result().measurement().paired());
+    EXPECT_GT(r.result().measurement().gain_lower(), 0.02)
+        << r.decision_reason();
+  }
+}
+
+}  // namespace
+}  // namespace tunefarm
