@@ -31,12 +31,13 @@ v1::Measurement Summarize(std::vector<double> samples_us, int warmup,
 absl::StatusOr<std::vector<double>> ReadTimingSamples(const std::string& path);
 
 // A MeasurementPolicy with its defaults filled in and clamped: warm-up 3 and
-// 20 samples when both are 0; max_samples 4 × samples when 0; target spread
+// 20 samples when both are 0; max_samples = samples when 0 (no adaptive
+// extension unless the policy asks: the sweep spec sets it); target spread
 // 1%; confidence 0.95; mode A/B unless INDEPENDENT.
 struct ResolvedPolicy {
   int warmup = 3;
   int samples = 20;
-  int max_samples = 80;
+  int max_samples = 20;
   double target_rel_spread = 0.01;
   double confidence = 0.95;
   bool ab = true;

@@ -359,6 +359,54 @@ TEST_F(FakeCudaBoardTest, OkVariantRunsEveryStageOnItsGpu) {
   EXPECT_TRUE(absl::StrContains(again.result.detail(), "build cache hit")) << again.result.detail();
 }
 
+TEST_F(FakeCudaBoardTest, AbRunsTheParentBinaryAlternatelyInTheSameLease) {
+  v1::WorkItem w = Work("ok", 3);
+  w.set_has_reference(true);
+  w.set_reference_round(1);
+  v1::ParamValue parent_mode;
+  parent_mode.set_string_value("ok_parent");
+  (*w.mutable_reference_params())["mode"] = parent_mode;
+  std::unique_ptr<CudaBoard> board =
+      NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
+  std::atomic<bool> cancel{false};
+  absl::StatusOr<Evaluation> e = board->Evaluate(w, cancel);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ(e->result.outcome(), v1::OUTCOME_OK) << e->result.detail();
+  const v1::Measurement& m = e->result.measurement();
+  ASSERT_TRUE(m.paired()) << m.policy();
+  EXPECT_EQ(m.reference_round(), 1);
+  EXPECT_GE(m.pairs(), 6);
+  EXPECT_EQ(m.reference().samples(), m.samples());
+  EXPECT_FALSE(m.simulated());
+  // The stand-in times both variants alike: no gain, and the bound says so.
+  EXPECT_NEAR(m.gain(), 0, 1e-9);
+  EXPECT_LE(m.gain_lower(), 0);
+  EXPECT_TRUE(absl::StrContains(m.policy(), "A/B")) << m.policy();
+  EXPECT_TRUE(absl::StrContains(m.policy(), "L2 flushed")) << m.policy();
+  EXPECT_TRUE(absl::StrContains(m.policy(), "device=\"fake\"")) << m.policy();
+  // The parent is its own build (its params compiled in), run from its own
+  // folder with its params, on the same GPU.
+  const std::string parent = RunDir(3) + "/parent";
+  EXPECT_TRUE(absl::StrContains(ReadFile(parent + "/params.json").value(),
+                                "ok_parent"));
+  const std::string env = ReadFile(parent + "/run_1/env.txt").value();
+  EXPECT_TRUE(absl::StrContains(env, "CUDA_VISIBLE_DEVICES=" + gpu_.uuid))
+      << env;
+  EXPECT_TRUE(ReadFile(RunDir(3) + "/run_1/timing_us.txt").ok());
+
+  // A parent that no longer builds: the candidate is timed alone, saying why.
+  parent_mode.set_string_value("build_error");
+  (*w.mutable_reference_params())["mode"] = parent_mode;
+  w.set_round_id(4);
+  e = board->Evaluate(w, cancel);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ(e->result.outcome(), v1::OUTCOME_OK) << e->result.detail();
+  EXPECT_FALSE(e->result.measurement().paired());
+  EXPECT_TRUE(absl::StrContains(e->result.measurement().policy(),
+                                "parent variant did not build here"))
+      << e->result.measurement().policy();
+}
+
 TEST_F(FakeCudaBoardTest, CompileErrorIsBuildFailedWithTheMessage) {
   Evaluation e = Eval("build_error");
   EXPECT_EQ(e.result.outcome(), v1::OUTCOME_BUILD_FAILED);

@@ -269,7 +269,7 @@ TEST(ResolveMeasurementPolicyTest, DefaultsAndClamps) {
   ResolvedPolicy r = ResolveMeasurementPolicy(v1::MeasurementPolicy());
   EXPECT_EQ(r.warmup, 3);
   EXPECT_EQ(r.samples, 20);
-  EXPECT_EQ(r.max_samples, 80);
+  EXPECT_EQ(r.max_samples, 20);  // no extension unless asked
   EXPECT_DOUBLE_EQ(r.target_rel_spread, 0.01);
   EXPECT_DOUBLE_EQ(r.confidence, 0.95);
   EXPECT_TRUE(r.ab);
