@@ -170,6 +170,7 @@ absl::Status LocalFarm::StartAgent(int i) {
       options_.board_kind == "cuda"
           ? std::string("cuda:all")
           : absl::StrCat(options_.board_kind, ":", options_.boards_per_agent);
+  if (!options_.boards_flag.empty()) boards = options_.boards_flag;
   if (i >= options_.agents) boards = absl::StrCat("cpu:", options_.cpu_boards);
   std::vector<std::string> argv = {
       options_.bin_dir + "/tunefarm-agent",

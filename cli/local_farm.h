@@ -29,6 +29,9 @@ struct LocalFarmOptions {
   // "cuda" (every GPU of the host; use one agent).
   std::string board_kind = "sim";
   int boards_per_agent = 2;
+  // The agents' --boards as written (e.g. "ascend:0,1"); "" = from
+  // board_kind and boards_per_agent.
+  std::string boards_flag;
   // One more agent (the last, agent-<agents+1>) serving this many cpu boards
   // beside the others, so one farm tunes simulated and real boards; 0 = none.
   int cpu_boards = 0;
