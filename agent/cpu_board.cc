@@ -232,8 +232,9 @@ absl::StatusOr<Evaluation> CpuBoard::Evaluate(const v1::WorkItem& work,
     // A/B: the parent variant's binary (usually a build-cache hit).
     req.params = work.reference_params();
     absl::StatusOr<BuildResult> parent = BuildVariant(req, cancel);
-    if (!parent.ok() && absl::IsCancelled(parent.status()))
+    if (!parent.ok() && absl::IsCancelled(parent.status())) {
       return parent.status();
+    }
     if (parent.ok() && parent->ok) {
       plan.reference_command = {parent->binary};
     } else {

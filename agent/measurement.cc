@@ -55,9 +55,9 @@ v1::Measurement Summarize(std::vector<double> samples_us, int warmup,
 absl::StatusOr<std::vector<double>> ReadTimingSamples(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) {
-    return absl::Status(text.status().code(),
-                        absl::StrCat("timing file ", path, ": ",
-                                     text.status().message()));
+    return absl::Status(
+        text.status().code(),
+        absl::StrCat("timing file ", path, ": ", text.status().message()));
   }
   std::vector<double> samples;
   int line_no = 0;
@@ -68,9 +68,9 @@ absl::StatusOr<std::vector<double>> ReadTimingSamples(const std::string& path) {
     double v;
     if (!absl::SimpleAtod(line, &v) || !std::isfinite(v) || v < 0) {
       std::string shown(line.substr(0, 40));
-      return absl::InvalidArgumentError(
-          absl::StrCat("timing file ", path, " line ", line_no, ": \"", shown,
-                       "\" is not a finite non-negative number of microseconds"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "timing file ", path, " line ", line_no, ": \"", shown,
+          "\" is not a finite non-negative number of microseconds"));
     }
     samples.push_back(v);
   }
@@ -89,8 +89,7 @@ ResolvedPolicy ResolveMeasurementPolicy(const v1::MeasurementPolicy& policy) {
   }
   r.warmup = std::clamp(r.warmup, 0, 1000);
   r.samples = std::clamp(r.samples, 1, 10000);
-  r.max_samples =
-      policy.max_samples() > 0 ? policy.max_samples() : 4 * r.samples;
+  r.max_samples = policy.max_samples() > 0 ? policy.max_samples() : r.samples;
   r.max_samples = std::clamp(r.max_samples, r.samples, 100000);
   if (policy.target_rel_spread() > 0) {
     r.target_rel_spread = std::min(policy.target_rel_spread(), 1.0);
