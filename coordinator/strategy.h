@@ -15,7 +15,7 @@
 //           enumerated (exact uniform choice among what is left); large ones
 //           are rejection-sampled parameter by parameter.
 //
-// Contract for every implementation (the guided strategy comes later):
+// Contract for every implementation (guided_strategy.h is the third):
 //   * Propose is deterministic given the history; a strategy keeps no hidden
 //     state that is not derivable from the history.
 //   * Proposals never repeat a configuration already in the history (any
