@@ -1,21 +1,20 @@
 #include "cli/status_board.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 
 namespace tunefarm {
 namespace {
 
+// "45s", "3m20s", "1h2m": whole seconds are enough for an ETA.
 std::string Span(int64_t ms) {
-  const int64_t s = std::max<int64_t>(0, (ms + 500) / 1000);
-  if (s < 60) return absl::StrCat(s, "s");
-  if (s < 3600) return absl::StrFormat("%dm %02ds", s / 60, s % 60);
-  return absl::StrFormat("%dh %02dm", s / 3600, (s / 60) % 60);
+  return absl::FormatDuration(absl::Trunc(
+      absl::Milliseconds(std::max<int64_t>(0, ms)), absl::Seconds(1)));
 }
 
 }  // namespace

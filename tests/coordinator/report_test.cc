@@ -573,8 +573,8 @@ TEST(StatusBoardTest, PrintsEveryFiveRoundsWithBestBoardsAndEta) {
             "   best so far: 50.00 µs (round 4), 2.00x over the 100.00 µs "
             "baseline [simulated]; goal 3.00x\n"
             "   stage: pipeline   boards busy: 1 (a1/sim0)\n"
-            "   ETA: ~30s for 3 more of 8 rounds; elapsed 1m 00s of the "
-            "10m 00s time budget\n");
+            "   ETA: ~30s for 3 more of 8 rounds; elapsed 1m of the 10m time "
+            "budget\n");
 }
 
 }  // namespace
