@@ -154,8 +154,9 @@ absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
   StagePlan parent = plan;
   if (ab) {
     parent.work_dir = plan.work_dir + "/parent";
-    if (!plan.reference_command.empty())
+    if (!plan.reference_command.empty()) {
       parent.command = plan.reference_command;
+    }
     TF_RETURN_IF_ERROR(
         PrepareWorkDir(parent.work_dir, work, &work.reference_params()));
   }
@@ -200,8 +201,9 @@ absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
     }
     for (const std::string& a : plan.run_extra_args) args.push_back(a);
     if (plan.block_args) {
-      for (std::string& a : plan.block_args(reference, index))
+      for (std::string& a : plan.block_args(reference, index)) {
         args.push_back(std::move(a));
+      }
     }
     const std::string what = reference
                                  ? absl::StrCat("parent variant (round ",
@@ -300,8 +302,9 @@ absl::StatusOr<Evaluation> RunStages(const StagePlan& plan, const v1::WorkItem& 
     absl::StatusOr<Stage> build = run_one("build", {});
     if (outcome_set) return eval;
     TF_RETURN_IF_ERROR(build.status());
-    if (result.build_s() == 0)
+    if (result.build_s() == 0) {
       result.set_build_s(absl::ToDoubleSeconds(build->result.wall));
+    }
     if (build->result.cancelled) return cancelled();
     if (!StageOk(build->result)) {
       // The program's own parameter check refused the variant.

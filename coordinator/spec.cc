@@ -671,14 +671,16 @@ absl::StatusOr<v1::SweepSpec> ValidateSweepSpec(v1::SweepSpec spec,
   if (m->samples() == 0) m->set_samples(kDefaultSamples);
   TF_RETURN_IF_ERROR(
       CheckInt("measurement.samples", m->samples(), kMinSamples, kMaxSamples));
-  if (m->mode() == v1::MEASUREMENT_MODE_UNSPECIFIED)
+  if (m->mode() == v1::MEASUREMENT_MODE_UNSPECIFIED) {
     m->set_mode(v1::MEASUREMENT_MODE_AB);
+  }
   if (!v1::MeasurementMode_IsValid(m->mode())) {
     return FieldError("measurement.mode",
                       absl::StrCat("unknown mode ", m->mode()));
   }
-  if (m->target_rel_spread() == 0)
+  if (m->target_rel_spread() == 0) {
     m->set_target_rel_spread(kDefaultTargetRelSpread);
+  }
   TF_RETURN_IF_ERROR(CheckTargetSpread(m->target_rel_spread()));
   if (m->max_samples() == 0) {
     m->set_max_samples(std::min(4 * m->samples(), kMaxTimedSamples));

@@ -1436,8 +1436,9 @@ class KeepRuleTest : public CoordinatorTest {
     request.mutable_result()->set_outcome(outcome);
     request.mutable_result()->mutable_precision()->set_passed(
         outcome != v1::OUTCOME_PRECISION_FAILED);
-    if (outcome != v1::OUTCOME_OK)
+    if (outcome != v1::OUTCOME_OK) {
       request.mutable_result()->set_detail("test says so");
+    }
     *request.mutable_result()->mutable_measurement() = m;
     absl::StatusOr<v1::ReportResultResponse> r = coord_->ReportResult(request);
     ASSERT_TRUE(r.ok()) << r.status();
@@ -1530,8 +1531,9 @@ TEST_F(KeepRuleTest, KBoardBatchKeepsOneAndRollsBackTheRest) {
   const std::string id = Submit(SpecYaml({}));
   constexpr int kBoards = 4;
   std::vector<v1::BoardInfo> boards;
-  for (int i = 0; i < kBoards; ++i)
+  for (int i = 0; i < kBoards; ++i) {
     boards.push_back(Board(absl::StrCat("a1/b", i)));
+  }
   Register("a1", boards);
   RunBaseline("a1/b0", 100);
   std::vector<v1::WorkItem> batch;
@@ -1543,8 +1545,9 @@ TEST_F(KeepRuleTest, KBoardBatchKeepsOneAndRollsBackTheRest) {
   // A/B on its own board); they are equally good, so only the first kept
   // one counts and the others do not beat it by the minimum gain.
   const double medians[kBoards] = {80, 79.5, 80.5, 79.8};
-  for (int i = 0; i < kBoards; ++i)
+  for (int i = 0; i < kBoards; ++i) {
     ReportMeasured(batch[i], Paired(medians[i], 100, 0.18));
+  }
   int kept = 0, rolled_back = 0;
   for (const v1::WorkItem& w : batch) {
     const v1::Round r = StoredRound(id, w.round_id());

@@ -148,9 +148,10 @@ class NoiseSweepTest : public ::testing::Test {
     }
     absl::StatusOr<v1::Sweep> sweep = store_->GetSweep(id);
     EXPECT_TRUE(sweep.ok());
-    if (sweep.ok())
+    if (sweep.ok()) {
       EXPECT_EQ(sweep->state(), v1::SWEEP_STATE_SUCCEEDED)
           << sweep->DebugString();
+    }
     return out;
   }
 
