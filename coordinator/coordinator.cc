@@ -1052,7 +1052,6 @@ void Coordinator::WriteReport(const v1::Sweep& sweep,
 // --- analyzers --------------------------------------------------------------
 
 absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
-  if (metrics_ != nullptr) metrics_->DiagnosisRecorded();
   SweepRuntime* s = FindSweep(diagnosis.sweep_id());
   SweepRuntime finished;  // a sweep that has ended, loaded from the store
   if (s == nullptr) {
@@ -1073,6 +1072,14 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
         "diagnosis for epoch ", diagnosis.epoch(), " of round ",
         round.round_id(), ", whose current epoch is ", round.lease().epoch()));
   }
+  // Analyzers deliver at least once (a bundle whose ack was lost is
+  // analysed again): the first diagnosis of a round's epoch is the record.
+  if (round.has_diagnosis() && round.diagnosis().epoch() == diagnosis.epoch()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("round ", round.round_id(), " of sweep ",
+                     diagnosis.sweep_id(), " already has a diagnosis (bundle ",
+                     round.diagnosis().bundle_id(), ")"));
+  }
   *round.mutable_diagnosis() = diagnosis;
   Txn txn;
   txn.writes.PutRound(round);
@@ -1092,6 +1099,7 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
     txn.writes.PutSweep(finished.sweep);
   }
   TF_RETURN_IF_ERROR(Commit(txn));
+  if (metrics_ != nullptr) metrics_->DiagnosisRecorded();
   if (s == &finished) {
     if (event_listener_) event_listener_(finished.sweep.sweep_id());
     WriteReport(finished.sweep, finished.rounds);
