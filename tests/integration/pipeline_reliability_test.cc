@@ -142,20 +142,37 @@ class PipelineReliabilityTest : public ::testing::TestWithParam<std::string> {
     return resp;
   }
 
+  // DIAGNOSIS events per round, every event up to the sweep's last: a
+  // watch ends at FINISHED, and diagnoses may come after it, so watch again
+  // from there.
   std::map<int64_t, int> DiagnosisEvents(const std::string& id) {
-    v1::WatchSweepRequest req;
-    req.set_sweep_id(id);
-    req.set_from_seq(1);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(10));
-    auto reader = stub_->WatchSweep(&ctx, req);
-    std::map<int64_t, int> out;
-    v1::SweepEvent ev;
-    while (reader->Read(&ev)) {
-      if (ev.kind() == v1::EVENT_KIND_DIAGNOSIS) ++out[ev.round().round_id()];
+    v1::Sweep sweep;
+    {
+      grpc::ClientContext ctx;
+      v1::GetSweepRequest get;
+      get.set_sweep_id(id);
+      grpc::Status st = stub_->GetSweep(&ctx, get, &sweep);
+      EXPECT_TRUE(st.ok()) << st.error_message();
     }
-    EXPECT_TRUE(reader->Finish().ok());
+    std::map<int64_t, int> out;
+    int64_t next = 1;
+    for (int call = 0; call < 5 && next <= sweep.last_event_seq(); ++call) {
+      v1::WatchSweepRequest req;
+      req.set_sweep_id(id);
+      req.set_from_seq(next);
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(10));
+      auto reader = stub_->WatchSweep(&ctx, req);
+      v1::SweepEvent ev;
+      while (next <= sweep.last_event_seq() && reader->Read(&ev)) {
+        if (ev.kind() == v1::EVENT_KIND_DIAGNOSIS) ++out[ev.round().round_id()];
+        next = ev.seq() + 1;
+      }
+      ctx.TryCancel();
+      (void)reader->Finish();
+    }
+    EXPECT_GT(next, sweep.last_event_seq()) << "events missing";
     return out;
   }
 
