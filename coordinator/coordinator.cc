@@ -1,6 +1,7 @@
 #include "coordinator/coordinator.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include "common/params.h"
 #include "common/status_macros.h"
 #include "coordinator/report.h"
+#include "coordinator/saturation.h"
 #include "coordinator/spec.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
@@ -533,10 +535,9 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
   std::vector<Candidate> proposed = s.strategy->Propose(history, 1);
   if (proposed.empty()) {
     if (in_flight == 0) {
-      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED,
-             v1::TERMINATION_SPACE_EXHAUSTED,
-             absl::StrCat("strategy ", std::string(s.strategy->name()),
-                          " has no untried configuration left"));
+      Exhaustion why = s.strategy->Exhausted(history);
+      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
+             std::move(why.detail));
     }
     return nullptr;
   }
@@ -955,6 +956,23 @@ void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
       return;
     }
   }
+  // Saturation is read from the best round's diagnosis (the kept variant,
+  // or the baseline), which may arrive after its result: RecordDiagnosis
+  // checks again.
+  if (s.sweep.best_round() >= 0 &&
+      s.sweep.best_round() < static_cast<int64_t>(s.rounds.size())) {
+    const v1::Round& best = s.rounds[s.sweep.best_round()];
+    if (best.has_diagnosis()) {
+      if (std::optional<std::string> why =
+              SaturationOf(best.diagnosis(), spec.saturation())) {
+        Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED,
+               v1::TERMINATION_BOARD_SATURATED,
+               absl::StrCat("board saturated on round ", best.round_id(),
+                            " (board ", best.board_id(), "): ", *why));
+        return;
+      }
+    }
+  }
   if (spec.budget().max_rounds() > 0 &&
       s.sweep.rounds_finished() >= spec.budget().max_rounds()) {
     Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_ROUND_BUDGET,
@@ -993,9 +1011,9 @@ void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
   SearchHistory history{s.op, &s.sweep.spec(), &s.rounds,
                         s.sweep.best_round()};
   if (s.strategy->Propose(history, 1).empty()) {
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_SPACE_EXHAUSTED,
-           absl::StrCat("strategy ", std::string(s.strategy->name()),
-                        " has no untried configuration left"));
+    Exhaustion why = s.strategy->Exhausted(history);
+    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
+           std::move(why.detail));
   }
 }
 
@@ -1080,6 +1098,8 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
                      diagnosis.sweep_id(), " already has a diagnosis (bundle ",
                      round.diagnosis().bundle_id(), ")"));
   }
+  std::optional<v1::Diagnosis> before;
+  if (round.has_diagnosis()) before = round.diagnosis();
   *round.mutable_diagnosis() = diagnosis;
   Txn txn;
   txn.writes.PutRound(round);
@@ -1094,11 +1114,21 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
                     diagnosis.evidence_gaps(0).reason());
   }
   AddEvent(txn, *s, v1::EVENT_KIND_DIAGNOSIS, msg, &round);
+  if (s != &finished) CheckTermination(txn, *s);  // saturation
   if (s == &finished) {
     txn.touched.erase(s);
     txn.writes.PutSweep(finished.sweep);
   }
-  TF_RETURN_IF_ERROR(Commit(txn));
+  if (absl::Status st = Commit(txn); !st.ok()) {
+    // Not durable, so not acked: the re-sent diagnosis must not be taken
+    // for a duplicate of this one.
+    if (before.has_value()) {
+      *round.mutable_diagnosis() = *std::move(before);
+    } else {
+      round.clear_diagnosis();
+    }
+    return st;
+  }
   if (metrics_ != nullptr) metrics_->DiagnosisRecorded();
   if (s == &finished) {
     if (event_listener_) event_listener_(finished.sweep.sweep_id());
