@@ -1,12 +1,14 @@
 #include "agent/variant_build.h"
 
 #include <openssl/evp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -73,20 +75,61 @@ class Hasher {
   EVP_MD_CTX* ctx_;
 };
 
-// The first line of `<compiler> --version`, memoised per compiler name for
-// the life of the process (an upgrade in place needs an agent restart).
+// `compiler` resolved the way execvp would (PATH when it has no slash), then
+// through symlinks, so `c++` -> g++-12 and a different g++ earlier in PATH
+// are told apart. NOT_FOUND when it resolves to no executable file.
+absl::StatusOr<std::string> ResolveCompiler(const std::string& compiler) {
+  std::vector<std::string> candidates;
+  if (compiler.find('/') != std::string::npos) {
+    candidates.push_back(compiler);
+  } else {
+    const char* path = std::getenv("PATH");
+    for (absl::string_view dir :
+         absl::StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
+      candidates.push_back(
+          absl::StrCat(dir.empty() ? "." : dir, "/", compiler));
+    }
+  }
+  for (const std::string& c : candidates) {
+    if (access(c.c_str(), X_OK) != 0) continue;
+    std::error_code ec;
+    const fs::path real = fs::canonical(c, ec);
+    if (!ec && fs::is_regular_file(real, ec)) return real.string();
+  }
+  return absl::NotFoundError(
+      absl::StrCat("compiler \"", compiler, "\" is not an executable file"));
+}
+
+// The compiler's identity for the cache key: its resolved path and the whole
+// output of `<compiler> --version` (stdout then stderr: nvcc's build line and
+// a vendor's patch level come after the first line). Memoised per resolved
+// file (device, inode, size, mtime), so a compiler replaced in place
+// (package upgrades rename a new file over the old) is asked again.
 absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler,
                                              const std::string& scratch_dir,
                                              const std::atomic<bool>& cancel) {
+  absl::StatusOr<std::string> resolved = ResolveCompiler(compiler);
+  if (!resolved.ok()) {
+    return absl::FailedPreconditionError(resolved.status().message());
+  }
+  struct stat st {};
+  if (stat(resolved->c_str(), &st) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("compiler \"", compiler, "\" (", *resolved,
+                     "): ", std::strerror(errno)));
+  }
+  const std::string memo_key =
+      absl::StrCat(*resolved, "|", st.st_dev, "|", st.st_ino, "|", st.st_size,
+                   "|", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec);
   static std::mutex mu;
   static auto* cache = new std::map<std::string, std::string>();
   {
     std::lock_guard<std::mutex> lock(mu);
-    auto it = cache->find(compiler);
+    auto it = cache->find(memo_key);
     if (it != cache->end()) return it->second;
   }
   ProcessSpec spec;
-  spec.argv = {compiler, "--version"};
+  spec.argv = {*resolved, "--version"};
   spec.stdout_path = absl::StrCat(scratch_dir, "/version.stdout");
   spec.stderr_path = absl::StrCat(scratch_dir, "/version.stderr");
   spec.timeout = absl::Seconds(60);
@@ -103,15 +146,17 @@ absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler,
         ", signal ", r->term_signal, "): ", r->stderr_tail));
   }
   TF_ASSIGN_OR_RETURN(std::string out, ReadFile(spec.stdout_path));
-  std::string first(absl::StripAsciiWhitespace(
-      std::vector<absl::string_view>(absl::StrSplit(out, '\n')).front()));
-  if (first.empty()) {
+  absl::StatusOr<std::string> err = ReadFile(spec.stderr_path);
+  if (absl::StripAsciiWhitespace(out).empty() &&
+      (!err.ok() || absl::StripAsciiWhitespace(*err).empty())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "compiler \"", compiler, "\" --version printed nothing"));
   }
+  std::string identity = absl::StrCat("path:", *resolved, "\nstdout:", out,
+                                      "\nstderr:", err.ok() ? *err : "");
   std::lock_guard<std::mutex> lock(mu);
-  (*cache)[compiler] = first;
-  return first;
+  (*cache)[memo_key] = identity;
+  return identity;
 }
 
 // Header-like files: what an include dir contributes to a build.

@@ -13,16 +13,18 @@
 //
 // Cache: <cache_dir>/<key>/ holds the binary, the header, the compiler's log
 // and a `result` file ("ok" or "failed"). The key is a SHA-256 over the
-// compiler identity (`<compiler> --version`, first line), the flags, the
+// compiler identity (its path resolved through PATH and symlinks, and the
+// whole output of `<compiler> --version`), the flags, the
 // include dirs, the generated header (so the parameters) and the content of
 // every source, every other regular file in each source's folder (headers a
 // source includes from its own folder) and every header (.h .hh .hpp .hxx
 // .inc .inl .cuh) under the extra include dirs (shared harness headers), so
-// editing another backend's sources does not invalidate this one's builds. Failed builds are cached as failed, so a
-// re-lease of a known-bad variant is answered at once with the same compiler
-// message; timed-out or cancelled builds are not cached (they say nothing
-// about the variant). Entries are built in a private folder and renamed into
-// place, so several processes may share one cache dir.
+// editing another backend's sources does not invalidate this one's builds.
+// Failed builds are cached as failed, so a re-lease of a known-bad variant is
+// answered at once with the same compiler message; timed-out or cancelled
+// builds are not cached (they say nothing about the variant). Entries are built
+// in a private folder and renamed into place, so several processes may share
+// one cache dir.
 //
 // Thread-safety: BuildVariant is safe to call from many threads; concurrent
 // calls with the same key build once (the others wait and get a cache hit).

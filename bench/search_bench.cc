@@ -147,15 +147,19 @@ int main(int argc, char** argv) {
   using namespace tunefarm;
   CLI::App app{"grid / random / guided search on measured search spaces"};
   std::vector<std::string> files;
-  int seeds = 30, budget = 400;
+  int seeds = 20, budget = 200;
   double min_gain = 0;
   int max_passes = 0;
+  int escapes = GuidedOptions().escapes;
   app.add_option("spaces", files, "space files (.kt.json[.gz], .t4.json.gz, .ktt.json[.gz])")
       ->required();
   app.add_option("--seeds", seeds, "runs per strategy and space");
   app.add_option("--budget", budget, "evaluations per run, baseline included");
   app.add_option("--min_gain", min_gain, "the sweeps' minimum gain");
   app.add_option("--max_passes", max_passes, "guided max_passes (0 = unlimited)");
+  app.add_option(
+      "--escapes", escapes,
+      "guided escapes (escape rounds in a row without gain; 0 = none)");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<Row> rows;
@@ -191,6 +195,7 @@ int main(int argc, char** argv) {
           GuidedOptions o;
           o.seed = seed;
           o.max_passes = max_passes;
+          o.escapes = escapes;
           s = NewGuidedStrategy(o);
         }
         const RunTrace t = RunSweep(op, *board, *s, baseline, seed, budget, min_gain);
@@ -212,9 +217,10 @@ int main(int argc, char** argv) {
                          100.0 * reach1 / seeds, Median(evals)});
     }
   }
-  std::printf("Budget %d evaluations per run, %d seeds, min_gain %.3f, guided "
-              "max_passes %d.\n\n",
-              budget, seeds, min_gain, max_passes);
+  std::printf(
+      "Budget %d evaluations per run, %d seeds, min_gain %.3f, guided "
+      "max_passes %d, escapes %d.\n\n",
+      budget, seeds, min_gain, max_passes, escapes);
   std::printf("| space | strategy | median evals to 5%% | reached 5%% | median "
               "evals to 1%% | reached 1%% | best after 50 (x opt) | best after "
               "200 (x opt) | median evals used |\n");
@@ -225,5 +231,35 @@ int main(int argc, char** argv) {
                 r.reach5, Evals(r.e1, budget).c_str(), r.reach1, r.b50, r.b200,
                 r.evals);
   }
+  // Guided against random, per space: the four figures above (lower is
+  // better for each); guided beats random when it wins more than it loses.
+  std::printf(
+      "\n| space | guided vs random: wins / ties / losses (evals to 5%%, "
+      "evals to 1%%, best after 50, best after 200) | verdict |\n");
+  std::printf("|---|---|---|\n");
+  int beats = 0, spaces = 0;
+  for (size_t i = 0; i + 2 < rows.size(); i += 3) {
+    const Row& r = rows[i + 1];
+    const Row& g = rows[i + 2];
+    int win = 0, tie = 0, loss = 0;
+    for (auto [a, b] : {std::pair{g.e5, r.e5}, std::pair{g.e1, r.e1},
+                        std::pair{g.b50, r.b50}, std::pair{g.b200, r.b200}}) {
+      // Within 0.5% (or both out of the budget) is a tie.
+      if (a == b || std::abs(a - b) <= 0.005 * std::min(a, b)) {
+        ++tie;
+      } else if (a < b) {
+        ++win;
+      } else {
+        ++loss;
+      }
+    }
+    ++spaces;
+    beats += win > loss;
+    std::printf("| %s | %d / %d / %d | %s |\n", g.space.c_str(), win, tie, loss,
+                win > loss    ? "guided better"
+                : win == loss ? "even"
+                              : "random better");
+  }
+  std::printf("\nGuided beats random on %d of %d spaces.\n", beats, spaces);
   return 0;
 }

@@ -331,7 +331,8 @@ int FarmClient::Summary(const std::string& sweep_id) {
     return kExitOk;
   }
   const v1::Sweep& s = response.sweep();
-  const std::string sim = s.simulated() ? " (simulated board)" : "";
+  // Real boards' numbers are labelled too, so the two never mix up.
+  const std::string sim = s.simulated() ? " (simulated board)" : " (measured)";
   std::cout << "\n== " << s.sweep_id() << " " << StateName(s.state()) << ": "
             << s.termination_detail() << "\n";
   if (response.has_best() && response.speedup() > 0) {

@@ -57,7 +57,7 @@ absl::Status LocalFarm::WriteTokens() {
 
 LocalFarm::LocalFarm(LocalFarmOptions options)
     : options_(std::move(options)) {
-  agents_.resize(options_.agents);
+  agents_.resize(options_.agents + (options_.cpu_boards > 0 ? 1 : 0));
 }
 
 LocalFarm::~LocalFarm() { Stop(); }
@@ -143,12 +143,12 @@ absl::Status LocalFarm::Start() {
         endpoint.status().message()));
   }
   analyzer_endpoint_ = *endpoint;
-  for (int i = 0; i < options_.agents; ++i) {
+  for (int i = 0; i < agent_count(); ++i) {
     TF_RETURN_IF_ERROR(StartAgent(i));
   }
   // An agent that cannot serve its boards (no GPU found, bad flag) exits at
   // once: say so now rather than leave the sweep waiting for boards.
-  for (int i = 0; i < options_.agents; ++i) {
+  for (int i = 0; i < agent_count(); ++i) {
     if (agents_[i]->Wait(absl::Milliseconds(i == 0 ? 1500 : 0)).has_value()) {
       const std::string log = absl::StrCat(log_dir(), "/agent-", i + 1, ".log");
       std::string tail = ReadFile(log).value_or("");
@@ -166,17 +166,35 @@ absl::Status LocalFarm::StartAgent(int i) {
     return absl::OutOfRangeError(absl::StrCat("no agent ", i));
   }
   const std::string id = absl::StrCat("agent-", i + 1);
-  std::vector<std::string> argv = {
-      options_.bin_dir + "/tunefarm-agent", "--coordinator", address_,
-      "--agent_id", id, "--node", "localhost", "--boards",
+  std::string boards =
       options_.board_kind == "cuda"
           ? std::string("cuda:all")
-          : absl::StrCat(options_.board_kind, ":", options_.boards_per_agent),
+          : absl::StrCat(options_.board_kind, ":", options_.boards_per_agent);
+  if (!options_.boards_flag.empty()) boards = options_.boards_flag;
+  if (i >= options_.agents) boards = absl::StrCat("cpu:", options_.cpu_boards);
+  std::vector<std::string> argv = {
+      options_.bin_dir + "/tunefarm-agent",
+      "--coordinator",
+      address_,
+      "--agent_id",
+      id,
+      "--node",
+      "localhost",
+      "--boards",
+      boards,
       "--analyzer",
-      analyzer_endpoint_, "--work_dir", options_.data_dir + "/work",
-      "--bin_dir", options_.bin_dir, "--sim_delay_ms",
-      absl::StrCat(options_.sim_delay_ms), "--seed", absl::StrCat(100 * (i + 1)),
-      "--log_level", options_.log_level, "--metrics_port_file",
+      analyzer_endpoint_,
+      "--work_dir",
+      options_.data_dir + "/work",
+      "--bin_dir",
+      options_.bin_dir,
+      "--sim_delay_ms",
+      absl::StrCat(options_.sim_delay_ms),
+      "--seed",
+      absl::StrCat(100 * (i + 1)),
+      "--log_level",
+      options_.log_level,
+      "--metrics_port_file",
       absl::StrCat(options_.data_dir, "/run/", id, ".metrics")};
   if (!agent_token_file_.empty()) {
     argv.push_back("--token_file");
@@ -194,7 +212,7 @@ std::map<std::string, int> LocalFarm::MetricsPorts() const {
   std::map<std::string, int> ports;
   if (metrics_port_ > 0) ports["coordinator"] = metrics_port_;
   std::vector<std::string> names = {"analyzer"};
-  for (int i = 0; i < options_.agents; ++i) {
+  for (int i = 0; i < agent_count(); ++i) {
     names.push_back(absl::StrCat("agent-", i + 1));
   }
   for (const std::string& name : names) {

@@ -1,5 +1,6 @@
 // LocalFarm: a whole farm on this machine as separate processes (one
-// coordinator, one analyzer worker, N agents with simulated boards) talking
+// coordinator, one analyzer worker, N agents of one board kind, and
+// optionally one more agent with cpu boards beside them) talking
 // over loopback gRPC and ZeroMQ, with RocksDB in a data folder. Used by
 // `tunefarm local` and by the integration tests, which also kill and
 // restart its processes.
@@ -28,6 +29,12 @@ struct LocalFarmOptions {
   // "cuda" (every GPU of the host; use one agent).
   std::string board_kind = "sim";
   int boards_per_agent = 2;
+  // The agents' --boards as written (e.g. "ascend:0,1"); "" = from
+  // board_kind and boards_per_agent.
+  std::string boards_flag;
+  // One more agent (the last, agent-<agents+1>) serving this many cpu boards
+  // beside the others, so one farm tunes simulated and real boards; 0 = none.
+  int cpu_boards = 0;
   // Extra flags for every agent (e.g. {"--profile=false"}).
   std::vector<std::string> agent_flags;
   int64_t sim_delay_ms = 0;
@@ -62,6 +69,9 @@ class LocalFarm {
   const std::string& admin_token() const { return admin_token_; }
   // The user token of `team` (one of options.teams); "" if none.
   std::string team_token(const std::string& team) const;
+
+  // Every agent started, the extra cpu agent included.
+  int agent_count() const { return static_cast<int>(agents_.size()); }
 
   // Fault injection for tests.
   void KillAgent(int i, int sig);

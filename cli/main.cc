@@ -9,6 +9,7 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
@@ -23,22 +24,37 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 extern "C" void OnSignal(int) { g_interrupted = true; }
 
-int RunLocal(const CliContext& base, const std::string& spec,
+// What the local farm's boards are, for the opening line.
+std::string BoardsText(const LocalFarmOptions& o) {
+  std::string text =
+      o.board_kind == "cuda"
+          ? std::string("one board per GPU")
+          : absl::StrCat(o.boards_per_agent, " ",
+                         o.board_kind == "sim" ? "simulated" : "cpu",
+                         " board(s) each");
+  if (o.cpu_boards > 0) {
+    absl::StrAppend(&text, ", plus 1 agent with ", o.cpu_boards,
+                    " cpu board(s) (real measurements)");
+  }
+  return text;
+}
+
+// Starts the farm, submits every spec (each selects its boards by kind, so
+// sweeps for sim and cpu boards run side by side), then follows each sweep
+// to its end and prints its summary: best configuration, speedup (labelled
+// simulated for simulated boards) and report path.
+int RunLocal(const CliContext& base, const std::vector<std::string>& specs,
              LocalFarmOptions options, bool keep_running) {
   std::error_code ec;
   options.data_dir = std::filesystem::absolute(options.data_dir, ec).string();
-  if (!std::filesystem::exists(spec)) {
-    std::cerr << "tunefarm local: no such spec file: " << spec << "\n";
-    return kExitBadInput;
+  for (const std::string& spec : specs) {
+    if (!std::filesystem::exists(spec)) {
+      std::cerr << "tunefarm local: no such spec file: " << spec << "\n";
+      return kExitBadInput;
+    }
   }
   std::cout << "tunefarm local: starting a coordinator, an analyzer and "
-            << options.agents << " agent(s) with "
-            << (options.board_kind == "cuda"
-                    ? std::string("one board per GPU")
-                    : absl::StrCat(options.boards_per_agent, " ",
-                                   options.board_kind == "sim" ? "simulated"
-                                                               : "cpu",
-                                   " board(s) each"))
+            << options.agents << " agent(s) with " << BoardsText(options)
             << " (data in " << options.data_dir << ")\n";
   LocalFarm farm(options);
   if (absl::Status st = farm.Start(); !st.ok()) {
@@ -70,7 +86,27 @@ int RunLocal(const CliContext& base, const std::string& spec,
       ::usleep(50 * 1000);
     }
   });
-  int rc = client.Submit(spec, "", /*watch=*/true);
+  int rc = kExitOk;
+  std::vector<std::string> sweep_ids;
+  for (const std::string& spec : specs) {
+    std::string id;
+    rc = client.Submit(spec, "", /*watch=*/false, &id);
+    if (rc != kExitOk) break;
+    sweep_ids.push_back(id);
+  }
+  // The sweeps run together; their events are shown one sweep after the
+  // other (a finished sweep's events are replayed with their times).
+  for (const std::string& id : sweep_ids) {
+    if (g_interrupted.load()) break;
+    std::cout << "\n--- sweep " << id << "\n";
+    const int watched = client.Watch(id);
+    if (watched == kExitOk || watched == kExitSweepFailed) {
+      const int summary = client.Summary(id);
+      if (rc == kExitOk) rc = watched != kExitOk ? watched : summary;
+    } else if (rc == kExitOk) {
+      rc = watched;
+    }
+  }
   done = true;
   interrupter.join();
   if (rc == kExitOk || rc == kExitSweepFailed) client.Boards();
@@ -179,12 +215,14 @@ int Main(int argc, char** argv) {
   LocalFarmOptions local_options;
   local_options.bin_dir = ExecutableDir();
   local_options.data_dir = ".farm";
-  std::string local_spec = TUNEFARM_DEFAULT_SPEC;
+  std::vector<std::string> local_specs;
+  int cpu_boards = -1;
   bool keep_running = false;
   auto* local = app.add_subcommand(
-      "local", "run a whole farm here and a sweep on it, end to end");
-  local->add_option("spec", local_spec, "SPEC.yaml")
-      ->default_str(TUNEFARM_DEFAULT_SPEC);
+      "local", "run a whole farm here and sweeps on it, end to end");
+  local->add_option("spec", local_specs,
+                    "SPEC.yaml ... (default: the sim and cpu examples for "
+                    "--boards sim, else the board kind's example)");
   local->add_option("--agents", local_options.agents)
       ->check(CLI::Range(1, 64));
   local->add_option("--boards-per-agent", local_options.boards_per_agent)
@@ -193,6 +231,11 @@ int Main(int argc, char** argv) {
   local->add_option("--boards", local_options.board_kind,
                     "board kind of the agents: sim, cpu or cuda (all GPUs)")
       ->check(CLI::IsMember({"sim", "cpu", "cuda"}));
+  local
+      ->add_option("--cpu-boards", cpu_boards,
+                   "cpu boards of one extra agent beside the others "
+                   "(default: 1 with --boards sim, else 0)")
+      ->check(CLI::Range(0, 64));
   local->add_option("--ops-dir", local_options.ops_dirs,
                     "operator package folders (default: the shipped ops/)");
   bool no_profile = false;
@@ -268,7 +311,19 @@ int Main(int argc, char** argv) {
   }
   if (*local) {
     if (no_profile) local_options.agent_flags.push_back("--profile=false");
-    return RunLocal(ctx, local_spec, local_options, keep_running);
+    const bool sim = local_options.board_kind == "sim";
+    local_options.cpu_boards = cpu_boards >= 0 ? cpu_boards : (sim ? 1 : 0);
+    if (local_specs.empty()) {
+      const std::string examples = TUNEFARM_EXAMPLES_DIR;
+      if (sim) local_specs.push_back(examples + "/sim_matmul.yaml");
+      if (local_options.board_kind == "cuda") {
+        local_specs.push_back(examples + "/cuda_gemm.yaml");
+      }
+      if (local_options.board_kind == "cpu" || local_options.cpu_boards > 0) {
+        local_specs.push_back(examples + "/cpu_gemm.yaml");
+      }
+    }
+    return RunLocal(ctx, local_specs, local_options, keep_running);
   }
   return kExitBadInput;
 }

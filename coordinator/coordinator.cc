@@ -1,6 +1,7 @@
 #include "coordinator/coordinator.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -14,6 +15,7 @@
 #include "common/params.h"
 #include "common/status_macros.h"
 #include "coordinator/report.h"
+#include "coordinator/saturation.h"
 #include "coordinator/spec.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
@@ -597,10 +599,9 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
   std::vector<Candidate> proposed = s.strategy->Propose(history, 1);
   if (proposed.empty()) {
     if (in_flight == 0) {
-      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED,
-             v1::TERMINATION_SPACE_EXHAUSTED,
-             absl::StrCat("strategy ", std::string(s.strategy->name()),
-                          " has no untried configuration left"));
+      Exhaustion why = s.strategy->Exhausted(history);
+      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
+             std::move(why.detail));
     }
     return nullptr;
   }
@@ -1058,6 +1059,23 @@ void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
       return;
     }
   }
+  // Saturation is read from the best round's diagnosis (the kept variant,
+  // or the baseline), which may arrive after its result: RecordDiagnosis
+  // checks again.
+  if (s.sweep.best_round() >= 0 &&
+      s.sweep.best_round() < static_cast<int64_t>(s.rounds.size())) {
+    const v1::Round& best = s.rounds[s.sweep.best_round()];
+    if (best.has_diagnosis()) {
+      if (std::optional<std::string> why =
+              SaturationOf(best.diagnosis(), spec.saturation())) {
+        Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED,
+               v1::TERMINATION_BOARD_SATURATED,
+               absl::StrCat("board saturated on round ", best.round_id(),
+                            " (board ", best.board_id(), "): ", *why));
+        return;
+      }
+    }
+  }
   if (spec.budget().max_rounds() > 0 &&
       s.sweep.rounds_finished() >= spec.budget().max_rounds()) {
     Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_ROUND_BUDGET,
@@ -1096,9 +1114,9 @@ void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
   SearchHistory history{s.op, &s.sweep.spec(), &s.rounds,
                         s.sweep.best_round()};
   if (s.strategy->Propose(history, 1).empty()) {
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_SPACE_EXHAUSTED,
-           absl::StrCat("strategy ", std::string(s.strategy->name()),
-                        " has no untried configuration left"));
+    Exhaustion why = s.strategy->Exhausted(history);
+    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
+           std::move(why.detail));
   }
 }
 
@@ -1190,6 +1208,7 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
                     diagnosis.evidence_gaps(0).reason());
   }
   AddEvent(txn, *s, v1::EVENT_KIND_DIAGNOSIS, msg, &round);
+  if (s != &finished) CheckTermination(txn, *s);  // saturation
   if (s == &finished) {
     txn.touched.erase(s);
     txn.writes.PutSweep(finished.sweep);

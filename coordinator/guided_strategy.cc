@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <random>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "ops/catalog.h"
 
 namespace tunefarm {
@@ -26,12 +28,14 @@ int StageIndex(const std::string& stage) {
   return 2;  // in_core, and anything the manifest calls otherwise
 }
 
-// Stage index of a round's tag; -1 for rounds not proposed by a stage.
+// Stage index of a round's tag (kStages for escape rounds); -1 for rounds
+// not proposed by the guided strategy.
 int TagIndex(const std::string& tag) {
   const auto& stages = GuidedStages();
   for (int i = 0; i < kStages; ++i) {
     if (stages[i] == tag) return i;
   }
+  if (tag == kGuidedEscapeStage) return kStages;
   return -1;
 }
 
@@ -296,6 +300,73 @@ std::vector<Move> Moves(const Knowledge& k, int stage, uint64_t seed) {
   return moves;
 }
 
+// Escape moves: the best with 2 or 3 parameters each moved 1 to 3 steps
+// (uniform, by a generator seeded from the seed, the best and the number of
+// rounds so far), never a tried configuration or a value whose precision
+// failed. Up to n distinct ones; fewer when draws keep hitting tried ones.
+std::vector<std::pair<ParamMap, std::string>> EscapeMoves(
+    const Knowledge& k, const SearchHistory& h, uint64_t seed, int n) {
+  std::vector<std::pair<ParamMap, std::string>> out;
+  std::vector<int> movable;
+  for (int pi = 0; pi < static_cast<int>(k.params.size()); ++pi) {
+    const ParamInfo& p = k.params[pi];
+    if (p.ordered.size() >= 2 && k.parent.contains(p.domain->name()) &&
+        PosOf(p, k.parent.at(p.domain->name())) >= 0) {
+      movable.push_back(pi);
+    }
+  }
+  if (movable.size() < 2) return out;
+  const uint64_t count = h.rounds != nullptr ? h.rounds->size() : 0;
+  std::seed_seq seq{static_cast<uint32_t>(seed),
+                    static_cast<uint32_t>(seed >> 32),
+                    static_cast<uint32_t>(count),
+                    static_cast<uint32_t>(Fnv(k.parent_key)), 0x5eed0e5cu};
+  std::mt19937_64 rng(seq);
+  // rng() % m: the bias is below 2^-50 for these tiny m, and unlike
+  // std::uniform_int_distribution it is the same on every platform.
+  absl::flat_hash_set<std::string> taken;
+  constexpr int kDraws = 200;
+  for (int draw = 0; draw < kDraws * n && static_cast<int>(out.size()) < n;
+       ++draw) {
+    const int changes = 2 + static_cast<int>(rng() % 2);
+    std::vector<int> pool = movable;
+    ParamMap params = k.parent;
+    std::vector<std::string> what;
+    bool ok = true;
+    for (int c = 0; c < changes && !pool.empty(); ++c) {
+      const size_t at = rng() % pool.size();
+      const ParamInfo& p = k.params[pool[at]];
+      pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(at));
+      const std::string& name = p.domain->name();
+      const int from = PosOf(p, k.parent.at(name));
+      const int size = static_cast<int>(p.ordered.size());
+      const int step = 1 + static_cast<int>(rng() % 3);
+      int to = rng() % 2 ? from + step : from - step;
+      if (to < 0 || to >= size) to = from + (to < 0 ? step : -step);
+      to = std::clamp(to, 0, size - 1);
+      if (to == from ||
+          k.precision_failed.count({name, ParamValueToString(p.ordered[to])})) {
+        ok = false;
+        break;
+      }
+      params[name] = p.ordered[to];
+      what.push_back(
+          absl::StrCat(name, " ", to > from ? "+" : "-", std::abs(to - from)));
+    }
+    if (!ok) continue;
+    std::string key = ParamsKey(params);
+    if (k.visited.contains(key) || !taken.insert(std::move(key)).second) {
+      continue;
+    }
+    std::sort(what.begin(), what.end());
+    out.emplace_back(std::move(params),
+                     absl::StrCat("escape move: ", what.size(),
+                                  " parameters moved at once (",
+                                  absl::StrJoin(what, ", "), " steps)"));
+  }
+  return out;
+}
+
 int Patience(const GuidedOptions& o, int stage) {
   return stage == 0 ? o.tiling_patience
                     : stage == 1 ? o.pipeline_patience : o.in_core_patience;
@@ -315,15 +386,58 @@ GuidedProgress Walk(const GuidedOptions& o, const SearchHistory& h, int n,
   const auto& names = GuidedStages();
   while (true) {
     if (s.stage >= kStages) {
-      if (s.pass_gained && (o.max_passes == 0 || s.pass < o.max_passes)) {
+      const bool passes_left = o.max_passes == 0 || s.pass < o.max_passes;
+      if (s.pass_gained && passes_left) {
         s = RunState{s.pass + 1, 0, 0, 0, false};
         continue;
       }
+      // The pass kept nothing: the best is a local optimum for single
+      // changes. Escape moves (several parameters at once) look past it; a
+      // kept one starts a new pass from there.
+      const std::string where =
+          absl::StrCat("every stage exhausted after pass ", s.pass,
+                       s.pass_gained ? " (pass limit reached)"
+                                     : " (the pass kept no change)");
+      std::vector<std::pair<ParamMap, std::string>> escapes;
+      const bool escaping = passes_left && o.escapes > 0 && s.count < o.escapes;
+      if (escaping) {
+        escapes = EscapeMoves(
+            k, h, o.seed,
+            std::max(1, std::min(n, o.escapes - s.count - s.in_flight)));
+      }
       g.pass = s.pass;
-      g.exhausted = true;
-      g.detail = absl::StrCat(
-          "every stage exhausted after pass ", s.pass,
-          s.pass_gained ? " (pass limit reached)" : " (the pass kept no change)");
+      if (escapes.empty() || s.count + s.in_flight >= o.escapes) {
+        if (s.in_flight > 0) {
+          g.stage = kGuidedEscapeStage;
+          g.detail = absl::StrCat(where, "; waiting for ", s.in_flight,
+                                  " escape round(s) in flight");
+          return g;
+        }
+        g.exhausted = true;
+        g.detail = where;
+        if (s.count > 0) {
+          absl::StrAppend(&g.detail, "; ", s.count,
+                          " escape moves from the best found no gain");
+        }
+        return g;
+      }
+      g.stage = kGuidedEscapeStage;
+      g.rounds_without_gain = s.count;
+      g.in_flight = s.in_flight;
+      g.patience = o.escapes;
+      g.detail =
+          absl::StrCat(where, "; escape ", s.count + 1, " of ", o.escapes);
+      if (out == nullptr) return g;
+      for (auto& [params, why] : escapes) {
+        if (static_cast<int>(out->size()) >= n) break;
+        Candidate c;
+        c.parent_round = h.best_round;
+        c.changes = DiffParams(k.parent, params);
+        c.params = std::move(params);
+        c.stage = kGuidedEscapeStage;
+        c.rationale = absl::StrCat(g.detail, ": ", why);
+        out->push_back(std::move(c));
+      }
       return g;
     }
     const int patience = Patience(o, s.stage);
@@ -379,6 +493,23 @@ class GuidedStrategy : public Strategy {
     return out;
   }
 
+  // STAGES_EXHAUSTED with where the walk ended, unless every configuration
+  // of the space has been tried (then the space, not the stages, ran out).
+  Exhaustion Exhausted(const SearchHistory& h) const override {
+    if (h.op == nullptr) return Strategy::Exhausted(h);
+    const GuidedProgress g = Walk(options_, h, 0, nullptr);
+    absl::flat_hash_set<std::string> tried;
+    if (h.rounds != nullptr) {
+      for (const v1::Round& r : *h.rounds) tried.insert(ParamsKey(r.params()));
+    }
+    if (tried.size() >= SpaceSize(*h.op)) {
+      return {v1::TERMINATION_SPACE_EXHAUSTED,
+              absl::StrCat("every configuration of the space was tried (",
+                           g.detail, ")")};
+    }
+    return {v1::TERMINATION_STAGES_EXHAUSTED, g.detail};
+  }
+
  private:
   GuidedOptions options_;
 };
@@ -392,8 +523,9 @@ const std::vector<std::string>& GuidedStages() {
 }
 
 const std::vector<std::string>& GuidedOptionNames() {
-  static const auto* names = new std::vector<std::string>{
-      "in_core_patience", "max_passes", "pipeline_patience", "tiling_patience"};
+  static const auto* names =
+      new std::vector<std::string>{"escapes", "in_core_patience", "max_passes",
+                                   "pipeline_patience", "tiling_patience"};
   return *names;
 }
 
@@ -405,25 +537,28 @@ absl::StatusOr<GuidedOptions> GuidedOptionsFromSpec(
       {"tiling_patience", &o.tiling_patience},
       {"pipeline_patience", &o.pipeline_patience},
       {"in_core_patience", &o.in_core_patience},
-      {"max_passes", &o.max_passes}};
+      {"max_passes", &o.max_passes},
+      {"escapes", &o.escapes}};
   const std::map<std::string, std::string> sorted(spec.options().begin(),
                                                   spec.options().end());
   for (const auto& [key, value] : sorted) {
     auto it = fields.find(key);
     if (it == fields.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "strategy.options.", key, ": unknown option for strategy guided; "
-          "it takes in_core_patience, max_passes, pipeline_patience, "
+          "strategy.options.", key,
+          ": unknown option for strategy guided; "
+          "it takes escapes, in_core_patience, max_passes, pipeline_patience, "
           "tiling_patience"));
     }
     int v = 0;
-    if (value == "unlimited") {
+    if (value == "unlimited" && key != "escapes") {
       v = 0;
     } else if (!absl::SimpleAtoi(value, &v) || v < 0 || v > kMaxCount) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "strategy.options.", key, ": '", value.substr(0, 32),
-          "' is not a count in [0, ", kMaxCount, "] (0 or 'unlimited' = no "
-          "limit)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("strategy.options.", key, ": '", value.substr(0, 32),
+                       "' is not a count in [0, ", kMaxCount, "]",
+                       key == "escapes" ? " (0 = no escape moves)"
+                                        : " (0 or 'unlimited' = no limit)"));
     }
     *it->second = v;
   }

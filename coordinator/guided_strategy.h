@@ -24,8 +24,15 @@
 //     stage ends and the pass kept at least one change, a new pass starts at
 //     the first stage (the best moved, so earlier stages have new
 //     neighbours); `max_passes` bounds that (0 = as long as passes gain).
+//   * When a pass keeps nothing (the best is a local optimum for single
+//     changes), escape moves follow: the best with 2 or 3 parameters moved
+//     1 to 3 steps each at once, drawn by the seed, stage tag "escape". The
+//     only candidates with more than one change (docs/guided.md). A kept
+//     escape starts a new pass from the new best; `escapes` escape rounds in
+//     a row without gain (default 30, 0 = none) end the search.
 //     When nothing is left, Propose returns no candidate: the stages are
-//     exhausted.
+//     exhausted (Exhausted() says STAGES_EXHAUSTED, or SPACE_EXHAUSTED
+//     when every configuration was tried).
 //   * With n > 1 it proposes up to n distinct single changes of the same
 //     best. Rounds in flight count against the stage's patience, so a stage
 //     with patience 5 never has more than 5 rounds without a result; when
@@ -39,7 +46,8 @@
 //
 // Options (StrategySpec.options, all optional): tiling_patience (default
 // 5), pipeline_patience (8), in_core_patience (0 = unlimited), each a count
-// >= 0, 0 meaning unlimited; max_passes (0 = unlimited).
+// >= 0, 0 meaning unlimited; max_passes (0 = unlimited); escapes (30;
+// 0 = no escape moves).
 //
 // Thread-safety: none needed; Propose is a pure function of its arguments.
 #ifndef TUNEFARM_COORDINATOR_GUIDED_STRATEGY_H_
@@ -57,6 +65,8 @@
 namespace tunefarm {
 
 inline constexpr char kGuidedStrategyName[] = "guided";
+// Round.stage of escape moves.
+inline constexpr char kGuidedEscapeStage[] = "escape";
 
 struct GuidedOptions {
   // Patience per stage, in stage order (tiling, pipeline, in_core);
@@ -65,6 +75,7 @@ struct GuidedOptions {
   int pipeline_patience = 8;
   int in_core_patience = 0;
   int max_passes = 0;  // 0 = unlimited (each new pass needs a gain)
+  int escapes = 30;    // escape rounds in a row without gain; 0 = none
   uint64_t seed = 1;
 };
 
@@ -83,7 +94,7 @@ absl::StatusOr<GuidedOptions> GuidedOptionsFromSpec(
 // Where a guided sweep stands, derived from its history.
 struct GuidedProgress {
   int pass = 1;
-  std::string stage;            // current stage; "" when exhausted
+  std::string stage;            // current stage or "escape"; "" when exhausted
   int rounds_without_gain = 0;  // finished, in the current stage run
   int in_flight = 0;            // queued or leased, in the current stage run
   int patience = 0;             // of the current stage; 0 = unlimited

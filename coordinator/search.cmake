@@ -1,6 +1,7 @@
 # Sweep specs and search strategies (included from coordinator/CMakeLists.txt).
 add_library(tunefarm_search STATIC
   ${CMAKE_CURRENT_LIST_DIR}/spec.cc
+  ${CMAKE_CURRENT_LIST_DIR}/saturation.cc
   ${CMAKE_CURRENT_LIST_DIR}/strategy.cc
   ${CMAKE_CURRENT_LIST_DIR}/guided_strategy.cc)
 target_link_libraries(tunefarm_search PUBLIC

@@ -11,8 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/params.h"
-#include "coordinator/guided_strategy.h"
 #include "common/status_macros.h"
+#include "coordinator/guided_strategy.h"
+#include "coordinator/saturation.h"
 #include "ops/yaml_fields.h"
 
 namespace tunefarm {
@@ -246,11 +247,38 @@ absl::Status ParseBudget(const YAML::Node& node, v1::Budget* out) {
   return absl::OkStatus();
 }
 
+// saturation: {core_utilization_pct, bubble_rate_pct, roofline_margin,
+// enabled}; omitted keys keep the defaults (saturation.h).
+absl::Status ParseSaturation(const YAML::Node& node,
+                             v1::SaturationPolicy* out) {
+  TF_RETURN_IF_ERROR(yamlf::CheckMap(node, "saturation",
+                                     {"core_utilization_pct", "bubble_rate_pct",
+                                      "roofline_margin", "enabled"}));
+  const std::map<std::string, void (v1::SaturationPolicy::*)(double)> numbers =
+      {{"core_utilization_pct",
+        &v1::SaturationPolicy::set_min_core_utilization_pct},
+       {"bubble_rate_pct", &v1::SaturationPolicy::set_max_bubble_rate_pct},
+       {"roofline_margin", &v1::SaturationPolicy::set_roofline_margin}};
+  for (const auto& [key, set] : numbers) {
+    if (!Has(node, key)) continue;
+    TF_ASSIGN_OR_RETURN(
+        double v, yamlf::GetDouble(Get(node, key), Child("saturation", key)));
+    (out->*set)(v);
+  }
+  if (Has(node, "enabled")) {
+    TF_ASSIGN_OR_RETURN(
+        bool v, yamlf::GetBool(Get(node, "enabled"), "saturation.enabled"));
+    out->set_disabled(!v);
+  }
+  return CheckSaturationPolicy(*out);
+}
+
 absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
-  TF_RETURN_IF_ERROR(yamlf::CheckMap(
-      doc, "",
-      {"name", "team", "operator", "workload", "goal", "strategy", "budget",
-       "min_gain", "boards", "measurement", "baseline", "priority"}));
+  TF_RETURN_IF_ERROR(
+      yamlf::CheckMap(doc, "",
+                      {"name", "team", "operator", "workload", "goal",
+                       "strategy", "budget", "min_gain", "boards",
+                       "measurement", "baseline", "priority", "saturation"}));
 
   if (Has(doc, "name")) {
     TF_ASSIGN_OR_RETURN(*spec->mutable_name(),
@@ -355,6 +383,10 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
                           yamlf::GetParamValue(it->second, Child("baseline", key)));
       (*spec->mutable_baseline_params())[key] = std::move(v);
     }
+  }
+  if (Has(doc, "saturation")) {
+    TF_RETURN_IF_ERROR(
+        ParseSaturation(Get(doc, "saturation"), spec->mutable_saturation()));
   }
   if (Has(doc, "priority")) {
     TF_ASSIGN_OR_RETURN(int64_t v, yamlf::GetIntInRange(Get(doc, "priority"),
@@ -600,6 +632,7 @@ absl::StatusOr<v1::SweepSpec> ValidateSweepSpec(v1::SweepSpec spec,
                                       spec.mutable_baseline_params()));
   TF_RETURN_IF_ERROR(
       CheckInt("priority", spec.priority(), -kMaxPriority, kMaxPriority));
+  TF_RETURN_IF_ERROR(CheckSaturationPolicy(spec.saturation()));
   return spec;
 }
 

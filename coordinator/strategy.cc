@@ -4,6 +4,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -113,6 +114,62 @@ uint64_t UniformBelow(std::mt19937_64& rng, uint64_t bound) {
   }
 }
 
+// The grid indices of the history's configurations that lie in the grid,
+// sorted and distinct. Requires an unsaturated space size.
+std::vector<uint64_t> TriedIndices(const SearchHistory& h,
+                                   const v1::OperatorManifest& op) {
+  std::vector<absl::flat_hash_map<std::string, uint64_t>> pos(
+      op.parameters_size());
+  for (int i = 0; i < op.parameters_size(); ++i) {
+    const v1::ParameterDomain& p = op.parameters(i);
+    for (int v = 0; v < p.values_size(); ++v) {
+      pos[i].emplace(ParamValueToString(p.values(v)), v);  // first wins
+    }
+  }
+  std::vector<uint64_t> out;
+  if (h.rounds == nullptr) return out;
+  for (const v1::Round& r : *h.rounds) {
+    if (r.params_size() != op.parameters_size()) continue;
+    uint64_t index = 0;
+    bool in_grid = true;
+    for (int i = 0; i < op.parameters_size() && in_grid; ++i) {
+      const v1::ParameterDomain& p = op.parameters(i);
+      auto v = r.params().find(p.name());
+      auto at = v == r.params().end()
+                    ? pos[i].end()
+                    : pos[i].find(ParamValueToString(v->second));
+      in_grid = at != pos[i].end();
+      if (in_grid) index = index * p.values_size() + at->second;
+    }
+    // The same configuration, not just the same values (VisitedKeys' test).
+    if (in_grid &&
+        ParamsKey(ParamsAt(op, DigitsOf(op, index))) == ParamsKey(r.params())) {
+      out.push_back(index);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// The pos-th (0-based) grid index not in `tried` (sorted), in ascending
+// order. Requires pos < space - tried.size().
+uint64_t UntriedAt(const std::vector<uint64_t>& tried, uint64_t pos) {
+  // Smallest x with x + 1 - |tried <= x| == pos + 1 (x itself untried).
+  uint64_t lo = pos, hi = pos + tried.size();
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    const uint64_t below = static_cast<uint64_t>(
+        std::upper_bound(tried.begin(), tried.end(), mid) - tried.begin());
+    if (mid + 1 - below >= pos + 1) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
 class GridStrategy : public Strategy {
  public:
   std::string_view name() const override { return "grid"; }
@@ -166,20 +223,24 @@ class RandomStrategy : public Strategy {
         space <= kEnumerateLimit ||
         (space <= kEnumerateMostlyVisited && visited.size() * 2 >= space);
     if (enumerate) {
-      std::vector<uint64_t> left;
-      for (uint64_t i = 0; i < space; ++i) {
-        if (!visited.contains(ParamsKey(ParamsAt(op, DigitsOf(op, i))))) {
-          left.push_back(i);
-        }
-      }
-      const size_t pool = left.size();
-      // Partial Fisher-Yates: the first n picks of a uniform shuffle (so a
-      // smaller n gives a prefix of a larger one).
-      for (size_t i = 0; i < left.size() && static_cast<int>(out.size()) < n; ++i) {
-        const size_t j = i + UniformBelow(rng, left.size() - i);
-        std::swap(left[i], left[j]);
+      // The untried grid indices in ascending order, as a virtual array
+      // (`UntriedAt`), so that a pick costs O(log) instead of a walk over
+      // the whole space.
+      const std::vector<uint64_t> tried = TriedIndices(h, op);
+      const uint64_t pool = space - tried.size();
+      // Partial Fisher-Yates over the virtual array: the first n picks of a
+      // uniform shuffle (a smaller n gives a prefix of a larger one).
+      absl::flat_hash_map<uint64_t, uint64_t> swapped;
+      auto at = [&](uint64_t pos) {
+        auto it = swapped.find(pos);
+        return it != swapped.end() ? it->second : UntriedAt(tried, pos);
+      };
+      for (uint64_t i = 0; i < pool && static_cast<int>(out.size()) < n; ++i) {
+        const uint64_t j = i + UniformBelow(rng, pool - i);
+        const uint64_t picked = at(j);
+        swapped[j] = at(i);
         out.push_back(MakeCandidate(
-            h, parent, ParamsAt(op, DigitsOf(op, left[i])),
+            h, parent, ParamsAt(op, DigitsOf(op, picked)),
             absl::StrCat("random pick among ", pool,
                          " untried configurations (seed ", seed, ")")));
       }
@@ -212,6 +273,12 @@ class RandomStrategy : public Strategy {
 };
 
 }  // namespace
+
+Exhaustion Strategy::Exhausted(const SearchHistory& /*history*/) const {
+  return {v1::TERMINATION_SPACE_EXHAUSTED,
+          absl::StrCat("strategy ", std::string(name()),
+                       " has no untried configuration left")};
+}
 
 std::unique_ptr<Strategy> NewGridStrategy() {
   return std::make_unique<GridStrategy>();

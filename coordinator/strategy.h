@@ -15,7 +15,7 @@
 //           enumerated (exact uniform choice among what is left); large ones
 //           are rejection-sampled parameter by parameter.
 //
-// Contract for every implementation (the guided strategy comes later):
+// Contract for every implementation (guided_strategy.h is the third):
 //   * Propose is deterministic given the history; a strategy keeps no hidden
 //     state that is not derivable from the history.
 //   * Proposals never repeat a configuration already in the history (any
@@ -23,7 +23,10 @@
 //   * Each candidate's parent_round is history.best_round and its changes
 //     are DiffParams(parent's params, params); before a baseline passed
 //     (best_round -1) the parent's params are the spec's baseline_params.
-//   * An empty proposal means the space is exhausted.
+//   * An empty proposal with no round in flight means the strategy has
+//     nothing left; Exhaustion then says why (the termination reason and
+//     its detail, recorded on the sweep). An empty proposal while rounds
+//     are in flight may only mean "wait for results" (guided patience).
 //
 // Thread-safety: none; strategies are called from the coordinator's control
 // thread only.
@@ -60,6 +63,13 @@ struct SearchHistory {
   int64_t best_round = -1;  // -1 before the baseline passed
 };
 
+// Why a strategy proposes nothing more: the sweep's termination reason and
+// its detail in words.
+struct Exhaustion {
+  v1::TerminationReason reason = v1::TERMINATION_SPACE_EXHAUSTED;
+  std::string detail;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -68,6 +78,11 @@ class Strategy {
   // Up to n new candidates (see the contract above). n <= 0 gives none.
   virtual std::vector<Candidate> Propose(const SearchHistory& history,
                                          int n) = 0;
+
+  // Why Propose(history, 1) came back empty with nothing in flight. The
+  // default: SPACE_EXHAUSTED, "strategy <name> has no untried configuration
+  // left". Strategies that stop before the space is spent override it.
+  virtual Exhaustion Exhausted(const SearchHistory& history) const;
 };
 
 // INVALID_ARGUMENT for unknown strategy names (listing the known ones).

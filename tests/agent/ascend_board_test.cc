@@ -2,17 +2,19 @@
 // (npu-smi, msprof and the operator runtime print and write the real
 // layouts from shared/fixtures/ascend). The board is the production code and
 // is given the stand-ins only as tool paths; these tests are what knows.
+#include "agent/ascend_board.h"
+
 #include <stdlib.h>
 
 #include <atomic>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "agent/ascend_board.h"
 #include "agent/ascend_errors.h"
 #include "agent/measurement.h"
 #include "agent/npu_smi.h"
@@ -285,30 +287,53 @@ TEST_F(AscendBoardTest, EvaluatesEndToEndWithMsprofBundle) {
   EXPECT_EQ(d.hotspots(0).count(), 5);
 }
 
+// Each mode on its own card (the stand-ins' per-card mode files), all at
+// once: every stand-in call is a fresh Python interpreter, and one after the
+// other they made this the slowest test of the suite.
 TEST_F(AscendBoardTest, FailureModesMapToOutcomes) {
-  std::unique_ptr<Board> board = FirstBoard();
-  ASSERT_NE(board, nullptr);
   struct Case {
     std::string mode;
     v1::Outcome outcome;
     std::vector<std::string> detail;
   };
+  const std::vector<Case> cases = {
+      {"compile_error",
+       v1::OUTCOME_BUILD_FAILED,
+       {"compile failure", "BishengHIR"}},
+      {"ub_overflow",
+       v1::OUTCOME_BUILD_FAILED,
+       {"UB overflow", "384032 bytes", "196608 bytes"}},
+      {"grid_limit", v1::OUTCOME_BUILD_FAILED, {"grid limit", "262144"}},
+      {"precision", v1::OUTCOME_PRECISION_FAILED, {"precision"}},
+      {"timeout", v1::OUTCOME_RUN_TIMEOUT, {"run did not finish within 2s"}},
+      {"crash", v1::OUTCOME_RUN_CRASHED, {"SIGSEGV"}},
+      {"msprof_error", v1::OUTCOME_PROFILE_FAILED, {"msprof", "export failed"}},
+  };
+  absl::StatusOr<std::vector<std::unique_ptr<Board>>> boards =
+      DiscoverAscendBoards(options_);
+  ASSERT_TRUE(boards.ok()) << boards.status();
   // Only the hanging run needs a short limit; the others must not hit it
   // on a loaded machine.
   options_.run_timeout = absl::Seconds(2);
-  std::unique_ptr<Board> short_limit = FirstBoard();
-  for (const Case& c : std::vector<Case>{
-           {"compile_error", v1::OUTCOME_BUILD_FAILED, {"compile failure", "BishengHIR"}},
-           {"ub_overflow", v1::OUTCOME_BUILD_FAILED, {"UB overflow", "384032 bytes", "196608 bytes"}},
-           {"grid_limit", v1::OUTCOME_BUILD_FAILED, {"grid limit", "262144"}},
-           {"precision", v1::OUTCOME_PRECISION_FAILED, {"precision"}},
-           {"timeout", v1::OUTCOME_RUN_TIMEOUT, {"run did not finish within 2s"}},
-           {"crash", v1::OUTCOME_RUN_CRASHED, {"SIGSEGV"}},
-           {"msprof_error", v1::OUTCOME_PROFILE_FAILED, {"msprof", "export failed"}},
-       }) {
-    SetMode(c.mode);
-    Board* b = c.mode == "timeout" ? short_limit.get() : board.get();
-    absl::StatusOr<Evaluation> eval = b->Evaluate(work_, cancel_);
+  absl::StatusOr<std::vector<std::unique_ptr<Board>>> short_limit =
+      DiscoverAscendBoards(options_);
+  ASSERT_TRUE(short_limit.ok()) << short_limit.status();
+  ASSERT_GE(boards->size(), cases.size());
+  SetMode("ok");  // a card without its own mode would succeed
+  std::vector<absl::StatusOr<Evaluation>> evals(cases.size(),
+                                                absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ASSERT_TRUE(
+        WriteFileAtomic(absl::StrCat(mode_file_, ".dev", i), cases[i].mode)
+            .ok());
+    Board* b = (cases[i].mode == "timeout" ? *short_limit : *boards)[i].get();
+    threads.emplace_back([&, b, i] { evals[i] = b->Evaluate(work_, cancel_); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const absl::StatusOr<Evaluation>& eval = evals[i];
     ASSERT_TRUE(eval.ok()) << c.mode << ": " << eval.status();
     EXPECT_EQ(eval->result.outcome(), c.outcome) << c.mode << ": " << eval->result.detail();
     for (const std::string& s : c.detail) {
@@ -318,7 +343,14 @@ TEST_F(AscendBoardTest, FailureModesMapToOutcomes) {
     if (c.outcome == v1::OUTCOME_PROFILE_FAILED) {
       EXPECT_GT(eval->result.measurement().median_us(), 0);  // kept
     }
-    EXPECT_FALSE(static_cast<AscendBoard*>(board.get())->quarantined());
+    EXPECT_FALSE(static_cast<AscendBoard*>((*boards)[i].get())->quarantined());
+  }
+  // Each ran on its own card.
+  const std::string log = MustRead(log_);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_TRUE(
+        absl::StrContains(log, absl::StrCat("ASCEND_RT_VISIBLE_DEVICES=", i)))
+        << cases[i].mode;
   }
 }
 

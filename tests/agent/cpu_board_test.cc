@@ -161,6 +161,46 @@ TEST_F(CpuBoardTest, SoftmaxVariantsPass) {
   }
 }
 
+// The perf_event_open path itself, where the kernel allows it (bare metal
+// with kernel.perf_event_paranoid <= 2; most VMs and containers refuse, and
+// then the test says why and skips). The counters must count the kernel's
+// work, not just be non-zero: a 256^3 GEMM needs at least 256^3/16 FMA
+// instructions per run even with 16 fp32 lanes.
+TEST_F(CpuBoardTest, HardwareCountersCountTheKernelWhereTheKernelAllowsThem) {
+  const absl::Status probe = ProbePerfCounters();
+  if (!probe.ok()) {
+    GTEST_SKIP() << "hardware counters unavailable on this machine: "
+                 << probe.message();
+  }
+  ParamMap fast;
+  fast["mr"] = IntParam(4);
+  fast["nr"] = IntParam(32);
+  Evaluation eval;
+  v1::RoundResult r =
+      Eval(Work(src_ + "/ops/gemm", "cpu_256", fast, 20), &eval);
+  ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+  ASSERT_TRUE(eval.bundle.has_value());
+  std::string counters;
+  for (const v1::ProfileFile& f : eval.bundle->files()) {
+    if (f.path() == "PROF_cpu/counters.csv") counters = f.content();
+    EXPECT_NE(f.path(), "PROF_cpu/counters_unavailable.txt") << f.content();
+  }
+  absl::StatusOr<std::map<std::string, uint64_t>> c =
+      ParseCountersCsv(counters);
+  ASSERT_TRUE(c.ok()) << c.status() << "\n" << counters;
+  ASSERT_TRUE(c->contains("runs") && c->contains("cycles") &&
+              c->contains("instructions"))
+      << counters;
+  const uint64_t runs = c->at("runs");
+  ASSERT_GT(runs, 0u);
+  const uint64_t min_instructions = runs * 256ull * 256 * 256 / 16;
+  EXPECT_GE(c->at("instructions"), min_instructions) << counters;
+  const double ipc = static_cast<double>(c->at("instructions")) /
+                     static_cast<double>(c->at("cycles"));
+  EXPECT_GT(ipc, 0.05) << counters;
+  EXPECT_LT(ipc, 10.0) << counters;
+}
+
 TEST_F(CpuBoardTest, CrashHangWrongAndBrokenVariantsAreTypedAndBoardGoesOn) {
   const std::string pkg = src_ + "/tests/agent/faulty_op";
   auto mode = [](const std::string& m) {

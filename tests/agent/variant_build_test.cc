@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -197,6 +198,78 @@ TEST_F(VariantBuildTest, ConcurrentRequestsOfOneKeyBuildOnce) {
     misses += r->cache_hit ? 0 : 1;
   }
   EXPECT_EQ(misses, 1);
+}
+
+// A fake compiler: prints `version` for --version, otherwise compiles with
+// the real one. Written with WriteFileAtomic, as a package upgrade would.
+void WriteFakeCompiler(const std::string& path, const std::string& version) {
+  ASSERT_TRUE(
+      WriteFileAtomic(path, absl::StrCat("#!/bin/sh\n"
+                                         "if [ \"$1\" = --version ]; then\n"
+                                         "cat <<'EOF'\n",
+                                         version,
+                                         "EOF\n"
+                                         "exit 0\n"
+                                         "fi\n"
+                                         "exec c++ \"$@\"\n"))
+          .ok());
+  ASSERT_EQ(chmod(path.c_str(), 0755), 0);
+}
+
+TEST_F(VariantBuildTest, WholeVersionOutputIsPartOfTheKey) {
+  const std::string fake = dir_ + "/fakecc";
+  const std::string v1 =
+      "nvcc: NVIDIA (R) Cuda compiler driver\n"
+      "Built on Tue_Feb_27_16:19:38_PST_2024\n"
+      "Build cuda_12.4.r12.4/compiler.33961263_0\n";
+  std::string v2 = v1;
+  v2.replace(v2.find("12.4.r12.4"), 10, "12.6.r12.6");
+  BuildRequest r = Request(3);
+  r.compiler = fake;
+
+  WriteFakeCompiler(fake, v1);
+  absl::StatusOr<BuildResult> a = BuildVariant(r, cancel_);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(a->ok) << a->log_tail;
+  EXPECT_EQ(RunBinary(a->binary), "3 7\n");
+
+  // Same first line, a later line differs: another compiler, another key.
+  WriteFakeCompiler(fake, v2);
+  absl::StatusOr<BuildResult> b = BuildVariant(r, cancel_);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_FALSE(b->cache_hit);
+  EXPECT_NE(b->key, a->key);
+
+  // Rewritten with the first output again: the key is the output's, not the
+  // file's, so the first entry is hit.
+  WriteFakeCompiler(fake, v1);
+  absl::StatusOr<BuildResult> c = BuildVariant(r, cancel_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->cache_hit);
+  EXPECT_EQ(c->key, a->key);
+}
+
+TEST_F(VariantBuildTest, SameNamedCompilersInDifferentPlacesHaveDifferentKeys) {
+  // `fakecc` by name, the same script in two folders: which one PATH finds
+  // first is part of the key.
+  const std::string version = "fakecc 1.0\n";
+  ASSERT_TRUE(MakeDirs(dir_ + "/a").ok() && MakeDirs(dir_ + "/b").ok());
+  WriteFakeCompiler(dir_ + "/a/fakecc", version);
+  WriteFakeCompiler(dir_ + "/b/fakecc", version);
+  const char* old_path = std::getenv("PATH");
+  const std::string saved = old_path != nullptr ? old_path : "/usr/bin:/bin";
+  BuildRequest r = Request(4);
+  r.compiler = "fakecc";
+  setenv("PATH", (dir_ + "/a:" + saved).c_str(), 1);
+  absl::StatusOr<BuildResult> a = BuildVariant(r, cancel_);
+  setenv("PATH", (dir_ + "/b:" + saved).c_str(), 1);
+  absl::StatusOr<BuildResult> b = BuildVariant(r, cancel_);
+  setenv("PATH", saved.c_str(), 1);
+  ASSERT_TRUE(a.ok() && a->ok)
+      << (a.ok() ? a->log_tail : a.status().ToString());
+  ASSERT_TRUE(b.ok() && b->ok);
+  EXPECT_FALSE(b->cache_hit);
+  EXPECT_NE(a->key, b->key);
 }
 
 TEST_F(VariantBuildTest, MissingCompilerIsTheBoardsFault) {

@@ -9,3 +9,9 @@ add_executable(auth_test ${CMAKE_CURRENT_LIST_DIR}/auth_test.cc)
 target_link_libraries(auth_test PRIVATE tunefarm_coordinator_grpc
   tunefarm_grpc_util GTest::gtest_main)
 gtest_discover_tests(auth_test DISCOVERY_TIMEOUT 60)
+
+# Issue 4's termination reasons and guided stage transitions (domain core).
+add_executable(termination_test ${CMAKE_CURRENT_LIST_DIR}/termination_test.cc)
+target_link_libraries(termination_test PRIVATE
+  tunefarm_coordinator GTest::gtest_main GTest::gmock)
+gtest_discover_tests(termination_test DISCOVERY_TIMEOUT 60)

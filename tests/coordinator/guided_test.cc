@@ -100,9 +100,24 @@ class Driver {
   bool Step() {
     std::vector<Candidate> c = Propose(1);
     if (c.empty()) return false;
-    CheckSingleChange(c[0]);
+    if (c[0].stage == kGuidedEscapeStage) {
+      CheckEscape(c[0]);
+    } else {
+      CheckSingleChange(c[0]);
+    }
     Complete(Queue(c[0]).round_id());
     return true;
+  }
+
+  // Escape moves: 2 or 3 changes from the best, each 1 to 3 steps.
+  void CheckEscape(const Candidate& c) const {
+    EXPECT_EQ(c.parent_round, best_);
+    EXPECT_GE(c.changes.size(), 2u) << c.rationale;
+    EXPECT_LE(c.changes.size(), 3u) << c.rationale;
+    EXPECT_THAT(c.rationale, HasSubstr("escape move"));
+    ParamMap expect = rounds_[best_].params();
+    for (const auto& ch : c.changes) expect[ch.name()] = ch.to();
+    EXPECT_EQ(ParamsKey(expect), ParamsKey(c.params));
   }
 
   void CheckSingleChange(const Candidate& c) const {
@@ -143,6 +158,7 @@ TEST(GuidedTest, StagesEndAfterTheirPatienceThenExhausted) {
   o.tiling_patience = 2;
   o.pipeline_patience = 2;
   o.in_core_patience = 0;  // unlimited: until its one alternative is tried
+  o.escapes = 0;
   Driver d(Flat, o);
   while (d.Step()) {
   }
@@ -181,6 +197,7 @@ TEST(GuidedTest, GainResetsPatienceAndStartsAnotherPass) {
   o.tiling_patience = 3;   // the three one-step moves fit in it
   o.pipeline_patience = 1;  // p1 2 first (nearest): p1 = 3 needs pass 2
   o.in_core_patience = 1;
+  o.escapes = 0;  // passes only
   // Faster with larger t2 and with p1 = 3; everything else flat.
   Driver d(
       [](const ParamMap& p) {
@@ -217,6 +234,43 @@ TEST(GuidedTest, GainResetsPatienceAndStartsAnotherPass) {
   }
   EXPECT_THAT(DescribeGuidedProgress(one, d1.History()).detail,
               HasSubstr("pass limit reached"));
+}
+
+TEST(GuidedTest, EscapeMovesLeaveALocalOptimumThenStagesExhaust) {
+  // The baseline (t1 2, t2 16) beats every single change of t1 or t2, but
+  // changing both at once is five times faster.
+  auto cost = [](const ParamMap& p) {
+    const bool t1 = I(p, "t1") != 2, t2 = I(p, "t2") != 16;
+    return Result{v1::OUTCOME_OK, t1 && t2 ? 10.0 : t1 || t2 ? 100.0 : 50.0};
+  };
+  GuidedOptions o;
+  o.escapes = 0;
+  Driver single(cost, o);
+  while (single.Step()) {
+  }
+  EXPECT_EQ(single.best(), 0);  // stuck without escape moves
+
+  o.escapes = 30;
+  Driver d(cost, o);
+  while (d.Step()) {
+    ASSERT_LT(d.rounds().size(), 200u);
+  }
+  EXPECT_NE(I(d.best_round().params(), "t1"), 2);
+  EXPECT_NE(I(d.best_round().params(), "t2"), 16);
+  EXPECT_EQ(d.best_round().stage(), "escape");
+  const GuidedProgress g = DescribeGuidedProgress(o, d.History());
+  EXPECT_TRUE(g.exhausted);
+  EXPECT_THAT(g.detail,
+              HasSubstr("30 escape moves from the best found no gain"));
+  int last_escapes = 0;  // the run of escape rounds the history ends with
+  for (auto it = d.rounds().rbegin(); it != d.rounds().rend(); ++it) {
+    if (it->stage() != "escape") break;
+    ++last_escapes;
+  }
+  EXPECT_EQ(last_escapes, 30);
+  const Exhaustion why = d.strategy().Exhausted(d.History());
+  EXPECT_EQ(why.reason, v1::TERMINATION_STAGES_EXHAUSTED);
+  EXPECT_EQ(why.detail, g.detail);
 }
 
 TEST(GuidedTest, NeighboursNearestFirstWithoutDiagnosis) {
@@ -265,7 +319,9 @@ TEST(GuidedTest, SuggestionsAreFollowedFirstByConfidence) {
 TEST(GuidedTest, PrecisionFailedChangeIsNeverRetried) {
   GuidedOptions o;
   o.tiling_patience = 0;
-  // t1 = 8 always fails precision; larger t2 is faster.
+  o.escapes = 10;
+  // t1 = 8 always fails precision (escape moves avoid it too); larger t2 is
+  // faster.
   Driver d(
       [](const ParamMap& p) {
         if (I(p, "t1") == 8) return Result{v1::OUTCOME_PRECISION_FAILED, 0};
@@ -390,6 +446,14 @@ TEST(GuidedTest, OptionsAndFactory) {
             "strategy.options.pipeline_patience: '-2' is not a count in [0, "
             "1000000] (0 or 'unlimited' = no limit)");
   s.mutable_options()->erase("pipeline_patience");
+  (*s.mutable_options())["escapes"] = "unlimited";
+  EXPECT_EQ(GuidedOptionsFromSpec(s).status().message(),
+            "strategy.options.escapes: 'unlimited' is not a count in [0, "
+            "1000000] (0 = no escape moves)");
+  (*s.mutable_options())["escapes"] = "0";
+  ASSERT_TRUE(GuidedOptionsFromSpec(s).ok());
+  EXPECT_EQ(GuidedOptionsFromSpec(s)->escapes, 0);
+  EXPECT_EQ(GuidedOptions().escapes, 30);
   (*s.mutable_options())["speed"] = "1";
   EXPECT_THAT(GuidedOptionsFromSpec(s).status().message(),
               HasSubstr("strategy.options.speed: unknown option"));

@@ -21,12 +21,11 @@
 #include "common/subprocess.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/integration/farm_fixture.h"
 #include "tunefarm/v1/farm.grpc.pb.h"
 
 namespace tunefarm {
 namespace {
-
-constexpr char kBinDir[] = TUNEFARM_BINARY_DIR "/bin";
 
 std::string SpecYaml(const std::string& strategy, int max_rounds,
                      int no_gain) {
@@ -64,120 +63,8 @@ std::string ScrapeMetrics(int port) {
   return out;
 }
 
-class FarmTest : public ::testing::Test {
+class FarmTest : public FarmFixture {
  protected:
-  void SetUp() override {
-    auto dir = MakeTempDir("tunefarm-it-");
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = *dir;
-  }
-  void TearDown() override {
-    if (farm_) farm_->Stop();
-    if (HasFailure()) {
-      std::cerr << "logs kept in " << dir_ << "/logs\n";
-    } else {
-      (void)RemoveAll(dir_);
-    }
-  }
-
-  void StartFarm(LocalFarmOptions o) {
-    o.bin_dir = kBinDir;
-    o.data_dir = dir_;
-    o.log_level = "debug";
-    farm_ = std::make_unique<LocalFarm>(o);
-    absl::Status st = farm_->Start();
-    ASSERT_TRUE(st.ok()) << st;
-    Connect();
-  }
-
-  // Every call carries the farm's admin token (authentication is on).
-  void Auth(grpc::ClientContext* ctx) const {
-    if (!farm_->admin_token().empty()) {
-      ctx->AddMetadata("authorization", "Bearer " + farm_->admin_token());
-    }
-  }
-
-  void Connect() {
-    stub_ = v1::TuneFarm::NewStub(grpc::CreateChannel(
-        farm_->coordinator_address(), grpc::InsecureChannelCredentials()));
-  }
-
-  std::string Submit(const std::string& yaml) {
-    v1::SubmitSweepRequest req;
-    req.set_spec_yaml(yaml);
-    v1::SubmitSweepResponse resp;
-    grpc::ClientContext ctx;
-    Auth(&ctx);
-    grpc::Status st = stub_->SubmitSweep(&ctx, req, &resp);
-    EXPECT_TRUE(st.ok()) << st.error_message();
-    return resp.sweep().sweep_id();
-  }
-
-  // GetSweep, retried while the coordinator is unreachable (restarts).
-  absl::StatusOr<v1::Sweep> GetSweep(const std::string& id) {
-    v1::GetSweepRequest req;
-    req.set_sweep_id(id);
-    v1::Sweep sweep;
-    grpc::ClientContext ctx;
-    Auth(&ctx);
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(5));
-    grpc::Status st = stub_->GetSweep(&ctx, req, &sweep);
-    if (!st.ok()) return absl::UnavailableError(st.error_message());
-    return sweep;
-  }
-
-  v1::Sweep WaitFinished(const std::string& id, absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    v1::Sweep last;
-    while (absl::Now() < deadline) {
-      auto s = GetSweep(id);
-      if (s.ok()) {
-        last = *s;
-        if (s->state() == v1::SWEEP_STATE_SUCCEEDED ||
-            s->state() == v1::SWEEP_STATE_FAILED ||
-            s->state() == v1::SWEEP_STATE_CANCELLED) {
-          return last;
-        }
-      }
-      absl::SleepFor(absl::Milliseconds(50));
-    }
-    ADD_FAILURE() << "sweep " << id << " did not finish; last state "
-                  << v1::SweepState_Name(last.state());
-    return last;
-  }
-
-  v1::ListRoundsResponse Rounds(const std::string& id) {
-    v1::ListRoundsRequest req;
-    req.set_sweep_id(id);
-    req.set_include_diagnosis(true);
-    v1::ListRoundsResponse resp;
-    grpc::ClientContext ctx;
-    Auth(&ctx);
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(5));
-    grpc::Status st = stub_->ListRounds(&ctx, req, &resp);
-    EXPECT_TRUE(st.ok()) << st.error_message();
-    return resp;
-  }
-
-  // Every event the coordinator recorded for the sweep, through WatchSweep.
-  std::vector<v1::SweepEvent> Events(const std::string& id) {
-    v1::WatchSweepRequest req;
-    req.set_sweep_id(id);
-    req.set_from_seq(1);
-    grpc::ClientContext ctx;
-    Auth(&ctx);
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(10));
-    auto reader = stub_->WatchSweep(&ctx, req);
-    std::vector<v1::SweepEvent> out;
-    v1::SweepEvent ev;
-    while (reader->Read(&ev)) out.push_back(ev);
-    EXPECT_TRUE(reader->Finish().ok());
-    return out;
-  }
-
   // Lineage and exactly-once checks every whole-farm test shares.
   void CheckRecord(const std::string& id, const v1::Sweep& sweep) {
     v1::ListRoundsResponse rounds = Rounds(id);
@@ -229,10 +116,6 @@ class FarmTest : public ::testing::Test {
           << "round " << r.round_id();
     }
   }
-
-  std::string dir_;
-  std::unique_ptr<LocalFarm> farm_;
-  std::unique_ptr<v1::TuneFarm::Stub> stub_;
 };
 
 TEST_F(FarmTest, SweepRunsToCompletionAcrossTwoAgentsWithDiagnoses) {
@@ -396,10 +279,9 @@ class CliTest : public FarmTest {
  protected:
   // Runs `tunefarm ARGS`; returns the exit code, output in *out.
   int Cli(const std::vector<std::string>& args, std::string* out) {
-    std::vector<std::string> argv = {std::string(kBinDir) + "/tunefarm",
-                                     "--coordinator",
-                                     farm_ ? farm_->coordinator_address()
-                                           : "127.0.0.1:1"};
+    std::vector<std::string> argv = {
+        std::string(kFarmBinDir) + "/tunefarm", "--coordinator",
+        farm_ ? farm_->coordinator_address() : "127.0.0.1:1"};
     if (farm_ && !farm_->admin_token().empty()) {
       const std::string token_file = dir_ + "/admin.token";
       EXPECT_TRUE(WriteFileAtomic(token_file, farm_->admin_token()).ok());

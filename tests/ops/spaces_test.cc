@@ -112,6 +112,53 @@ TEST(SpaceFileTest, KttCoulombAndPnpoly) {
   EXPECT_NEAR(p->best_us, 7224.192, 1e-9);
 }
 
+// Every file in shared/fixtures/spaces loads, with the counts and the best
+// time PROVENANCE.md lists for it (checked there independently of this
+// loader).
+struct Provenance {
+  const char* file;
+  size_t entries, valid;
+  double best_us;
+};
+
+class EveryFixtureSpace : public ::testing::TestWithParam<Provenance> {};
+
+TEST_P(EveryFixtureSpace, LoadsWithItsProvenanceFigures) {
+  const Provenance& want = GetParam();
+  absl::StatusOr<Space> s = LoadSpaceFile(Fixture(want.file));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->configs.size(), want.entries);
+  EXPECT_EQ(s->ok_count, want.valid);
+  // PROVENANCE.md rounds to 4 significant digits.
+  EXPECT_NEAR(s->best_us, want.best_us, want.best_us * 1e-3);
+  const v1::OperatorManifest op = ManifestFromSpace(*s);
+  EXPECT_EQ(op.parameters_size(), static_cast<int>(s->parameters.size()));
+  ASSERT_GE(s->best_index, 0);
+  EXPECT_NE(s->Find(s->configs[s->best_index].params), nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Provenance, EveryFixtureSpace,
+    ::testing::Values(
+        Provenance{"gemm_RTX_3090.kt.json.gz", 17956, 17956, 5658},
+        Provenance{"gemm_RTX_2080_Ti.kt.json.gz", 17956, 17956, 11483},
+        Provenance{"convolution_A100.kt.json.gz", 4362, 4201, 554},
+        Provenance{"convolution_A100.t4.json.gz", 4362, 4201, 554},
+        Provenance{"convolution_MI250X.kt.json.gz", 4362, 4362, 659},
+        Provenance{"dedispersion_A100.kt.json.gz", 11130, 11130, 68120},
+        Provenance{"dedispersion_MI250X.kt.json.gz", 11130, 11130, 49570},
+        Provenance{"pnpoly_RTX_3090.kt.json.gz", 4092, 3774, 8714},
+        Provenance{"pnpoly_RTX_3090.ktt.json.gz", 4092, 3818, 7224},
+        Provenance{"coulomb3d_RTX_2080_Ti.ktt.json", 210, 210, 769.7}),
+    [](const ::testing::TestParamInfo<Provenance>& info) {
+      std::string name = info.param.file;
+      name = name.substr(0, name.find(".json"));
+      for (char& c : name) {
+        if (c == '.') c = '_';
+      }
+      return name;
+    });
+
 TEST(SpaceFileTest, BadInputsNameTheProblem) {
   EXPECT_THAT(ParseSpace("{\"x\": 1}", "f.json").status().message(),
               HasSubstr("f.json: not a Kernel Tuner cache"));
