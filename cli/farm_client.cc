@@ -11,9 +11,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "cli/status_board.h"
 #include "common/files.h"
 #include "common/grpc_status.h"
 #include "common/params.h"
+#include "coordinator/report_render.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 
@@ -188,6 +190,7 @@ int FarmClient::Watch(const std::string& sweep_id) {
   v1::SweepState final_state = v1::SWEEP_STATE_UNSPECIFIED;
   int finished = 0, kept = 0;
   bool status_line = false;
+  StatusBoard board;
   while (reader->Read(&ev)) {
     if (ctx_.json) {
       std::cout << Json(ev) << std::endl;
@@ -202,6 +205,11 @@ int FarmClient::Watch(const std::string& sweep_id) {
     if (ev.kind() == v1::EVENT_KIND_ROUND_FINISHED) ++finished;
     if (ev.kind() == v1::EVENT_KIND_BEST_IMPROVED) ++kept;
     if (ev.has_sweep()) final_state = ev.sweep().state();
+    if (board.Add(ev) && !ctx_.json) {
+      if (status_line) std::cout << "\r\033[K";
+      status_line = false;
+      std::cout << board.Render() << std::flush;
+    }
     // A live line only where a person watches; logs and pipes get events.
     if (ctx_.terminal && !ctx_.json && ev.kind() != v1::EVENT_KIND_FINISHED) {
       std::cout << absl::StrFormat("  … %d rounds finished, %d improvements",
@@ -280,18 +288,54 @@ int FarmClient::Rounds(const std::string& sweep_id) {
   return kExitOk;
 }
 
-int FarmClient::Report(const std::string& sweep_id) {
+int FarmClient::Report(const std::string& sweep_id,
+                       const ReportOptions& options) {
   v1::GetReportRequest request;
   request.set_sweep_id(sweep_id);
   v1::GetReportResponse response;
   auto ctx = Context(absl::Seconds(30));
   grpc::Status st = stub_->GetReport(ctx.get(), request, &response);
   if (!st.ok()) return Fail(FromGrpcStatus(st), "report");
-  if (ctx_.json) {
+  if (ctx_.json && options.out_dir.empty()) {
     std::cout << Json(response) << "\n";
-  } else {
-    std::cout << response.markdown();
+    return kExitOk;
   }
+  if (response.report_json().empty()) {
+    return Fail(absl::FailedPreconditionError(
+                    "the coordinator sent no report JSON (it is older than "
+                    "this CLI)"),
+                "report");
+  }
+  // Every rendering is made here from the JSON the coordinator built, so
+  // the files and --format json always agree.
+  absl::StatusOr<nlohmann::json> report = ParseReport(response.report_json());
+  if (!report.ok()) return Fail(report.status(), "report");
+  if (!options.out_dir.empty()) {
+    absl::StatusOr<nlohmann::json> written =
+        WriteReportFolder(*std::move(report), options.out_dir);
+    if (!written.ok()) {
+      return Fail(absl::InternalError(written.status().message()), "report");
+    }
+    const nlohmann::json& pictures = written->at("pictures");
+    std::cout << "report written to " << options.out_dir
+              << ": report.md, report.json, progress.svg, lineage.dot"
+              << (pictures.at("lineage_svg").get<std::string>().empty()
+                      ? ""
+                      : ", lineage.svg")
+              << "\n";
+    const std::string note = pictures.at("lineage_note").get<std::string>();
+    if (!note.empty()) std::cout << "note: " << note << "\n";
+    return kExitOk;
+  }
+  if (options.format == "json") {
+    std::cout << report->dump(2, ' ', false,
+                              nlohmann::json::error_handler_t::replace)
+              << "\n";
+    return kExitOk;
+  }
+  absl::StatusOr<std::string> md = RenderReportMarkdown(*report);
+  if (!md.ok()) return Fail(md.status(), "report");
+  std::cout << *md;
   return kExitOk;
 }
 

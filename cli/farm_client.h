@@ -34,6 +34,13 @@ struct CliContext {
   bool terminal = false;    // stdout is a terminal: live progress allowed
 };
 
+// `tunefarm report`: the Markdown on stdout, the report JSON
+// (format "json"), or the whole folder (docs/report.md) when out_dir is set.
+struct ReportOptions {
+  std::string format = "md";  // md | json
+  std::string out_dir;
+};
+
 class FarmClient {
  public:
   explicit FarmClient(CliContext ctx);
@@ -44,7 +51,7 @@ class FarmClient {
   int Watch(const std::string& sweep_id);
   int Cancel(const std::string& sweep_id, const std::string& reason);
   int Rounds(const std::string& sweep_id);
-  int Report(const std::string& sweep_id);
+  int Report(const std::string& sweep_id, const ReportOptions& options = {});
   int Boards();
   int Teams();
   int Drain(const std::string& board_id, const std::string& reason);

@@ -109,7 +109,18 @@ int RunLocal(const CliContext& base, const std::vector<std::string>& specs,
   }
   done = true;
   interrupter.join();
-  if (rc == kExitOk || rc == kExitSweepFailed) client.Boards();
+  if (rc == kExitOk || rc == kExitSweepFailed) {
+    client.Boards();
+    // Each sweep's full report folder (docs/report.md) beside the
+    // coordinator's data.
+    for (const std::string& id : sweep_ids) {
+      ReportOptions report;
+      report.out_dir = absl::StrCat(options.data_dir, "/reports/", id);
+      if (client.Report(id, report) != kExitOk && rc == kExitOk) {
+        rc = kExitFailure;
+      }
+    }
+  }
   if (keep_running) {
     std::cout << "farm still running on " << farm.coordinator_address()
               << "; Ctrl-C stops it\n";
@@ -156,8 +167,15 @@ int Main(int argc, char** argv) {
   cancel->add_option("--reason", reason);
   auto* rounds = app.add_subcommand("rounds", "a sweep's rounds and lineage");
   rounds->add_option("sweep", sweep_id)->required();
+  ReportOptions report_options;
   auto* report = app.add_subcommand("report", "a sweep's tuning report");
   report->add_option("sweep", sweep_id)->required();
+  report->add_option("--format", report_options.format,
+                     "md (default) or json (the report model)")
+      ->check(CLI::IsMember({"md", "json"}));
+  report->add_option("--out", report_options.out_dir,
+                     "write report.md, report.json, progress.svg, "
+                     "lineage.dot and lineage.svg into this folder");
   auto* boards = app.add_subcommand("boards", "the farm's boards");
   auto* teams = app.add_subcommand("teams", "teams' quotas and use");
   std::string board_id;
@@ -278,7 +296,7 @@ int Main(int argc, char** argv) {
   if (*watch_cmd) return client.Watch(sweep_id);
   if (*cancel) return client.Cancel(sweep_id, reason);
   if (*rounds) return client.Rounds(sweep_id);
-  if (*report) return client.Report(sweep_id);
+  if (*report) return client.Report(sweep_id, report_options);
   if (*boards) return client.Boards();
   if (*teams) return client.Teams();
   if (*drain) return client.Drain(board_id, reason);

@@ -4,6 +4,7 @@
 
 #include "common/status_macros.h"
 #include "coordinator/report.h"
+#include "coordinator/report_render.h"
 #include "storage/lineage.h"
 
 namespace tunefarm {
@@ -53,8 +54,15 @@ absl::StatusOr<v1::GetReportResponse> QueryReport(
                       store.ListRounds(request.sweep_id()));
   TF_ASSIGN_OR_RETURN(std::vector<int64_t> path,
                       KeptPathTo(rounds, sweep.best_round()));
+  TF_ASSIGN_OR_RETURN(std::vector<v1::BoardInfo> boards, store.ListBoards());
+  const nlohmann::json report = BuildReport(sweep, rounds, boards);
+  TF_ASSIGN_OR_RETURN(std::string markdown, RenderReportMarkdown(report));
   v1::GetReportResponse response;
-  response.set_markdown(RenderReport(sweep, rounds));
+  response.set_markdown(std::move(markdown));
+  // Replacing bad UTF-8 (e.g. in a compiler message) keeps dump() from
+  // throwing.
+  response.set_report_json(
+      report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   response.set_report_path(sweep.report_path());
   if (!rounds.empty()) *response.mutable_baseline() = rounds.front();
   if (sweep.best_round() >= 0 &&

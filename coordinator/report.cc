@@ -1,27 +1,26 @@
 #include "coordinator/report.h"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
-#include "absl/time/time.h"
+#include "absl/strings/strip.h"
 #include "common/params.h"
+#include "coordinator/report_render.h"
 #include "storage/lineage.h"
 
 namespace tunefarm {
 namespace {
 
-std::string Time(int64_t unix_ms) {
-  if (unix_ms <= 0) return "-";
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
-                          absl::FromUnixMillis(unix_ms), absl::UTCTimeZone());
-}
+using nlohmann::json;
 
-// Table cells must not break the Markdown table.
-std::string Cell(const std::string& s) {
-  return absl::StrReplaceAll(s, {{"|", "\\|"}, {"\n", " "}});
+std::string Lower(const std::string& name, absl::string_view prefix) {
+  return absl::AsciiStrToLower(absl::StripPrefix(name, prefix));
 }
 
 std::string DecisionName(v1::Decision d) {
@@ -31,128 +30,331 @@ std::string DecisionName(v1::Decision d) {
     case v1::DECISION_KEPT:
       return "kept";
     case v1::DECISION_ROLLED_BACK:
-      return "rolled back";
+      return "rolled_back";
     case v1::DECISION_REJECTED:
       return "rejected";
     default:
-      return "-";
+      return "pending";
   }
 }
 
+// The outcome of a judged round, or its state while it has none.
 std::string OutcomeName(const v1::Round& r) {
   if (r.state() != v1::ROUND_STATE_DONE) {
-    return absl::AsciiStrToLower(
-        absl::StripPrefix(v1::RoundState_Name(r.state()), "ROUND_STATE_"));
+    return Lower(v1::RoundState_Name(r.state()), "ROUND_STATE_");
   }
-  return absl::AsciiStrToLower(
-      absl::StripPrefix(v1::Outcome_Name(r.result().outcome()), "OUTCOME_"));
+  return Lower(v1::Outcome_Name(r.result().outcome()), "OUTCOME_");
 }
+
+bool HasTime(const v1::Round& r) {
+  return r.state() == v1::ROUND_STATE_DONE &&
+         r.result().outcome() == v1::OUTCOME_OK &&
+         r.result().measurement().samples() > 0;
+}
+
+json TimeOrNull(const v1::Round& r) {
+  return HasTime(r) ? json(r.result().measurement().median_us()) : json();
+}
+
+std::string GoalText(const v1::Goal& goal) {
+  std::vector<std::string> parts;
+  if (goal.speedup() > 0) {
+    parts.push_back(absl::StrFormat("%.2fx faster", goal.speedup()));
+  }
+  if (goal.target_us() > 0) {
+    parts.push_back(absl::StrFormat("≤ %.2f µs", goal.target_us()));
+  }
+  if (parts.empty()) return "none (best effort)";
+  return parts.size() == 1 ? parts[0]
+                           : absl::StrCat(parts[0], " or ", parts[1]);
+}
+
+json MeasuredRound(const v1::Round& r) {
+  const v1::Measurement& m = r.result().measurement();
+  json j = {{"round", r.round_id()},      {"time_us", m.median_us()},
+            {"p20_us", m.p20_us()},       {"p80_us", m.p80_us()},
+            {"samples", m.samples()},     {"board", r.board_id()},
+            {"simulated", m.simulated()}, {"policy", m.policy()}};
+  return j;
+}
+
+// A diagnosis as named signals, in a fixed order. Zero means "not measured"
+// in these protos, so only non-zero numbers are signals.
+std::vector<std::pair<std::string, json>> Signals(const v1::Diagnosis& d) {
+  std::vector<std::pair<std::string, json>> out;
+  auto num = [&out](std::string name, double v) {
+    if (v != 0 && std::isfinite(v)) out.emplace_back(std::move(name), v);
+  };
+  auto str = [&out](std::string name, const std::string& v) {
+    if (!v.empty() && v != "unknown") out.emplace_back(std::move(name), v);
+  };
+  str("bound", d.bound());
+  str("operator type", d.operator_type());
+  num("device time µs", d.total_device_us());
+  if (!d.hotspots().empty()) {
+    const v1::Hotspot& h = d.hotspots(0);
+    str("hotspot", h.op_name());
+    num("hotspot share", h.share());
+    num("hotspot µs", h.duration_us());
+    num("hotspot block dim", h.block_dim());
+  }
+  for (const v1::PipelineRatio& p : d.pipeline_ratios()) {
+    num(absl::StrCat("pipe ", p.column()), p.mean());
+  }
+  const v1::TimelineSignals& t = d.timeline();
+  num("idle ratio", t.idle_ratio());
+  num("gaps", static_cast<double>(t.gaps()));
+  num("max gap µs", t.max_gap_us());
+  num("bubble µs", t.bubble_us());
+  num("core utilisation %", t.core_utilization_pct());
+  num("bubble rate %", t.bubble_rate_pct());
+  num("load balance %", t.load_balance_pct());
+  num("achieved TFLOPS", d.roofline().achieved_tflops());
+  num("arithmetic intensity", d.roofline().arithmetic_intensity());
+  num("host launch µs", d.host_api().launch_related_us());
+  return out;
+}
+
+bool Diagnosed(const v1::Round& r) {
+  return !r.diagnosis().bundle_id().empty() ||
+         !r.diagnosis().hotspots().empty() || !r.diagnosis().bound().empty();
+}
+
+// The signals present in both diagnoses whose values differ.
+json MovedSignals(const v1::Diagnosis& base, const v1::Diagnosis& best) {
+  std::map<std::string, json> after;
+  for (auto& [name, value] : Signals(best)) after[name] = value;
+  json moved = json::array();
+  for (auto& [name, before] : Signals(base)) {
+    auto it = after.find(name);
+    if (it == after.end() || it->second == before) continue;
+    json change;  // null for words
+    if (before.is_number() && it->second.is_number()) {
+      change = (it->second.get<double>() - before.get<double>()) /
+               before.get<double>() * 100;
+    }
+    moved.push_back({{"signal", name},
+                     {"baseline", before},
+                     {"best", it->second},
+                     {"change_pct", change}});
+  }
+  return moved;
+}
+
+const char* const kProblemKinds[] = {"build_failed",   "precision_failed",
+                                     "run_timeout",    "run_crashed",
+                                     "profile_failed", "board_fault"};
 
 }  // namespace
 
-std::string RenderReport(const v1::Sweep& sweep,
-                         const std::vector<v1::Round>& rounds) {
+json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
+                 const std::vector<v1::BoardInfo>& boards) {
   const v1::SweepSpec& spec = sweep.spec();
-  const std::string sim = sweep.simulated() ? " (simulated)" : "";
-  std::string md = absl::StrCat("# Tuning report: ", spec.name(), " (",
-                                sweep.sweep_id(), ")\n\n");
-  if (sweep.simulated()) {
-    absl::StrAppend(&md,
-                    "> **Simulated board.** Every time in this report comes "
-                    "from tunefarm's NPU model, not from a real card.\n\n");
-  }
-  absl::StrAppend(
-      &md, "| | |\n|---|---|\n",
-      "| team | ", Cell(spec.team()), " |\n",
-      "| operator | ", Cell(spec.operator_name()), " |\n",
-      "| workload | ", Cell(spec.workload().name()), " (",
-      Cell(spec.workload().dtype()), ") |\n",
-      "| strategy | ", Cell(spec.strategy().name()), " (seed ",
-      spec.strategy().seed(), ") |\n",
-      "| boards | kind ", Cell(spec.boards().kind()),
-      spec.boards().chip().empty() ? "" : ", chip " + spec.boards().chip(),
-      " |\n",
-      "| state | ", v1::SweepState_Name(sweep.state()), " |\n",
-      "| ended because | ", Cell(sweep.termination_detail()), " |\n",
-      "| submitted | ", Time(sweep.submitted_unix_ms()), " |\n",
-      "| finished | ", Time(sweep.finished_unix_ms()), " |\n",
-      "| minimum gain | ", absl::StrFormat("%.1f%%", spec.min_gain() * 100),
-      " |\n\n");
+  std::map<int64_t, const v1::Round*> by_id;
+  for (const v1::Round& r : rounds) by_id[r.round_id()] = &r;
+  auto find = [&by_id](int64_t id) -> const v1::Round* {
+    auto it = by_id.find(id);
+    return it == by_id.end() ? nullptr : it->second;
+  };
+  absl::StatusOr<std::vector<int64_t>> path =
+      KeptPathTo(rounds, sweep.best_round());
+  std::vector<int64_t> kept_path;
+  if (path.ok()) kept_path = *std::move(path);
+  const std::set<int64_t> on_path(kept_path.begin(), kept_path.end());
 
-  absl::StrAppend(&md, "## Result\n\n");
-  if (sweep.best_round() >= 0 && sweep.best_us() > 0 &&
-      sweep.best_round() < static_cast<int64_t>(rounds.size())) {
-    const v1::Round& best = rounds[sweep.best_round()];
-    absl::StrAppend(
-        &md,
-        absl::StrFormat("- baseline: %.2f µs%s\n- best: round %d, %.2f µs%s\n"
-                        "- speedup over the baseline: **%.2fx**%s\n",
-                        sweep.baseline_us(), sim, sweep.best_round(),
-                        sweep.best_us(), sim,
-                        sweep.baseline_us() / sweep.best_us(), sim),
-        "- best configuration: `", ParamsKey(best.params()), "`\n");
-    if (best.result().has_measurement()) {
-      const v1::Measurement& m = best.result().measurement();
-      absl::StrAppend(&md, absl::StrFormat(
-                               "- best measurement: median %.2f µs, p20 %.2f, "
-                               "p80 %.2f, %d samples; %s\n",
-                               m.median_us(), m.p20_us(), m.p80_us(),
-                               m.samples(), m.policy()));
+  const v1::Round* baseline = find(0);
+  if (baseline != nullptr && !HasTime(*baseline)) baseline = nullptr;
+  const v1::Round* best =
+      sweep.best_round() >= 0 ? find(sweep.best_round()) : nullptr;
+  if (best != nullptr && !HasTime(*best)) best = nullptr;
+  const double speedup = sweep.best_us() > 0 && sweep.baseline_us() > 0
+                             ? sweep.baseline_us() / sweep.best_us()
+                             : 0;
+
+  // Boards used: the board of every recorded result.
+  std::map<std::string, int> board_rounds;
+  int64_t last_finished_ms = 0;
+  for (const v1::Round& r : rounds) {
+    if (!r.board_id().empty()) ++board_rounds[r.board_id()];
+    last_finished_ms = std::max(last_finished_ms, r.finished_unix_ms());
+  }
+  json boards_used = json::array();
+  for (const auto& [id, count] : board_rounds) {
+    json b = {{"board_id", id},
+              {"kind", ""},
+              {"chip", ""},
+              {"simulated", false},
+              {"rounds", count}};
+    for (const v1::BoardInfo& info : boards) {
+      if (info.board_id() != id) continue;
+      b["kind"] = info.kind();
+      b["chip"] = info.chip();
+      b["simulated"] = info.simulated();
     }
+    boards_used.push_back(std::move(b));
+  }
+
+  const int64_t end_ms = sweep.finished_unix_ms() > 0 ? sweep.finished_unix_ms()
+                                                      : last_finished_ms;
+  const int64_t start_ms = sweep.started_unix_ms() > 0
+                               ? sweep.started_unix_ms()
+                               : sweep.submitted_unix_ms();
+  const v1::Goal& goal = spec.goal();
+  bool goal_met = false;
+  if (best != nullptr) {
+    goal_met = (goal.speedup() > 0 && speedup >= goal.speedup()) ||
+               (goal.target_us() > 0 && sweep.best_us() <= goal.target_us());
+  }
+
+  json report;
+  report["schema"] = "tunefarm.report";
+  report["schema_version"] = kReportSchemaVersion;
+  report["simulated"] = sweep.simulated();
+  report["overview"] = {
+      {"sweep_id", sweep.sweep_id()},
+      {"name", spec.name()},
+      {"team", spec.team()},
+      {"operator", spec.operator_name()},
+      {"workload", spec.workload().name()},
+      {"dtype", spec.workload().dtype()},
+      {"strategy", spec.strategy().name()},
+      {"seed", spec.strategy().seed()},
+      {"board_kind", spec.boards().kind()},
+      {"state", Lower(v1::SweepState_Name(sweep.state()), "SWEEP_STATE_")},
+      {"ended_because", sweep.termination_detail()},
+      {"goal", GoalText(goal)},
+      {"goal_speedup", goal.speedup()},
+      {"goal_target_us", goal.target_us()},
+      {"goal_met", goal_met},
+      {"achieved_speedup", speedup},
+      {"submitted_unix_ms", sweep.submitted_unix_ms()},
+      {"started_unix_ms", sweep.started_unix_ms()},
+      {"finished_unix_ms", sweep.finished_unix_ms()},
+      {"duration_s",
+       start_ms > 0 && end_ms > start_ms ? (end_ms - start_ms) / 1000.0 : 0.0},
+      {"rounds", static_cast<int64_t>(rounds.size())},
+      {"rounds_finished", sweep.rounds_finished()},
+      {"max_rounds", spec.budget().max_rounds()},
+      {"time_limit_s", spec.budget().time_limit_s()},
+      {"min_gain", spec.min_gain()},
+      {"boards", std::move(boards_used)},
+  };
+
+  report["baseline"] = baseline != nullptr ? MeasuredRound(*baseline) : json();
+  if (best != nullptr) {
+    json b = MeasuredRound(*best);
+    b["speedup"] = speedup;
+    b["config"] = ParamsKey(best->params());
+    json params = json::object();
+    for (const auto& [name, value] : best->params()) {
+      params[name] = ParamValueToString(value);
+    }
+    b["params"] = std::move(params);
+    report["best"] = std::move(b);
   } else {
-    absl::StrAppend(&md, "No configuration passed: ",
-                    Cell(sweep.termination_detail()), "\n");
+    report["best"] = json();
   }
+  report["signals"] = {
+      {"baseline_diagnosed", baseline != nullptr && Diagnosed(*baseline)},
+      {"best_diagnosed", best != nullptr && Diagnosed(*best)},
+      {"moved", baseline != nullptr && best != nullptr
+                    ? MovedSignals(baseline->diagnosis(), best->diagnosis())
+                    : json::array()}};
 
-  auto path = KeptPathTo(rounds, sweep.best_round());
-  if (path.ok() && !path->empty()) {
-    absl::StrAppend(&md, "\n## Kept path (baseline → best)\n\n");
-    for (size_t i = 0; i < path->size(); ++i) {
-      const int64_t id = (*path)[i];
-      const v1::Round& r = rounds[id];
-      absl::StrAppend(
-          &md,
-          absl::StrFormat("%d. round %d: %s — %.2f µs%s\n", i + 1, id,
-                          id == 0 ? std::string("baseline")
-                                  : DescribeChanges(r.changes()),
-                          r.result().measurement().median_us(), sim));
-    }
-  }
-
-  int counts[5] = {0, 0, 0, 0, 0};
+  json table = json::array();
+  json effective = json::array();
+  json problems = json::array();
+  std::map<std::string, int> problem_counts;
+  for (const char* kind : kProblemKinds) problem_counts[kind] = 0;
+  double best_so_far = 0;
   for (const v1::Round& r : rounds) {
-    if (r.decision() >= 0 && r.decision() < 5) ++counts[r.decision()];
-  }
-  absl::StrAppend(&md, "\n## Rounds\n\n",
-                  absl::StrFormat("%d rounds: %d kept, %d rolled back, %d "
-                                  "rejected, %d not run.\n\n",
-                                  rounds.size(), counts[v1::DECISION_KEPT],
-                                  counts[v1::DECISION_ROLLED_BACK],
-                                  counts[v1::DECISION_REJECTED],
-                                  counts[v1::DECISION_UNSPECIFIED]),
-                  "| round | parent | change | board | outcome | median µs",
-                  sim, " | decision | hotspot | reason |\n",
-                  "|---|---|---|---|---|---|---|---|---|\n");
-  for (const v1::Round& r : rounds) {
-    std::string median = "-";
-    if (r.result().measurement().samples() > 0) {
-      median = absl::StrFormat("%.2f", r.result().measurement().median_us());
+    const bool timed = HasTime(r);
+    const double t = r.result().measurement().median_us();
+    if (timed &&
+        (r.decision() == v1::DECISION_BASELINE ||
+         r.decision() == v1::DECISION_KEPT) &&
+        (best_so_far == 0 || t < best_so_far)) {
+      best_so_far = t;
     }
-    std::string hotspot = "-";
+    json change_pct;
+    if (timed && r.parent_us() > 0) {
+      change_pct = (t - r.parent_us()) / r.parent_us() * 100;
+    }
+    std::string hotspot;
     if (!r.diagnosis().hotspots().empty()) {
       const v1::Hotspot& h = r.diagnosis().hotspots(0);
-      hotspot = absl::StrFormat("%s %.1f µs (%.0f%%)", h.op_name(),
-                                h.duration_us(), h.share() * 100);
+      hotspot = absl::StrFormat("%s %.0f%%", h.op_name(), h.share() * 100);
     }
-    absl::StrAppend(
-        &md, "| ", r.round_id(), " | ",
-        r.parent_round() < 0 ? "-" : absl::StrCat(r.parent_round()), " | ",
-        Cell(r.round_id() == 0 ? "baseline" : DescribeChanges(r.changes())),
-        " | ", Cell(r.board_id().empty() ? "-" : r.board_id()), " | ",
-        OutcomeName(r), " | ", median, " | ", DecisionName(r.decision()),
-        " | ", Cell(hotspot), " | ", Cell(r.decision_reason()), " |\n");
+    table.push_back(
+        {{"round", r.round_id()},
+         {"parent", r.parent_round()},
+         {"stage", r.stage()},
+         {"change",
+          r.round_id() == 0 ? "baseline" : DescribeChanges(r.changes())},
+         {"board", r.board_id()},
+         {"outcome", OutcomeName(r)},
+         {"time_us", TimeOrNull(r)},
+         {"parent_us", r.parent_us() > 0 ? json(r.parent_us()) : json()},
+         {"change_pct", change_pct},
+         {"decision", DecisionName(r.decision())},
+         {"reason", r.decision_reason()},
+         {"attempts", r.attempts()},
+         {"simulated", r.result().measurement().simulated()},
+         {"best_so_far_us", best_so_far > 0 ? json(best_so_far) : json()},
+         {"hotspot", hotspot},
+         {"on_kept_path", on_path.count(r.round_id()) > 0}});
+    if (r.decision() == v1::DECISION_KEPT && timed && r.parent_us() > 0) {
+      effective.push_back(
+          {{"round", r.round_id()},
+           {"change", DescribeChanges(r.changes())},
+           {"from_us", r.parent_us()},
+           {"to_us", t},
+           {"gain_pct", (r.parent_us() - t) / r.parent_us() * 100},
+           {"on_kept_path", on_path.count(r.round_id()) > 0}});
+    }
+    const v1::Outcome outcome = r.result().outcome();
+    if (r.state() == v1::ROUND_STATE_DONE && outcome != v1::OUTCOME_OK &&
+        outcome != v1::OUTCOME_UNSPECIFIED) {
+      std::string kind = outcome == v1::OUTCOME_BOARD_LOST
+                             ? "board_fault"
+                             : Lower(v1::Outcome_Name(outcome), "OUTCOME_");
+      ++problem_counts[kind];
+      problems.push_back({{"round", r.round_id()},
+                          {"kind", kind},
+                          {"board", r.board_id()},
+                          {"detail", r.result().detail()}});
+    }
+    // A round leased more than once lost a board or a lease on the way:
+    // the board's fault, not the variant's.
+    if (r.attempts() > 1 && outcome != v1::OUTCOME_BOARD_LOST) {
+      ++problem_counts["board_fault"];
+      problems.push_back(
+          {{"round", r.round_id()},
+           {"kind", "board_fault"},
+           {"board", r.board_id()},
+           {"detail", absl::StrCat("leased ", r.attempts(),
+                                   " times: a board or lease was lost and "
+                                   "the round ran again")}});
+    }
   }
-  return md;
+  report["rounds"] = std::move(table);
+  report["kept_path"] = kept_path;
+  report["effective"] = std::move(effective);
+  report["problems"] = {{"counts", problem_counts},
+                        {"items", std::move(problems)}};
+  return report;
+}
+
+std::string RenderReport(const v1::Sweep& sweep,
+                         const std::vector<v1::Round>& rounds) {
+  absl::StatusOr<std::string> md =
+      RenderReportMarkdown(BuildReport(sweep, rounds));
+  // BuildReport writes what the renderer reads; a failure is a bug, and the
+  // report says so rather than vanish.
+  return md.ok() ? *std::move(md)
+                 : absl::StrCat("# Tuning report of ", sweep.sweep_id(),
+                                "\n\nCannot render: ", md.status().ToString(),
+                                "\n");
 }
 
 }  // namespace tunefarm

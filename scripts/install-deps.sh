@@ -14,6 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   curl openssl python3-yaml
   clang libclang-rt-14-dev python3-pandas
+  graphviz
 )
 
 missing=()

@@ -317,6 +317,7 @@ TEST_F(CliTest, SubmitWatchRoundsReportAndExitCodes) {
   EXPECT_NE(out.find("best configuration:"), std::string::npos) << out;
   EXPECT_NE(out.find("speedup over the baseline"), std::string::npos) << out;
   EXPECT_NE(out.find("report: "), std::string::npos) << out;
+  const std::string watched = out;
 
   EXPECT_EQ(Cli({"rounds", "sw-000001"}, &out), 0) << out;
   EXPECT_NE(out.find("kept path: 0"), std::string::npos) << out;
@@ -324,6 +325,28 @@ TEST_F(CliTest, SubmitWatchRoundsReportAndExitCodes) {
   EXPECT_NE(out.find("\"sweep_id\":\"sw-000001\""), std::string::npos) << out;
   EXPECT_EQ(Cli({"report", "sw-000001"}, &out), 0);
   EXPECT_NE(out.find("# Tuning report"), std::string::npos) << out;
+  // The live view (submit --watch) printed a status board after the fifth
+  // finished round.
+  EXPECT_NE(watched.find("── status of sw-000001: 5 rounds done"),
+            std::string::npos)
+      << watched;
+  EXPECT_EQ(Cli({"report", "sw-000001", "--format", "json"}, &out), 0);
+  EXPECT_NE(out.find("\"schema\": \"tunefarm.report\""), std::string::npos)
+      << out;
+  const std::string folder = dir_ + "/report";
+  EXPECT_EQ(Cli({"report", "sw-000001", "--out", folder}, &out), 0) << out;
+  for (const char* name :
+       {"report.md", "report.json", "progress.svg", "lineage.dot"}) {
+    EXPECT_TRUE(ReadFile(folder + "/" + name).ok()) << name << "\n" << out;
+  }
+  const std::string md = ReadFile(folder + "/report.md").value_or("");
+  EXPECT_NE(md.find("](progress.svg)"), std::string::npos) << md;
+  if (::access("/usr/bin/dot", X_OK) == 0) {
+    EXPECT_TRUE(ReadFile(folder + "/lineage.svg").ok()) << out;
+    EXPECT_NE(md.find("](lineage.svg)"), std::string::npos) << md;
+  } else {
+    EXPECT_NE(md.find("`dot` is not installed"), std::string::npos) << md;
+  }
   EXPECT_EQ(Cli({"-o", "json", "boards"}, &out), 0);
   EXPECT_NE(out.find("agent-1/sim1"), std::string::npos) << out;
 
