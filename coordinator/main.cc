@@ -63,7 +63,7 @@ int Main(int argc, char** argv) {
   app.add_option("--listen", listen, "gRPC address; port 0 picks one");
   app.add_option("--port_file", port_file, "write the bound gRPC port here");
   app.add_option("--diagnosis_bind", diagnosis_bind,
-                 "ZeroMQ PULL endpoint for analyzers' diagnoses");
+                 "ZeroMQ ROUTER endpoint for analyzers' diagnoses");
   app.add_option("--diagnosis_endpoint_file", diagnosis_endpoint_file,
                  "write the bound diagnosis endpoint here");
   app.add_option("--ops_dir", ops_dirs, "operator package folders")
