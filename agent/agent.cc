@@ -109,6 +109,13 @@ void Agent::HeartbeatLoop(const std::atomic<bool>& stop) {
         }
       }
     }
+    for (const std::string& board_id : response->readmitted_board_ids()) {
+      for (auto& slot : slots_) {
+        if (slot->board->info().board_id() != board_id) continue;
+        spdlog::info("{} re-admitted by an admin: quarantine lifted", board_id);
+        slot->board->Readmit();
+      }
+    }
   }
 }
 
@@ -194,6 +201,8 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
   if (evaluation.ok()) {
     result = evaluation->result;
     bundle = std::move(evaluation->bundle);
+    // A health check's profile has no round to diagnose.
+    if (work.health_check()) bundle.reset();
     if (bundle.has_value()) result.set_bundle_id(bundle->bundle_id());
   } else {
     // The board failed, not the variant.

@@ -40,6 +40,11 @@ class Board {
   // variant). `cancel` aborts early (lease revoked): then CANCELLED.
   virtual absl::StatusOr<Evaluation> Evaluate(
       const v1::WorkItem& work, const std::atomic<bool>& cancel) = 0;
+
+  // Lifts a quarantine the board put itself in (an admin re-admitted it at
+  // the coordinator). Thread-safe. Boards that never quarantine themselves
+  // have nothing to lift.
+  virtual void Readmit() {}
 };
 
 }  // namespace tunefarm
