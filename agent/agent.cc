@@ -113,6 +113,13 @@ void Agent::HeartbeatLoop(const std::atomic<bool>& stop) {
         }
       }
     }
+    for (const std::string& board_id : response->readmitted_board_ids()) {
+      for (auto& slot : slots_) {
+        if (slot->board->info().board_id() != board_id) continue;
+        spdlog::info("{} re-admitted by an admin: quarantine lifted", board_id);
+        slot->board->Readmit();
+      }
+    }
   }
 }
 
@@ -127,8 +134,15 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
       SleepUnlessStopped(stop, absl::Seconds(1));
       continue;
     }
+    // A lease held ahead is already ours: run it before asking for more.
     if (v1::WorkItem work; TakeAhead(slot, &work)) {
       RunLease(slot, work, stop);
+      continue;
+    }
+    // Profile bundles wait for the analyzers: take no more work than they
+    // can keep up with.
+    if (sink_ != nullptr && !sink_->AcceptingWork()) {
+      SleepUnlessStopped(stop, absl::Milliseconds(200));
       continue;
     }
     v1::LeaseWorkRequest request;
@@ -205,6 +219,8 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
   if (evaluation.ok()) {
     result = evaluation->result;
     bundle = std::move(evaluation->bundle);
+    // A health check's profile has no round to diagnose.
+    if (work.health_check()) bundle.reset();
     if (bundle.has_value()) result.set_bundle_id(bundle->bundle_id());
   } else {
     // The board failed, not the variant.
@@ -287,6 +303,11 @@ void Agent::LeaseAhead(Slot& slot, const std::atomic<bool>& evaluated,
   request.set_board_id(board_id);
   request.set_prefetch(true);
   while (!evaluated.load() && !stop.load()) {
+    // No work ahead while the analyzers are behind (as in Worker).
+    if (sink_ != nullptr && !sink_->AcceptingWork()) {
+      SleepUnlessStopped(evaluated, absl::Milliseconds(200));
+      continue;
+    }
     auto response = client_->LeaseWork(request);
     if (response.ok() && response->granted()) {
       const v1::WorkItem& next = response->work();

@@ -54,6 +54,11 @@ class Board {
     (void)cancel;
     return absl::OkStatus();
   }
+
+  // Lifts a quarantine the board put itself in (an admin re-admitted it at
+  // the coordinator). Thread-safe. Boards that never quarantine themselves
+  // have nothing to lift.
+  virtual void Readmit() {}
 };
 
 }  // namespace tunefarm

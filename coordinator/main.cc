@@ -17,9 +17,10 @@
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/metrics_server.h"
-#include "coordinator/control_loop.h"
 #include "coordinator/auth.h"
+#include "coordinator/control_loop.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/health.h"
 #include "coordinator/policy.h"
 #include "coordinator/prometheus_metrics.h"
 #include "coordinator/service.h"
@@ -62,7 +63,7 @@ int Main(int argc, char** argv) {
   app.add_option("--listen", listen, "gRPC address; port 0 picks one");
   app.add_option("--port_file", port_file, "write the bound gRPC port here");
   app.add_option("--diagnosis_bind", diagnosis_bind,
-                 "ZeroMQ PULL endpoint for analyzers' diagnoses");
+                 "ZeroMQ ROUTER endpoint for analyzers' diagnoses");
   app.add_option("--diagnosis_endpoint_file", diagnosis_endpoint_file,
                  "write the bound diagnosis endpoint here");
   app.add_option("--ops_dir", ops_dirs, "operator package folders")
@@ -75,6 +76,18 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(50, 600000));
   app.add_option("--tick_ms", tick_ms)->check(CLI::Range(1, 10000));
   app.add_option("--log_level", log_level);
+  std::string health_dir;
+  int64_t health_interval_s = 3600, health_retry_s = 300;
+  app.add_option("--health_dir", health_dir,
+                 "board health-check goldens, <kind>.yaml each (the shipped "
+                 "ones: ops/health); unset = boards are not health-checked");
+  app.add_option("--health_check_interval_s", health_interval_s,
+                 "re-check a healthy board this often; 0 = only when it "
+                 "joins and after a board fault")
+      ->check(CLI::Range(int64_t{0}, int64_t{30} * 86400));
+  app.add_option("--health_retry_s", health_retry_s,
+                 "re-check a board that failed its health check this often")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -153,6 +166,16 @@ int Main(int argc, char** argv) {
   options.report_dir = data_dir + "/reports";
   options.default_quota = policy.default_quota;
   options.team_quotas = policy.teams;
+  options.reservations = policy.reservations;
+  if (!health_dir.empty()) {
+    auto checks = LoadHealthChecks(health_dir, *catalog);
+    if (!checks.ok()) return Fail("--health_dir", checks.status());
+    options.health_checks = std::move(*checks);
+    spdlog::info("health checks on for {} board kind(s) from {}",
+                 options.health_checks.size(), health_dir);
+  }
+  options.health_check_interval = absl::Seconds(health_interval_s);
+  options.health_retry_interval = absl::Seconds(health_retry_s);
   Coordinator coordinator(store->get(), &*catalog, &SystemClock(), options,
                           metrics.get());
   if (auto st = coordinator.Recover(); !st.ok()) return Fail("recovery", st);
@@ -174,22 +197,46 @@ int Main(int argc, char** argv) {
                           (*receiver)->bound_endpoint() + "\n");
   }
   std::atomic<bool> stop{false};
+  // Diagnosis intake: each diagnosis is recorded on the control loop and
+  // acked only once it is durable, or will never be (then the ack says
+  // why), so the analyzer and the agent behind it re-send anything else.
   std::thread intake([&] {
     while (!stop.load()) {
-      auto msg = (*receiver)->Receive(absl::Milliseconds(200));
-      if (!msg.ok()) {
-        if (!absl::IsDeadlineExceeded(msg.status())) {
-          spdlog::warn("diagnosis intake: {}", msg.status().ToString());
+      auto in = (*receiver)->Receive(absl::Milliseconds(200));
+      if (!in.ok()) {
+        if (!absl::IsDeadlineExceeded(in.status())) {
+          spdlog::warn("diagnosis intake: {}", in.status().ToString());
         }
         continue;
       }
-      if (!msg->has_diagnosis()) {
+      if (!in->message.has_diagnosis()) {
         spdlog::warn("diagnosis intake: message without a diagnosis dropped");
         continue;
       }
+      const v1::Diagnosis& d = in->message.diagnosis();
       absl::Status st =
-          loop.Call([&] { return coordinator.RecordDiagnosis(msg->diagnosis()); });
-      if (!st.ok()) spdlog::warn("diagnosis dropped: {}", st.ToString());
+          loop.Call([&] { return coordinator.RecordDiagnosis(d); });
+      v1::PipelineMessage reply;
+      v1::PipelineAck* ack = reply.mutable_ack();
+      ack->set_bundle_id(d.bundle_id());
+      ack->set_sweep_id(d.sweep_id());
+      ack->set_round_id(d.round_id());
+      if (absl::IsAlreadyExists(st)) {
+        ack->set_duplicate(true);
+      } else if (absl::IsNotFound(st) || absl::IsFailedPrecondition(st) ||
+                 absl::IsInvalidArgument(st)) {
+        spdlog::warn("diagnosis rejected: {}", st.ToString());
+        ack->set_rejected(std::string(st.message()));
+      } else if (!st.ok()) {
+        spdlog::warn(
+            "diagnosis of bundle {} not recorded, not acked (it "
+            "will be re-sent): {}",
+            d.bundle_id(), st.ToString());
+        continue;
+      }
+      if (absl::Status sent = (*receiver)->Reply(in->peer, reply); !sent.ok()) {
+        spdlog::warn("diagnosis intake: {}", sent.ToString());
+      }
     }
   });
 
