@@ -625,7 +625,8 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
 }
 
 void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
-                             BoardRuntime& board, v1::WorkItem* work) {
+                             BoardRuntime& board, bool prefetch,
+                             v1::WorkItem* work) {
   const absl::Time now = clock_->Now();
   round.set_attempts(round.attempts() + 1);
   v1::Lease* lease = round.mutable_lease();
@@ -638,9 +639,13 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
   lease->set_expires_unix_ms(
       absl::ToUnixMillis(now + options_.lease_duration));
   round.set_state(v1::ROUND_STATE_LEASED);
-  board.lease_id = lease->lease_id();
-  board.info.set_current_lease_id(lease->lease_id());
-  board.info.set_state(v1::BOARD_STATE_BUSY);
+  if (prefetch) {
+    board.prefetch_lease_id = lease->lease_id();
+  } else {
+    board.lease_id = lease->lease_id();
+    board.info.set_current_lease_id(lease->lease_id());
+    board.info.set_state(v1::BOARD_STATE_BUSY);
+  }
   txn.writes.PutRound(round);
 
   if (s.sweep.state() == v1::SWEEP_STATE_QUEUED) {
@@ -649,14 +654,14 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
     AddEvent(txn, s, v1::EVENT_KIND_STARTED,
              absl::StrCat("sweep ", s.sweep.sweep_id(), " started"), nullptr);
   }
-  AddEvent(txn, s, v1::EVENT_KIND_ROUND_LEASED,
-           absl::StrCat("round ", round.round_id(), " (",
-                        round.round_id() == 0
-                            ? std::string("baseline")
-                            : DescribeChanges(round.changes()),
-                        ") on ", board.info.board_id(), ", epoch ",
-                        lease->epoch()),
-           &round);
+  AddEvent(
+      txn, s, v1::EVENT_KIND_ROUND_LEASED,
+      absl::StrCat("round ", round.round_id(), " (",
+                   round.round_id() == 0 ? std::string("baseline")
+                                         : DescribeChanges(round.changes()),
+                   ") on ", board.info.board_id(), ", epoch ", lease->epoch(),
+                   prefetch ? " (prefetched)" : ""),
+      &round);
   if (metrics_ != nullptr) {
     metrics_->LeaseGranted(
         absl::ToDoubleSeconds(now - absl::FromUnixMillis(round.created_unix_ms())));
@@ -702,23 +707,36 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
   }
   BoardRuntime& board = bit->second;
   Txn txn;
-  if (!board.lease_id.empty()) {
-    // The agent asks for work, so the board is no longer running its lease.
-    std::string sweep_id;
-    int64_t round_id = 0, epoch = 0;
-    if (ParseLeaseId(board.lease_id, &sweep_id, &round_id, &epoch)) {
-      SweepRuntime* s = FindSweep(sweep_id);
-      if (s != nullptr && round_id < static_cast<int64_t>(s->rounds.size()) &&
-          s->rounds[round_id].state() == v1::ROUND_STATE_LEASED &&
-          s->rounds[round_id].lease().lease_id() == board.lease_id) {
-        Requeue(txn, *s, s->rounds[round_id],
+  v1::LeaseWorkResponse response;
+  response.set_retry_after_ms(200);
+  if (request.prefetch()) {
+    // One lease ahead, only behind a running one: an idle board takes plain
+    // leases, and a second one ahead would only wait longer.
+    if (LiveLease(board.prefetch_lease_id) == nullptr) {
+      board.prefetch_lease_id.clear();
+    }
+    if (board.info.state() != v1::BOARD_STATE_BUSY ||
+        LiveLease(board.lease_id) == nullptr ||
+        !board.prefetch_lease_id.empty()) {
+      response.set_retry_after_ms(1000);
+      return response;
+    }
+    GrantNextRound(txn, board, /*prefetch=*/true, &response);
+    TF_RETURN_IF_ERROR(Commit(txn));
+    PublishBoardMetrics();
+    return response;
+  }
+  // The agent asks for plain work, so the board runs neither its lease nor
+  // the one it had ahead.
+  for (std::string* id : {&board.prefetch_lease_id, &board.lease_id}) {
+    if (v1::Round* r = LiveLease(*id); r != nullptr) {
+      if (SweepRuntime* s = FindSweep(r->sweep_id()); s != nullptr) {
+        Requeue(txn, *s, *r,
                 "the board asked for new work while holding this lease");
       }
     }
-    board.lease_id.clear();
+    id->clear();
   }
-  v1::LeaseWorkResponse response;
-  response.set_retry_after_ms(200);
   if (HealthCheckDue(board) &&
       GrantHealthCheck(board, response.mutable_work())) {
     response.set_granted(true);
@@ -733,6 +751,15 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
     return response;
   }
   board.info.set_state(v1::BOARD_STATE_IDLE);
+  GrantNextRound(txn, board, /*prefetch=*/false, &response);
+  absl::Status st = Commit(txn);
+  if (!st.ok()) return st;
+  PublishBoardMetrics();
+  return response;
+}
+
+bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
+                                 v1::LeaseWorkResponse* response) {
   // Weighted fair share between teams: the team that used the least board
   // time per unit of weight goes first; within a team, higher priority,
   // then submission order. Boards change hands only between rounds.
@@ -767,14 +794,29 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
     }
     v1::Round* round = NextRound(txn, *s);
     if (round == nullptr) continue;
-    GrantLease(txn, *s, *round, board, response.mutable_work());
-    response.set_granted(true);
-    break;
+    GrantLease(txn, *s, *round, board, prefetch, response->mutable_work());
+    response->set_granted(true);
+    return true;
   }
-  absl::Status st = Commit(txn);
-  if (!st.ok()) return st;
-  PublishBoardMetrics();
-  return response;
+  return false;
+}
+
+v1::Round* Coordinator::LiveLease(const std::string& lease_id) {
+  std::string sweep_id;
+  int64_t round_id = 0, epoch = 0;
+  if (lease_id.empty() ||
+      !ParseLeaseId(lease_id, &sweep_id, &round_id, &epoch)) {
+    return nullptr;
+  }
+  SweepRuntime* s = FindSweep(sweep_id);
+  if (s == nullptr || round_id < 0 ||
+      round_id >= static_cast<int64_t>(s->rounds.size())) {
+    return nullptr;
+  }
+  v1::Round& r = s->rounds[round_id];
+  return r.state() == v1::ROUND_STATE_LEASED && r.lease().lease_id() == lease_id
+             ? &r
+             : nullptr;
 }
 
 absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
@@ -822,11 +864,28 @@ absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
 void Coordinator::FreeBoard(const std::string& board_id,
                             const std::string& lease_id) {
   auto it = boards_.find(board_id);
-  if (it == boards_.end() || it->second.lease_id != lease_id) return;
-  it->second.lease_id.clear();
-  it->second.info.clear_current_lease_id();
-  if (it->second.info.state() == v1::BOARD_STATE_BUSY) {
-    it->second.info.set_state(v1::BOARD_STATE_IDLE);
+  if (it == boards_.end() || lease_id.empty()) return;
+  BoardRuntime& board = it->second;
+  if (board.prefetch_lease_id == lease_id) {
+    board.prefetch_lease_id.clear();
+    return;
+  }
+  if (board.lease_id != lease_id) return;
+  board.lease_id.clear();
+  board.info.clear_current_lease_id();
+  // The lease waiting behind it becomes the current one. Its board time (and
+  // expiry) start now: the wait was not its own.
+  if (v1::Round* next = LiveLease(board.prefetch_lease_id); next != nullptr) {
+    board.lease_id = board.prefetch_lease_id;
+    board.info.set_current_lease_id(board.lease_id);
+    const absl::Time now = clock_->Now();
+    next->mutable_lease()->set_granted_unix_ms(absl::ToUnixMillis(now));
+    next->mutable_lease()->set_expires_unix_ms(
+        absl::ToUnixMillis(now + options_.lease_duration));
+  }
+  board.prefetch_lease_id.clear();
+  if (board.lease_id.empty() && board.info.state() == v1::BOARD_STATE_BUSY) {
+    board.info.set_state(v1::BOARD_STATE_IDLE);
   }
 }
 
@@ -1258,6 +1317,11 @@ absl::Status Coordinator::Tick() {
     for (const std::string& board_id : it->second.board_ids) {
       auto b = boards_.find(board_id);
       if (b == boards_.end()) continue;
+      // The lease held ahead first, so it is not promoted in its place.
+      if (v1::Round* ahead = LiveLease(b->second.prefetch_lease_id)) {
+        Requeue(txn, *FindSweep(ahead->sweep_id()), *ahead,
+                absl::StrCat("board lost: ", why));
+      }
       std::string sweep_id;
       int64_t round_id = 0, epoch = 0;
       if (!b->second.lease_id.empty() &&

@@ -132,6 +132,10 @@ class Coordinator {
   struct BoardRuntime {
     v1::BoardInfo info;
     std::string lease_id;  // current lease, "" when free
+    // A lease granted ahead (LeaseWorkRequest.prefetch) that the board runs
+    // after lease_id; "" when none. At most one, and only behind a live
+    // current lease: FreeBoard makes it the current one.
+    std::string prefetch_lease_id;
     // An admin re-admitted the board while its agent still reported it
     // quarantined: heartbeats tell the agent to lift its own flag.
     bool readmit_pending = false;
@@ -160,8 +164,15 @@ class Coordinator {
   // The next round of `s` to run on a board: a queued one, else a new
   // candidate from the strategy. Null when the sweep has nothing now.
   v1::Round* NextRound(Txn& txn, SweepRuntime& s);
+  // `prefetch`: the lease waits behind the board's current one.
   void GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
-                  BoardRuntime& board, v1::WorkItem* work);
+                  BoardRuntime& board, bool prefetch, v1::WorkItem* work);
+  // Grants `board` the next round of the first sweep in fair-share order
+  // that has one for it; false when none has.
+  bool GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
+                      v1::LeaseWorkResponse* response);
+  // The LEASED round `lease_id` names, or null when that lease is over.
+  v1::Round* LiveLease(const std::string& lease_id);
   // Puts a leased round back in the queue (lease expired, board lost).
   void Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
                const std::string& why);
