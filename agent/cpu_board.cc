@@ -249,8 +249,11 @@ absl::StatusOr<Evaluation> CpuBoard::Evaluate(const v1::WorkItem& work,
   plan.command = {build.binary};
   if (work.has_reference()) {
     // A/B: the parent variant's binary (usually a build-cache hit).
-    req.params = work.reference_params();
-    absl::StatusOr<BuildResult> parent = BuildVariant(req, cancel);
+    absl::StatusOr<BuildRequest> parent_req =
+        MakeBuildRequest(op, work.reference_params());
+    absl::StatusOr<BuildResult> parent =
+        parent_req.ok() ? BuildVariant(*parent_req, cancel)
+                        : absl::StatusOr<BuildResult>(parent_req.status());
     if (!parent.ok() && absl::IsCancelled(parent.status())) {
       return parent.status();
     }
