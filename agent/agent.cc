@@ -123,6 +123,12 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
       SleepUnlessStopped(stop, absl::Seconds(1));
       continue;
     }
+    // Profile bundles wait for the analyzers: take no more work than they
+    // can keep up with.
+    if (sink_ != nullptr && !sink_->AcceptingWork()) {
+      SleepUnlessStopped(stop, absl::Milliseconds(200));
+      continue;
+    }
     v1::LeaseWorkRequest request;
     request.set_agent_id(options_.agent_id);
     request.set_board_id(board_id);

@@ -29,6 +29,9 @@ class BundleSink {
  public:
   virtual ~BundleSink() = default;
   virtual absl::Status Publish(const v1::ProfileBundle& bundle) = 0;
+  // False while the sink is backed up: the agent then leases no new work
+  // (back-pressure) until it drains.
+  virtual bool AcceptingWork() const { return true; }
 };
 
 struct AgentOptions {

@@ -75,6 +75,21 @@ int Main(int argc, char** argv) {
   app.add_option("--boards", board_specs, "KIND:COUNT, e.g. sim:2");
   app.add_option("--analyzer", analyzers,
                  "ZeroMQ endpoint of an analyzer worker (repeatable)");
+  std::string outbox_dir;
+  int64_t bundle_ack_timeout_ms = 30000;
+  int outbox_capacity = 64;
+  app.add_option("--outbox_dir", outbox_dir,
+                 "where profile bundles wait for the analyzers' ack "
+                 "(default <work_dir>/<agent_id>/outbox; a restarted agent "
+                 "re-sends what is left there)");
+  app.add_option("--bundle_ack_timeout_ms", bundle_ack_timeout_ms,
+                 "re-send a bundle not acked within this time")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--outbox_capacity", outbox_capacity,
+                 "bundles held before the agent stops leasing new work")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--label", labels, "KEY=VALUE board label (repeatable)");
   app.add_option("--work_dir", work_dir);
   std::string harness_dir = TUNEFARM_DEFAULT_OPS_DIR "/common";
@@ -247,12 +262,19 @@ int Main(int argc, char** argv) {
 
   std::unique_ptr<BundleSink> sink;
   if (!analyzers.empty()) {
-    auto sender = PipelineSender::Connect(analyzers);
-    if (!sender.ok()) {
-      spdlog::critical("analyzer endpoints: {}", sender.status().ToString());
+    BundleOutbox::Options o;
+    o.endpoints = analyzers;
+    o.dir = outbox_dir.empty()
+                ? absl::StrCat(work_dir, "/", agent_id, "/outbox")
+                : outbox_dir;
+    o.ack_timeout = absl::Milliseconds(bundle_ack_timeout_ms);
+    o.capacity = outbox_capacity;
+    auto outbox = BundleOutbox::Open(std::move(o));
+    if (!outbox.ok()) {
+      spdlog::critical("profile outbox: {}", outbox.status().ToString());
       return 2;
     }
-    sink = NewPipelineBundleSink(std::move(*sender), absl::Seconds(5));
+    sink = NewPipelineBundleSink(std::move(*outbox));
   }
   if (!token_file.empty()) {
     auto token = ReadTokenFile(token_file);

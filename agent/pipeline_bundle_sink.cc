@@ -1,31 +1,30 @@
 #include "agent/pipeline_bundle_sink.h"
 
+#include <utility>
+
 namespace tunefarm {
 namespace {
 
 class PipelineBundleSink : public BundleSink {
  public:
-  PipelineBundleSink(std::unique_ptr<PipelineSender> sender,
-                     absl::Duration timeout)
-      : sender_(std::move(sender)), timeout_(timeout) {}
+  explicit PipelineBundleSink(std::unique_ptr<BundleOutbox> outbox)
+      : outbox_(std::move(outbox)) {}
 
   absl::Status Publish(const v1::ProfileBundle& bundle) override {
-    v1::PipelineMessage msg;
-    msg.set_version(1);
-    *msg.mutable_bundle() = bundle;
-    return sender_->Send(msg, timeout_);
+    return outbox_->Add(bundle);
   }
 
+  bool AcceptingWork() const override { return outbox_->AcceptingWork(); }
+
  private:
-  std::unique_ptr<PipelineSender> sender_;
-  absl::Duration timeout_;
+  std::unique_ptr<BundleOutbox> outbox_;
 };
 
 }  // namespace
 
 std::unique_ptr<BundleSink> NewPipelineBundleSink(
-    std::unique_ptr<PipelineSender> sender, absl::Duration send_timeout) {
-  return std::make_unique<PipelineBundleSink>(std::move(sender), send_timeout);
+    std::unique_ptr<BundleOutbox> outbox) {
+  return std::make_unique<PipelineBundleSink>(std::move(outbox));
 }
 
 }  // namespace tunefarm

@@ -1,17 +1,19 @@
-// A BundleSink that PUSHes profile bundles to analyzer workers over the
-// ZeroMQ pipeline (analyzer/pipeline.h). Thread-safe as PipelineSender is.
+// A BundleSink that hands profile bundles to a BundleOutbox
+// (analyzer/bundle_outbox.h): each bundle is kept on disk until an analyzer
+// acks that its diagnosis is durable, and the agent takes no new leases
+// while the outbox is full. Thread-safe as BundleOutbox is; owns the outbox.
 #ifndef TUNEFARM_AGENT_PIPELINE_BUNDLE_SINK_H_
 #define TUNEFARM_AGENT_PIPELINE_BUNDLE_SINK_H_
 
 #include <memory>
 
 #include "agent/agent.h"
-#include "analyzer/pipeline.h"
+#include "analyzer/bundle_outbox.h"
 
 namespace tunefarm {
 
 std::unique_ptr<BundleSink> NewPipelineBundleSink(
-    std::unique_ptr<PipelineSender> sender, absl::Duration send_timeout);
+    std::unique_ptr<BundleOutbox> outbox);
 
 }  // namespace tunefarm
 

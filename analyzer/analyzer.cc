@@ -239,16 +239,16 @@ std::optional<double> SizeBytes(std::string_view tok) {
 // A compiler / build log's Unified Buffer overflow, as the Ascend
 // toolchains word it ("ub overflow ... req 262400 > 196608",
 // "req ~390KB > 192KB"): the first such line wins.
-void FindUbOverflow(const v1::ProfileBundle& bundle, Signals& s) {
-  for (const v1::ProfileFile& f : bundle.files()) {
-    std::string_view path = f.path();
+void FindUbOverflow(const std::vector<InputFile>& files, Signals& s) {
+  for (const InputFile& f : files) {
+    std::string_view path = f.path;
     std::string_view base = path.substr(path.find_last_of('/') + 1);
     if (!absl::EndsWith(Av(base), ".log") ||
         absl::StartsWith(Av(base), "bubble_analysis")) {
       continue;
     }
     int line_no = 0;
-    for (absl::string_view line : absl::StrSplit(f.content(), '\n')) {
+    for (absl::string_view line : absl::StrSplit(Av(f.content), '\n')) {
       ++line_no;
       std::string l = absl::AsciiStrToLower(line);
       if (!absl::StrContains(l, "ub") || !absl::StrContains(l, "req")) continue;
@@ -262,7 +262,7 @@ void FindUbOverflow(const v1::ProfileBundle& bundle, Signals& s) {
       std::optional<double> cap = SizeBytes(std::string_view(
           line.data() + gt + 1, line.size() - gt - 1));
       if (!want || !cap || *cap <= 0 || *want <= *cap) continue;
-      s.ub_request = Cite{f.path(),
+      s.ub_request = Cite{f.path,
                           absl::StrCat("line ", line_no, " UB request (bytes)"),
                           *want};
       s.ub_capacity_bytes = *cap;
@@ -296,6 +296,12 @@ int SeverityRank(const std::string& s) {
 
 v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
                       const v1::ProfileBundle* parent) {
+  return AnalyzeFiles(bundle, FilesOf(bundle), parent);
+}
+
+v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
+                           const std::vector<InputFile>& files,
+                           const v1::ProfileBundle* parent) {
   v1::Diagnosis d;
   d.set_bundle_id(bundle.bundle_id());
   d.set_sweep_id(bundle.sweep_id());
@@ -305,7 +311,6 @@ v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
   d.set_bound("unknown");
   d.set_operator_type("unknown");
 
-  std::vector<InputFile> files = FilesOf(bundle);
   ProfileData p = ReadProfile(files);
   for (const std::string& f : p.formats) d.add_formats(f);
 
@@ -523,7 +528,7 @@ v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
     }
   }
 
-  FindUbOverflow(bundle, s);
+  FindUbOverflow(files, s);
   Classify(s, th);
   d.set_operator_type(s.operator_type);
   d.set_bound(s.bound);

@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "analyzer/profile.h"
 #include "tunefarm/v1/pipeline.pb.h"
 #include "tunefarm/v1/types.pb.h"
 
@@ -31,6 +33,14 @@ inline constexpr int kMaxSuggestions = 3;
 // its profile).
 v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
                       const v1::ProfileBundle* parent = nullptr);
+
+// As Analyze, on `files` (views the caller keeps alive, e.g. a mapped file)
+// instead of bundle.files(), which is ignored; the rest of `bundle` (ids,
+// chip, params, capabilities) still applies. Saves copying tens of MB of
+// profile into a bundle when the files are on disk.
+v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
+                           const std::vector<InputFile>& files,
+                           const v1::ProfileBundle* parent = nullptr);
 
 // Parse errors counted by format: the evidence gaps that name a format (a
 // file that failed to parse, or a task table with malformed rows dropped).

@@ -1,11 +1,13 @@
-// tunefarm-analyzer: one analyzer worker process. It binds a ZeroMQ PULL
-// endpoint for profile bundles, pushes each bundle's diagnosis to the
-// coordinator, and serves Prometheus metrics. SIGTERM or SIGINT stops it
+// tunefarm-analyzer: one analyzer worker process. It binds a ZeroMQ ROUTER
+// endpoint for profile bundles, sends each bundle's diagnosis to the
+// coordinator, acks the bundle once the coordinator acked the diagnosis,
+// and serves Prometheus metrics. SIGTERM or SIGINT stops it
 // cleanly (exit status 0).
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <ctime>
 #include <exception>
@@ -42,6 +44,9 @@ struct Flags {
   std::string metrics_port_file;
   std::string id;
   std::string log_level = "info";
+  int64_t ack_timeout_ms = 10000;
+  std::string hold_file;
+  std::string hold_stage;
 };
 
 // The Prometheus side of the worker's counters. The worker keeps plain
@@ -57,9 +62,27 @@ class Metrics {
                      .Add({})),
         diagnoses_(prometheus::BuildCounter()
                        .Name("tunefarm_analyzer_diagnoses_total")
-                       .Help("Diagnoses handed to the coordinator")
+                       .Help("Diagnoses the coordinator acked as durable")
                        .Register(registry)
                        .Add({})),
+        redeliveries_(prometheus::BuildCounter()
+                          .Name("tunefarm_analyzer_redeliveries_total")
+                          .Help("Bundles received again after their agent "
+                                "saw no ack in time")
+                          .Register(registry)
+                          .Add({})),
+        duplicates_(prometheus::BuildCounter()
+                        .Name("tunefarm_analyzer_duplicate_diagnoses_total")
+                        .Help("Diagnoses the coordinator already held for "
+                              "their round (acked, not stored again)")
+                        .Register(registry)
+                        .Add({})),
+        rejected_(prometheus::BuildCounter()
+                      .Name("tunefarm_analyzer_rejected_diagnoses_total")
+                      .Help("Diagnoses the coordinator can never record "
+                            "(unknown round, stale epoch)")
+                      .Register(registry)
+                      .Add({})),
         garbled_(prometheus::BuildCounter()
                      .Name("tunefarm_analyzer_garbled_messages_total")
                      .Help("Pipeline messages dropped as garbled")
@@ -67,7 +90,8 @@ class Metrics {
                      .Add({})),
         send_failures_(prometheus::BuildCounter()
                            .Name("tunefarm_analyzer_send_failures_total")
-                           .Help("Diagnoses no coordinator took (dropped)")
+                           .Help("Diagnoses the coordinator did not ack in "
+                                 "time (their bundles are re-sent)")
                            .Register(registry)
                            .Add({})),
         analysis_seconds_(
@@ -75,16 +99,27 @@ class Metrics {
                 .Name("tunefarm_analyzer_analysis_seconds")
                 .Help("Wall time of one bundle's analysis")
                 .Register(registry)
-                .Add({}, prometheus::Histogram::BucketBoundaries{
-                             0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5})),
+                .Add({},
+                     prometheus::Histogram::BucketBoundaries{
+                         0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5})),
         bundle_bytes_(
             prometheus::BuildHistogram()
                 .Name("tunefarm_analyzer_bundle_bytes")
                 .Help("Serialized size of each analysed profile bundle")
                 .Register(registry)
-                .Add({}, prometheus::Histogram::BucketBoundaries{
-                             1 << 10, 1 << 14, 1 << 17, 1 << 20, 1 << 22,
-                             1 << 24, 1 << 26, 1 << 28})),
+                .Add({},
+                     prometheus::Histogram::BucketBoundaries{
+                         1 << 10, 1 << 14, 1 << 17, 1 << 20, 1 << 22, 1 << 24,
+                         1 << 26, 1 << 28})),
+        lag_seconds_(prometheus::BuildHistogram()
+                         .Name("tunefarm_analyzer_bundle_lag_seconds")
+                         .Help("From a bundle's creation on its board to its "
+                               "diagnosis being durable in the coordinator")
+                         .Register(registry)
+                         .Add({},
+                              prometheus::Histogram::BucketBoundaries{
+                                  0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+                                  300, 900})),
         parse_errors_(prometheus::BuildCounter()
                           .Name("tunefarm_analyzer_parse_errors_total")
                           .Help("Profile files that failed to parse (or "
@@ -95,6 +130,10 @@ class Metrics {
   void ObserveAnalysis(const AnalysisReport& r) {
     analysis_seconds_.Observe(absl::ToDoubleSeconds(r.took));
     bundle_bytes_.Observe(static_cast<double>(r.bundle_bytes));
+    if (r.lag.has_value()) {
+      // Clocks of different hosts may disagree a little; never negative.
+      lag_seconds_.Observe(std::max(0.0, absl::ToDoubleSeconds(*r.lag)));
+    }
     for (const auto& [format, n] : r.parse_errors) {
       parse_errors_.Add({{"format", format}}).Increment(static_cast<double>(n));
     }
@@ -103,6 +142,9 @@ class Metrics {
   // Called from one thread only.
   void Sync(const AnalyzerStats& now) {
     bundles_.Increment(now.bundles_received - last_.bundles_received);
+    redeliveries_.Increment(now.redeliveries - last_.redeliveries);
+    duplicates_.Increment(now.duplicates - last_.duplicates);
+    rejected_.Increment(now.rejected - last_.rejected);
     diagnoses_.Increment(now.diagnoses_sent - last_.diagnoses_sent);
     garbled_.Increment(now.garbled - last_.garbled);
     send_failures_.Increment(now.send_failures - last_.send_failures);
@@ -112,18 +154,22 @@ class Metrics {
  private:
   prometheus::Counter& bundles_;
   prometheus::Counter& diagnoses_;
+  prometheus::Counter& redeliveries_;
+  prometheus::Counter& duplicates_;
+  prometheus::Counter& rejected_;
   prometheus::Counter& garbled_;
   prometheus::Counter& send_failures_;
   prometheus::Histogram& analysis_seconds_;
   prometheus::Histogram& bundle_bytes_;
+  prometheus::Histogram& lag_seconds_;
   prometheus::Family<prometheus::Counter>& parse_errors_;
   AnalyzerStats last_;
 };
 
 int RunAnalyzer(const Flags& flags) {
   InitLogging("analyzer", flags.log_level);
-  std::string id = flags.id.empty() ? absl::StrCat("analyzer-", getpid())
-                                    : flags.id;
+  std::string id =
+      flags.id.empty() ? absl::StrCat("analyzer-", getpid()) : flags.id;
 
   // SIGTERM/SIGINT are blocked in every thread (threads started later, such
   // as ZeroMQ's and civetweb's, inherit the mask) and taken synchronously
@@ -155,8 +201,8 @@ int RunAnalyzer(const Flags& flags) {
   // Port 0 asks civetweb for a free port; GetListeningPorts() has the real
   // one.
   std::vector<int> ports = exposer->GetListeningPorts();
-  std::string host = flags.metrics_address.substr(
-      0, flags.metrics_address.rfind(':'));
+  std::string host =
+      flags.metrics_address.substr(0, flags.metrics_address.rfind(':'));
   spdlog::info("metrics on http://{}:{}/metrics", host,
                ports.empty() ? 0 : ports.front());
   Metrics metrics(*registry);
@@ -170,6 +216,9 @@ int RunAnalyzer(const Flags& flags) {
   options.bind_endpoint = flags.bind;
   options.coordinator_endpoints =
       absl::StrSplit(flags.coordinator, ',', absl::SkipWhitespace());
+  options.ack_timeout = absl::Milliseconds(flags.ack_timeout_ms);
+  options.hold_file = flags.hold_file;
+  options.hold_stage = flags.hold_stage;
   options.on_analyzed = [&metrics](const AnalysisReport& r) {
     metrics.ObserveAnalysis(r);
   };
@@ -221,8 +270,9 @@ int RunAnalyzer(const Flags& flags) {
 
 int main(int argc, char** argv) {
   tunefarm::Flags flags;
-  CLI::App app{"tunefarm analyzer worker: profile bundles in (ZeroMQ PULL), "
-               "diagnoses out (ZeroMQ PUSH to the coordinator)"};
+  CLI::App app{
+      "tunefarm analyzer worker: profile bundles in (ZeroMQ ROUTER, "
+      "acked once durable), diagnoses out (to the coordinator)"};
   app.add_option("--bind", flags.bind,
                  "ZeroMQ endpoint to bind for bundles; port * picks one")
       ->capture_default_str();
@@ -230,7 +280,7 @@ int main(int argc, char** argv) {
                  "once bound, write the real endpoint here (atomically, no "
                  "trailing newline)");
   app.add_option("--coordinator", flags.coordinator,
-                 "the coordinator's diagnosis PULL endpoint(s), comma "
+                 "the coordinator's diagnosis endpoint(s), comma "
                  "separated")
       ->required();
   app.add_option("--metrics_address", flags.metrics_address,
@@ -238,6 +288,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--metrics_port_file", flags.metrics_port_file,
                  "write the bound metrics port here (launchers, tests)");
+  app.add_option("--ack_timeout_ms", flags.ack_timeout_ms,
+                 "how long a diagnosis waits for the coordinator's ack; "
+                 "without it the bundle is not acked and its agent re-sends")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--test_hold_file", flags.hold_file,
+                 "tests only: at --test_hold_stage, write the bundle id here "
+                 "and stall holding it (to be killed)");
+  app.add_option("--test_hold_stage", flags.hold_stage,
+                 "tests only: received (before analysis) or recorded (after "
+                 "the coordinator's ack, before acking the agent)")
+      ->check(CLI::IsMember({"received", "recorded"}));
   app.add_option("--id", flags.id, "analyzer id (default analyzer-<pid>)");
   app.add_option("--log_level", flags.log_level,
                  "trace, debug, info, warn or error")

@@ -1,7 +1,10 @@
-// The ZeroMQ seam of the profile pipeline: agents PUSH profile bundles to
-// analyzer workers, analyzer workers PUSH diagnoses to the coordinator. Every
-// ZeroMQ message is one frame holding a serialized v1::PipelineMessage with
-// version 1 (see proto/tunefarm/v1/pipeline.proto).
+// The ZeroMQ seam of the profile pipeline: agents send profile bundles to
+// analyzer workers, analyzer workers send diagnoses to the coordinator, and
+// each hop answers with a PipelineAck (see proto/tunefarm/v1/pipeline.proto
+// for the delivery guarantee). A PipelineSender is a DEALER socket connected
+// to every peer (round-robin); a PipelineReceiver is a ROUTER socket that
+// can reply to the peer a message came from. Every ZeroMQ message is one
+// frame holding a serialized v1::PipelineMessage with version 1.
 //
 // ZeroMQ stays behind this header: no zmq type leaks out, and every
 // zmq::error_t is turned into an absl::Status here.
@@ -9,7 +12,7 @@
 // All sockets share one process-wide ZeroMQ context. The context lives while
 // any PipelineSender or PipelineReceiver does; when the last one is
 // destroyed the context is terminated, which waits out the senders' linger
-// (a few seconds) so bundles already accepted by Send() still reach a live
+// (a few seconds) so messages already accepted by Send() still reach a live
 // peer before the process exits.
 #ifndef TUNEFARM_ANALYZER_PIPELINE_H_
 #define TUNEFARM_ANALYZER_PIPELINE_H_
@@ -28,9 +31,17 @@ namespace tunefarm {
 // The version this build writes and accepts in PipelineMessage.version.
 inline constexpr uint32_t kPipelineVersion = 1;
 
-// A PUSH socket connected to one or more PULL endpoints; messages are
-// spread round-robin over the connected peers. Thread-safe: Send() calls are
-// serialised internally.
+// One message as a PipelineReceiver got it: who sent it (an opaque ZeroMQ
+// identity, valid for Reply() while that peer stays connected) and what.
+struct PipelineDelivery {
+  std::string peer;
+  v1::PipelineMessage message;
+};
+
+// A DEALER socket connected to one or more PipelineReceiver endpoints;
+// messages are spread round-robin over the connected peers, and their
+// replies come back through Receive(). Thread-safe: calls are serialised
+// internally.
 class PipelineSender {
  public:
   // Connects to every endpoint (e.g. "tcp://10.0.0.5:5557"). Connecting does
@@ -48,10 +59,15 @@ class PipelineSender {
   virtual absl::Status Send(const v1::PipelineMessage& msg,
                             absl::Duration timeout) = 0;
 
+  // Waits up to `timeout` for a reply from any peer. DEADLINE_EXCEEDED when
+  // nothing came; INVALID_ARGUMENT for a garbled reply (consumed, dropped).
+  virtual absl::StatusOr<v1::PipelineMessage> Receive(
+      absl::Duration timeout) = 0;
+
   virtual const std::vector<std::string>& endpoints() const = 0;
 };
 
-// A PULL socket bound to one endpoint. Owned and used by one thread.
+// A ROUTER socket bound to one endpoint. Owned and used by one thread.
 class PipelineReceiver {
  public:
   // Binds `endpoint`; a TCP port of "*" picks a free port
@@ -69,8 +85,13 @@ class PipelineReceiver {
   // came; INVALID_ARGUMENT, saying what is wrong (not a PipelineMessage,
   // unknown version, empty payload, several frames), for a garbled message,
   // which is consumed and dropped: the receiver keeps working.
-  virtual absl::StatusOr<v1::PipelineMessage> Receive(
-      absl::Duration timeout) = 0;
+  virtual absl::StatusOr<PipelineDelivery> Receive(absl::Duration timeout) = 0;
+
+  // Sends `msg` back to `peer` (from a PipelineDelivery) without blocking.
+  // UNAVAILABLE when that peer is gone or its queue is full: the sender will
+  // re-send what it did not see acked.
+  virtual absl::Status Reply(const std::string& peer,
+                             const v1::PipelineMessage& msg) = 0;
 };
 
 }  // namespace tunefarm

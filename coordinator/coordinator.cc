@@ -1070,7 +1070,6 @@ void Coordinator::WriteReport(const v1::Sweep& sweep,
 // --- analyzers --------------------------------------------------------------
 
 absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
-  if (metrics_ != nullptr) metrics_->DiagnosisRecorded();
   SweepRuntime* s = FindSweep(diagnosis.sweep_id());
   SweepRuntime finished;  // a sweep that has ended, loaded from the store
   if (s == nullptr) {
@@ -1091,6 +1090,16 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
         "diagnosis for epoch ", diagnosis.epoch(), " of round ",
         round.round_id(), ", whose current epoch is ", round.lease().epoch()));
   }
+  // Analyzers deliver at least once (a bundle whose ack was lost is
+  // analysed again): the first diagnosis of a round's epoch is the record.
+  if (round.has_diagnosis() && round.diagnosis().epoch() == diagnosis.epoch()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("round ", round.round_id(), " of sweep ",
+                     diagnosis.sweep_id(), " already has a diagnosis (bundle ",
+                     round.diagnosis().bundle_id(), ")"));
+  }
+  std::optional<v1::Diagnosis> before;
+  if (round.has_diagnosis()) before = round.diagnosis();
   *round.mutable_diagnosis() = diagnosis;
   Txn txn;
   txn.writes.PutRound(round);
@@ -1110,7 +1119,17 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
     txn.touched.erase(s);
     txn.writes.PutSweep(finished.sweep);
   }
-  TF_RETURN_IF_ERROR(Commit(txn));
+  if (absl::Status st = Commit(txn); !st.ok()) {
+    // Not durable, so not acked: the re-sent diagnosis must not be taken
+    // for a duplicate of this one.
+    if (before.has_value()) {
+      *round.mutable_diagnosis() = *std::move(before);
+    } else {
+      round.clear_diagnosis();
+    }
+    return st;
+  }
+  if (metrics_ != nullptr) metrics_->DiagnosisRecorded();
   if (s == &finished) {
     if (event_listener_) event_listener_(finished.sweep.sweep_id());
     WriteReport(finished.sweep, finished.rounds);

@@ -91,7 +91,9 @@ class Coordinator {
       const v1::ReportResultRequest& request);
 
   // --- analyzers ---------------------------------------------------------
-  // Attaches a diagnosis to its round (running or finished sweep).
+  // Attaches a diagnosis to its round (running or finished sweep) and
+  // commits it. Idempotent per (sweep, round, epoch): ALREADY_EXISTS, with
+  // nothing written, when the round already has a diagnosis for that epoch.
   absl::Status RecordDiagnosis(const v1::Diagnosis& diagnosis);
 
   // Expires leases, notices lost agents and time limits. Call periodically.

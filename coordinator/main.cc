@@ -62,7 +62,7 @@ int Main(int argc, char** argv) {
   app.add_option("--listen", listen, "gRPC address; port 0 picks one");
   app.add_option("--port_file", port_file, "write the bound gRPC port here");
   app.add_option("--diagnosis_bind", diagnosis_bind,
-                 "ZeroMQ PULL endpoint for analyzers' diagnoses");
+                 "ZeroMQ ROUTER endpoint for analyzers' diagnoses");
   app.add_option("--diagnosis_endpoint_file", diagnosis_endpoint_file,
                  "write the bound diagnosis endpoint here");
   app.add_option("--ops_dir", ops_dirs, "operator package folders")
@@ -174,22 +174,46 @@ int Main(int argc, char** argv) {
                           (*receiver)->bound_endpoint() + "\n");
   }
   std::atomic<bool> stop{false};
+  // Diagnosis intake: each diagnosis is recorded on the control loop and
+  // acked only once it is durable, or will never be (then the ack says
+  // why), so the analyzer and the agent behind it re-send anything else.
   std::thread intake([&] {
     while (!stop.load()) {
-      auto msg = (*receiver)->Receive(absl::Milliseconds(200));
-      if (!msg.ok()) {
-        if (!absl::IsDeadlineExceeded(msg.status())) {
-          spdlog::warn("diagnosis intake: {}", msg.status().ToString());
+      auto in = (*receiver)->Receive(absl::Milliseconds(200));
+      if (!in.ok()) {
+        if (!absl::IsDeadlineExceeded(in.status())) {
+          spdlog::warn("diagnosis intake: {}", in.status().ToString());
         }
         continue;
       }
-      if (!msg->has_diagnosis()) {
+      if (!in->message.has_diagnosis()) {
         spdlog::warn("diagnosis intake: message without a diagnosis dropped");
         continue;
       }
+      const v1::Diagnosis& d = in->message.diagnosis();
       absl::Status st =
-          loop.Call([&] { return coordinator.RecordDiagnosis(msg->diagnosis()); });
-      if (!st.ok()) spdlog::warn("diagnosis dropped: {}", st.ToString());
+          loop.Call([&] { return coordinator.RecordDiagnosis(d); });
+      v1::PipelineMessage reply;
+      v1::PipelineAck* ack = reply.mutable_ack();
+      ack->set_bundle_id(d.bundle_id());
+      ack->set_sweep_id(d.sweep_id());
+      ack->set_round_id(d.round_id());
+      if (absl::IsAlreadyExists(st)) {
+        ack->set_duplicate(true);
+      } else if (absl::IsNotFound(st) || absl::IsFailedPrecondition(st) ||
+                 absl::IsInvalidArgument(st)) {
+        spdlog::warn("diagnosis rejected: {}", st.ToString());
+        ack->set_rejected(std::string(st.message()));
+      } else if (!st.ok()) {
+        spdlog::warn(
+            "diagnosis of bundle {} not recorded, not acked (it "
+            "will be re-sent): {}",
+            d.bundle_id(), st.ToString());
+        continue;
+      }
+      if (absl::Status sent = (*receiver)->Reply(in->peer, reply); !sent.ok()) {
+        spdlog::warn("diagnosis intake: {}", sent.ToString());
+      }
     }
   });
 

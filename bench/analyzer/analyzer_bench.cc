@@ -4,9 +4,10 @@
 // For each case (an msprof op_summary and a torch_npu kernel_details), the
 // real fixture's data rows are repeated until the file reaches --mb MB, the
 // file is written to a temporary folder, and then
-//   - tunefarm: read the file + Analyze() on a bundle holding it (the full
-//     diagnosis: per-op aggregation, hotspots, pipe ratios, timeline,
-//     rules, perf-analysis.md), best of --repeats;
+//   - tunefarm, end to end: map the file (MappedFile) + AnalyzeFiles() on
+//     the mapped text (the full diagnosis: per-op aggregation, hotspots,
+//     pipe ratios, timeline, rules, perf-analysis.md), best of --repeats;
+//     and Analyze() alone on a bundle already in memory (a worker's case);
 //   - pandas: pandas_baseline.py in a python3 subprocess: read_csv, group by
 //     op name, sum the duration, top 10, best of --repeats, timed inside
 //     the script (interpreter start and import excluded).
@@ -14,13 +15,15 @@
 // Prints one line per case with MB/s and the ratio. Nothing is committed:
 // the big files live in $TMPDIR and are removed at the end.
 //
-//   build/bin/analyzer_bench [--mb 64] [--repeats 3] [--python /usr/bin/python3]
+//   build/bin/analyzer_bench [--mb 64] [--repeats 3] [--python
+//   /usr/bin/python3]
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,6 +33,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "analyzer/analyzer.h"
+#include "analyzer/mapped_file.h"
 #include "analyzer/profile.h"
 #include "common/files.h"
 #include "nlohmann/json.hpp"
@@ -54,23 +58,6 @@ constexpr Case kCases[] = {
     {"torch_npu kernel_details", "msprof_analyze_arithmetic/kernel_details.csv",
      "ASCEND_PROFILER_OUTPUT/kernel_details.csv", "Name", "Duration(us)"},
 };
-
-// The whole file in one read (common/files.h's stream copy is several
-// times slower on tens of MB, and pandas reads with a plain read too).
-absl::StatusOr<std::string> ReadWhole(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::fseek(f, 0, SEEK_END);
-  long n = std::ftell(f);
-  std::fseek(f, 0, SEEK_SET);
-  std::string out(static_cast<size_t>(std::max(0L, n)), '\0');
-  size_t got = std::fread(out.data(), 1, out.size(), f);
-  std::fclose(f);
-  if (got != out.size()) {
-    return absl::DataLossError(absl::StrCat("short read of ", path));
-  }
-  return out;
-}
 
 double Seconds(std::chrono::steady_clock::time_point a,
                std::chrono::steady_clock::time_point b) {
@@ -110,9 +97,12 @@ int Run(int argc, char** argv) {
       access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--mb") mb = std::atof(argv[i + 1]);
-    else if (a == "--repeats") repeats = std::max(1, std::atoi(argv[i + 1]));
-    else if (a == "--python") python = argv[i + 1];
+    if (a == "--mb")
+      mb = std::atof(argv[i + 1]);
+    else if (a == "--repeats")
+      repeats = std::max(1, std::atoi(argv[i + 1]));
+    else if (a == "--python")
+      python = argv[i + 1];
     else {
       std::fprintf(stderr, "usage: %s [--mb N] [--repeats N] [--python P]\n",
                    argv[0]);
@@ -126,8 +116,8 @@ int Run(int argc, char** argv) {
   }
   int rc = 0;
   std::string pandas_version = "?";
-  // tunefarm_s: read the file + Analyze; analyze_s: Analyze alone on the
-  // bundle in memory (a worker's case: bundles arrive over ZeroMQ).
+  // tunefarm_s: file to diagnosis; analyze_s: Analyze alone on the bundle
+  // in memory (a worker's case: bundles arrive over ZeroMQ).
   std::printf("%-26s %6s %8s %10s %8s %10s %8s %10s %8s %8s %8s\n", "case",
               "MB", "rows", "tunefarm_s", "MB/s", "analyze_s", "MB/s",
               "pandas_s", "MB/s", "ratio", "ratio_mem");
@@ -149,41 +139,66 @@ int Run(int argc, char** argv) {
     big->clear();
     big->shrink_to_fit();
 
-    double best = 1e30, best_mem = 1e30;
-    v1::Diagnosis d;
-    for (int r = 0; r < repeats; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      absl::StatusOr<std::string> text = ReadWhole(file);
+    // The in-memory case gets its bundle once, outside the timing.
+    v1::ProfileBundle bundle;
+    bundle.set_bundle_id("bench");
+    {
+      absl::StatusOr<std::string> text = ReadFile(file);
       if (!text.ok()) {
         std::fprintf(stderr, "%s\n", text.status().ToString().c_str());
         return 1;
       }
-      v1::ProfileBundle bundle;
-      bundle.set_bundle_id("bench");
       v1::ProfileFile* f = bundle.add_files();
       f->set_path(c.bundle_path);
-      f->set_content(std::move(*text));
+      f->set_content(*std::move(text));
+    }
+    double best = 1e30, best_mem = 1e30;
+    v1::Diagnosis d;
+    for (int r = 0; r < repeats; ++r) {
+      // End to end: the file on disk to the diagnosis, as `tunefarm
+      // analyze` does it (map the file, analyse the mapped text).
+      auto t0 = std::chrono::steady_clock::now();
+      {
+        absl::StatusOr<MappedFile> mapped = MappedFile::Open(file);
+        if (!mapped.ok()) {
+          std::fprintf(stderr, "%s\n", mapped.status().ToString().c_str());
+          return 1;
+        }
+        v1::ProfileBundle meta;
+        meta.set_bundle_id("bench");
+        d = AnalyzeFiles(meta, {{c.bundle_path, mapped->text()}});
+      }
       auto t1 = std::chrono::steady_clock::now();
-      d = Analyze(bundle);
+      v1::Diagnosis in_memory = Analyze(bundle);
       auto t2 = std::chrono::steady_clock::now();
-      best = std::min(best, Seconds(t0, t2));
+      best = std::min(best, Seconds(t0, t1));
       best_mem = std::min(best_mem, Seconds(t1, t2));
-      absl::StatusOr<TaskTable> parsed =
-          ParseTaskTable(bundle.files(0).content(), c.bundle_path);
-      auto t3 = std::chrono::steady_clock::now();
+      if (in_memory.hotspots_size() != d.hotspots_size()) {
+        std::fprintf(stderr, "%s: mapped and in-memory analyses differ\n",
+                     c.name);
+        rc = 1;
+      }
       if (getenv("TUNEFARM_BENCH_VERBOSE") != nullptr) {
-        std::fprintf(stderr, "  read %.3f s, analyze %.3f s, parse only %.3f s\n",
-                     Seconds(t0, t1), Seconds(t1, t2), Seconds(t2, t3));
+        auto t3 = std::chrono::steady_clock::now();
+        absl::StatusOr<TaskTable> parsed =
+            ParseTaskTable(bundle.files(0).content(), c.bundle_path);
+        auto t4 = std::chrono::steady_clock::now();
+        std::fprintf(stderr,
+                     "  end to end %.3f s, analyze in memory %.3f s, parse "
+                     "only %.3f s\n",
+                     Seconds(t0, t1), Seconds(t1, t2), Seconds(t3, t4));
       }
     }
+    bundle.Clear();
 
-    std::string cmd = absl::StrCat(python, " ", TUNEFARM_BENCH_PANDAS_SCRIPT,
-                                   " '", file, "' '", c.name_col, "' '",
-                                   c.dur_col, "' ", repeats);
+    std::string cmd =
+        absl::StrCat(python, " ", TUNEFARM_BENCH_PANDAS_SCRIPT, " '", file,
+                     "' '", c.name_col, "' '", c.dur_col, "' ", repeats);
     FILE* p = popen(cmd.c_str(), "r");
     std::string out;
     char buf[4096];
-    while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+    while (p != nullptr && std::fgets(buf, sizeof buf, p) != nullptr)
+      out += buf;
     int prc = p == nullptr ? -1 : pclose(p);
     nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
     if (prc != 0 || j.is_discarded() || !j.contains("seconds")) {
@@ -196,7 +211,8 @@ int Run(int argc, char** argv) {
 
     // Same answer? Top-10 by name and sum.
     std::map<std::string, double> ours, theirs;
-    for (const v1::Hotspot& h : d.hotspots()) ours[h.op_name()] = h.duration_us();
+    for (const v1::Hotspot& h : d.hotspots())
+      ours[h.op_name()] = h.duration_us();
     for (const auto& row : j["top"]) {
       theirs[row[0].get<std::string>()] = row[1].get<double>();
     }
@@ -208,8 +224,10 @@ int Run(int argc, char** argv) {
     }
     if (!same) {
       std::fprintf(stderr, "%s: top-10 differs from pandas'\n", c.name);
-      for (const auto& [n, v] : ours) std::fprintf(stderr, "  ours %s %.3f\n", n.c_str(), v);
-      for (const auto& [n, v] : theirs) std::fprintf(stderr, "  pandas %s %.3f\n", n.c_str(), v);
+      for (const auto& [n, v] : ours)
+        std::fprintf(stderr, "  ours %s %.3f\n", n.c_str(), v);
+      for (const auto& [n, v] : theirs)
+        std::fprintf(stderr, "  pandas %s %.3f\n", n.c_str(), v);
       rc = 1;
     }
     if (j["rows"].get<int64_t>() != rows) {
@@ -227,8 +245,8 @@ int Run(int argc, char** argv) {
     std::fflush(stdout);
     (void)RemoveAll(file);
   }
-  std::printf("pandas %s; top-10 cross-checked: %s\n",
-              pandas_version.c_str(), rc == 0 ? "agree" : "DIFFER");
+  std::printf("pandas %s; top-10 cross-checked: %s\n", pandas_version.c_str(),
+              rc == 0 ? "agree" : "DIFFER");
   (void)RemoveAll(*dir);
   return rc;
 }

@@ -38,26 +38,65 @@ TEST(PipelineTest, SendAndReceiveOverTcpLoopback) {
   std::unique_ptr<PipelineReceiver> receiver = BindLoopback();
   ASSERT_NE(receiver, nullptr);
   EXPECT_THAT(receiver->bound_endpoint(), HasSubstr("tcp://127.0.0.1:"));
-  EXPECT_THAT(receiver->bound_endpoint(),
-              ::testing::Not(HasSubstr("*")));
+  EXPECT_THAT(receiver->bound_endpoint(), ::testing::Not(HasSubstr("*")));
   absl::StatusOr<std::unique_ptr<PipelineSender>> sender =
       PipelineSender::Connect({receiver->bound_endpoint()});
   ASSERT_TRUE(sender.ok()) << sender.status();
 
   ASSERT_TRUE((*sender)->Send(BundleMessage("b1"), kWait).ok());
-  absl::StatusOr<v1::PipelineMessage> got = receiver->Receive(kWait);
+  absl::StatusOr<PipelineDelivery> got = receiver->Receive(kWait);
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->version(), kPipelineVersion);  // filled in by Send
-  ASSERT_TRUE(got->has_bundle());
-  EXPECT_EQ(got->bundle().bundle_id(), "b1");
-  EXPECT_EQ(got->bundle().files(0).content(),
+  EXPECT_EQ(got->message.version(), kPipelineVersion);  // filled in by Send
+  ASSERT_TRUE(got->message.has_bundle());
+  EXPECT_EQ(got->message.bundle().bundle_id(), "b1");
+  EXPECT_EQ(got->message.bundle().files(0).content(),
             "Op Name,Task Duration(us)\nk,1\n");
+  EXPECT_FALSE(got->peer.empty());
+
+  // The reply goes back to that sender.
+  v1::PipelineMessage ack;
+  ack.mutable_ack()->set_bundle_id("b1");
+  ASSERT_TRUE(receiver->Reply(got->peer, ack).ok());
+  absl::StatusOr<v1::PipelineMessage> reply = (*sender)->Receive(kWait);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->version(), kPipelineVersion);
+  EXPECT_EQ(reply->ack().bundle_id(), "b1");
+  EXPECT_EQ((*sender)->Receive(absl::Milliseconds(20)).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(PipelineTest, ReplyToAPeerThatIsGoneIsUnavailable) {
+  std::unique_ptr<PipelineReceiver> receiver = BindLoopback();
+  ASSERT_NE(receiver, nullptr);
+  v1::PipelineMessage ack;
+  ack.mutable_ack()->set_bundle_id("b1");
+  absl::Status st = receiver->Reply("no such peer", ack);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable) << st;
+  EXPECT_EQ(receiver->Reply("x", v1::PipelineMessage()).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Profiles of big kernels run to tens of MB; one message carries them whole.
+TEST(PipelineTest, ThirtyMegabytePayloadArrivesIntact) {
+  std::unique_ptr<PipelineReceiver> receiver = BindLoopback();
+  ASSERT_NE(receiver, nullptr);
+  absl::StatusOr<std::unique_ptr<PipelineSender>> sender =
+      PipelineSender::Connect({receiver->bound_endpoint()});
+  ASSERT_TRUE(sender.ok());
+  v1::PipelineMessage big = BundleMessage("big");
+  std::string content(30 << 20, 'x');
+  for (size_t i = 0; i < content.size(); i += 4096) content[i] = 'a' + i % 26;
+  big.mutable_bundle()->mutable_files(0)->set_content(content);
+  ASSERT_TRUE((*sender)->Send(big, kWait).ok());
+  absl::StatusOr<PipelineDelivery> got = receiver->Receive(kWait);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->message.bundle().files(0).content() == content);
 }
 
 TEST(PipelineTest, ReceiveTimesOutWhenNothingCame) {
   std::unique_ptr<PipelineReceiver> receiver = BindLoopback();
   ASSERT_NE(receiver, nullptr);
-  absl::StatusOr<v1::PipelineMessage> got =
+  absl::StatusOr<PipelineDelivery> got =
       receiver->Receive(absl::Milliseconds(20));
   EXPECT_EQ(got.status().code(), absl::StatusCode::kDeadlineExceeded);
 }
@@ -66,10 +105,10 @@ TEST(PipelineTest, GarbledFramesAreRejectedAndTheReceiverKeepsWorking) {
   std::unique_ptr<PipelineReceiver> receiver = BindLoopback();
   ASSERT_NE(receiver, nullptr);
 
-  // A raw PUSH socket, so the test can put any bytes on the wire. All
+  // A raw DEALER socket, so the test can put any bytes on the wire. All
   // frames go over this one connection, so they arrive in order.
   zmq::context_t ctx(1);
-  zmq::socket_t raw(ctx, zmq::socket_type::push);
+  zmq::socket_t raw(ctx, zmq::socket_type::dealer);
   raw.set(zmq::sockopt::linger, 0);
   raw.connect(receiver->bound_endpoint());
 
@@ -84,8 +123,7 @@ TEST(PipelineTest, GarbledFramesAreRejectedAndTheReceiverKeepsWorking) {
            zmq::send_flags::none);
   raw.send(zmq::buffer(wrong_version.SerializeAsString()),
            zmq::send_flags::none);
-  raw.send(zmq::buffer(no_payload.SerializeAsString()),
-           zmq::send_flags::none);
+  raw.send(zmq::buffer(no_payload.SerializeAsString()), zmq::send_flags::none);
   raw.send(zmq::message_t(), zmq::send_flags::none);  // empty frame
   raw.send(zmq::buffer(good.SerializeAsString()), zmq::send_flags::sndmore);
   raw.send(zmq::buffer(std::string("tail")), zmq::send_flags::none);
@@ -99,14 +137,14 @@ TEST(PipelineTest, GarbledFramesAreRejectedAndTheReceiverKeepsWorking) {
                {"empty frame"},
                {"2 frames"}};
   for (const Want& want : wants) {
-    absl::StatusOr<v1::PipelineMessage> got = receiver->Receive(kWait);
+    absl::StatusOr<PipelineDelivery> got = receiver->Receive(kWait);
     ASSERT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument)
         << "want " << want.text << ", got " << got.status();
     EXPECT_THAT(got.status().message(), HasSubstr(want.text));
   }
-  absl::StatusOr<v1::PipelineMessage> got = receiver->Receive(kWait);
+  absl::StatusOr<PipelineDelivery> got = receiver->Receive(kWait);
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->bundle().bundle_id(), "good");
+  EXPECT_EQ(got->message.bundle().bundle_id(), "good");
 }
 
 TEST(PipelineTest, SendWithoutAPeerIsUnavailable) {
@@ -164,18 +202,18 @@ TEST(PipelineTest, OneSenderSharedByThreads) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kEach; ++i) {
-        EXPECT_TRUE((*sender)
-                        ->Send(BundleMessage(std::to_string(t * kEach + i)),
-                               kWait)
-                        .ok());
+        EXPECT_TRUE(
+            (*sender)
+                ->Send(BundleMessage(std::to_string(t * kEach + i)), kWait)
+                .ok());
       }
     });
   }
   std::vector<bool> seen(kThreads * kEach, false);
   for (int n = 0; n < kThreads * kEach; ++n) {
-    absl::StatusOr<v1::PipelineMessage> got = receiver->Receive(kWait);
+    absl::StatusOr<PipelineDelivery> got = receiver->Receive(kWait);
     ASSERT_TRUE(got.ok()) << got.status();
-    seen.at(std::stoi(got->bundle().bundle_id())) = true;
+    seen.at(std::stoi(got->message.bundle().bundle_id())) = true;
   }
   for (std::thread& t : threads) t.join();
   for (bool s : seen) EXPECT_TRUE(s);

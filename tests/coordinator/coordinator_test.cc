@@ -1316,15 +1316,30 @@ TEST_F(CoordinatorTest, DiagnosisIsAttachedToItsRound) {
   cancel.set_sweep_id(id);
   ASSERT_TRUE(coord_->CancelSweep(cancel, AnonymousAdmin()).ok());
   const int64_t seq_before = StoredSweep(id).last_event_seq();
-  d.set_bound("compute");
-  st = coord_->RecordDiagnosis(d);
+  v1::Diagnosis later = d;
+  later.set_round_id(1);
+  later.set_epoch(StoredRound(id, 1).lease().epoch());
+  later.set_bound("compute");
+  st = coord_->RecordDiagnosis(later);
   ASSERT_TRUE(st.ok()) << st;
-  EXPECT_EQ(StoredRound(id, 0).diagnosis().bound(), "compute");
+  EXPECT_EQ(StoredRound(id, 1).diagnosis().bound(), "compute");
   const v1::Sweep s = StoredSweep(id);
   EXPECT_EQ(s.last_event_seq(), seq_before + 1);
   EXPECT_EQ(s.state(), v1::SWEEP_STATE_CANCELLED);
-  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_DIAGNOSIS, 0), 2);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_DIAGNOSIS, 1), 1);
   ExpectEventLogConsistent(id);
+  EXPECT_EQ(metrics_.diagnoses, 2);
+
+  // A re-delivered diagnosis (the analyzer's ack was lost) is acked as a
+  // duplicate and stored once: the first one stays, no second event.
+  v1::Diagnosis again = d;
+  again.set_bound("latency");
+  EXPECT_EQ(coord_->RecordDiagnosis(again).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(StoredRound(id, 0).diagnosis().bound(), "memory");
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_DIAGNOSIS, 0), 1);
+  EXPECT_EQ(StoredSweep(id).last_event_seq(), seq_before + 1);
+  EXPECT_EQ(metrics_.diagnoses, 2);
   wrong = d;
   wrong.set_epoch(7);
   EXPECT_EQ(coord_->RecordDiagnosis(wrong).code(),
