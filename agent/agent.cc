@@ -1,6 +1,7 @@
 #include "agent/agent.h"
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,9 @@ struct Agent::Slot {
   absl::Mutex mu;
   std::string lease_id ABSL_GUARDED_BY(mu);  // "" when free
   std::atomic<bool> cancel{false};           // the current lease was revoked
+  // The lease held ahead (build/run overlap): runs after lease_id.
+  std::optional<v1::WorkItem> ahead ABSL_GUARDED_BY(mu);
+  std::atomic<bool> ahead_cancel{false};  // aborts its build
 };
 
 void SleepUnlessStopped(const std::atomic<bool>& stop, absl::Duration d) {
@@ -109,6 +113,13 @@ void Agent::HeartbeatLoop(const std::atomic<bool>& stop) {
         }
       }
     }
+    for (const std::string& board_id : response->readmitted_board_ids()) {
+      for (auto& slot : slots_) {
+        if (slot->board->info().board_id() != board_id) continue;
+        spdlog::info("{} re-admitted by an admin: quarantine lifted", board_id);
+        slot->board->Readmit();
+      }
+    }
   }
 }
 
@@ -121,6 +132,11 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
     // work: its faults must not be blamed on variants.
     if (slot.board->info().state() == v1::BOARD_STATE_QUARANTINED) {
       SleepUnlessStopped(stop, absl::Seconds(1));
+      continue;
+    }
+    // A lease held ahead is already ours: run it before asking for more.
+    if (v1::WorkItem work; TakeAhead(slot, &work)) {
+      RunLease(slot, work, stop);
       continue;
     }
     // Profile bundles wait for the analyzers: take no more work than they
@@ -163,37 +179,48 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
                work.sweep_id(), work.round_id());
 
   // Keep the lease alive while the board works; a refused renewal means the
-  // coordinator gave the round away, so the board stops.
-  std::atomic<bool> done{false};
+  // coordinator gave the round away, so the board stops. The lease held
+  // ahead is renewed until this one is reported: it waits behind it.
+  std::atomic<bool> evaluated{false}, done{false};
   std::thread renewer([&] {
     const absl::Duration every = absl::Milliseconds(
         std::max<int64_t>(10, work.lease_duration_ms() / 3));
     while (!done.load() && !stop.load()) {
       SleepUnlessStopped(done, every);
       if (done.load()) break;
-      v1::RenewLeaseRequest request;
-      request.set_agent_id(options_.agent_id);
-      request.set_lease_id(work.lease_id());
-      request.set_epoch(work.epoch());
-      auto response = client_->RenewLease(request);
-      if (response.ok() && !response->valid()) {
+      if (!evaluated.load() && !slot.cancel.load() && !LeaseStillValid(work)) {
         spdlog::warn("{}: lease {} is no longer valid; stopping the variant",
                      board_id, work.lease_id());
         slot.cancel = true;
-        break;
       }
+      RenewAhead(slot);
     }
   });
+  // Build/run overlap: build this variant first, so the next one is leased
+  // and compiled only while this one runs.
+  std::thread ahead;
+  std::atomic<bool> ahead_finished{false};
+  if (options_.prefetch) {
+    if (absl::Status st = slot.board->Prefetch(work, slot.cancel); !st.ok()) {
+      spdlog::warn("{}: build ahead of {}: {}", board_id, work.lease_id(),
+                   st.ToString());
+    }
+    ahead = std::thread([&] {
+      LeaseAhead(slot, evaluated, stop);
+      ahead_finished = true;
+    });
+  }
   const absl::Time start = absl::Now();
   absl::StatusOr<Evaluation> evaluation = slot.board->Evaluate(work, slot.cancel);
-  done = true;
-  renewer.join();
+  evaluated = true;
 
   v1::RoundResult result;
   std::optional<v1::ProfileBundle> bundle;
   if (evaluation.ok()) {
     result = evaluation->result;
     bundle = std::move(evaluation->bundle);
+    // A health check's profile has no round to diagnose.
+    if (work.health_check()) bundle.reset();
     if (bundle.has_value()) result.set_bundle_id(bundle->bundle_id());
   } else {
     // The board failed, not the variant.
@@ -242,8 +269,100 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
       backoff = std::min(backoff * 2, options_.max_backoff);
     }
   }
+  {
+    absl::MutexLock lock(&slot.mu);
+    slot.lease_id.clear();
+  }
+  // The next variant's build may still run; the renewer keeps its lease
+  // alive meanwhile, and stopping aborts it.
+  if (ahead.joinable()) {
+    while (!ahead_finished.load()) {
+      if (stop.load()) slot.ahead_cancel = true;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    ahead.join();
+  }
+  done = true;
+  renewer.join();
+}
+
+bool Agent::LeaseStillValid(const v1::WorkItem& work) {
+  v1::RenewLeaseRequest request;
+  request.set_agent_id(options_.agent_id);
+  request.set_lease_id(work.lease_id());
+  request.set_epoch(work.epoch());
+  auto response = client_->RenewLease(request);
+  return !response.ok() || response->valid();
+}
+
+void Agent::LeaseAhead(Slot& slot, const std::atomic<bool>& evaluated,
+                       const std::atomic<bool>& stop) {
+  const std::string& board_id = slot.board->info().board_id();
+  v1::LeaseWorkRequest request;
+  request.set_agent_id(options_.agent_id);
+  request.set_board_id(board_id);
+  request.set_prefetch(true);
+  while (!evaluated.load() && !stop.load()) {
+    // No work ahead while the analyzers are behind (as in Worker).
+    if (sink_ != nullptr && !sink_->AcceptingWork()) {
+      SleepUnlessStopped(evaluated, absl::Milliseconds(200));
+      continue;
+    }
+    auto response = client_->LeaseWork(request);
+    if (response.ok() && response->granted()) {
+      const v1::WorkItem& next = response->work();
+      spdlog::info("{}: lease {} ahead (sweep {} round {}); building it",
+                   board_id, next.lease_id(), next.sweep_id(), next.round_id());
+      slot.ahead_cancel = false;
+      {
+        absl::MutexLock lock(&slot.mu);
+        slot.ahead = next;
+      }
+      if (absl::Status st = slot.board->Prefetch(next, slot.ahead_cancel);
+          !st.ok()) {
+        spdlog::warn("{}: build ahead of {}: {}", board_id, next.lease_id(),
+                     st.ToString());
+      }
+      return;
+    }
+    const int64_t wait_ms =
+        response.ok()
+            ? std::clamp<int64_t>(response->retry_after_ms(), 10, 5000)
+            : 1000;
+    SleepUnlessStopped(evaluated, absl::Milliseconds(wait_ms));
+  }
+}
+
+void Agent::RenewAhead(Slot& slot) {
+  std::optional<v1::WorkItem> ahead;
+  {
+    absl::MutexLock lock(&slot.mu);
+    ahead = slot.ahead;
+  }
+  if (!ahead.has_value() || LeaseStillValid(*ahead)) return;
   absl::MutexLock lock(&slot.mu);
-  slot.lease_id.clear();
+  if (slot.ahead.has_value() && slot.ahead->lease_id() == ahead->lease_id()) {
+    spdlog::warn("{}: lease {} held ahead was revoked; dropped",
+                 slot.board->info().board_id(), ahead->lease_id());
+    slot.ahead.reset();
+    slot.ahead_cancel = true;
+  }
+}
+
+bool Agent::TakeAhead(Slot& slot, v1::WorkItem* work) {
+  {
+    absl::MutexLock lock(&slot.mu);
+    if (!slot.ahead.has_value()) return false;
+    *work = *std::move(slot.ahead);
+    slot.ahead.reset();
+  }
+  // It may have been revoked since the last renewal (cancelled sweep).
+  if (!LeaseStillValid(*work)) {
+    spdlog::warn("{}: lease {} held ahead was revoked; dropped",
+                 slot.board->info().board_id(), work->lease_id());
+    return false;
+  }
+  return true;
 }
 
 void Agent::Run(const std::atomic<bool>& stop) {

@@ -4,6 +4,13 @@
 // report the typed result until the coordinator acknowledges it, then
 // publish the profile bundle to the analyzers.
 //
+// Build/run overlap (AgentOptions::prefetch): once a board's current variant
+// is built and running, its worker leases the board's NEXT variant ahead
+// (LeaseWorkRequest.prefetch; at most one) and builds it (Board::Prefetch)
+// while the current one runs, renewing that lease too. The board still runs
+// one variant at a time: the next one starts when the current one is
+// reported. A prefetched lease the coordinator revokes is dropped unrun.
+//
 // Owns its boards. Run() blocks; Stop-by-flag from any thread. The client
 // and the sink must outlive Run().
 #ifndef TUNEFARM_AGENT_AGENT_H_
@@ -39,6 +46,8 @@ struct AgentOptions {
   std::string node;
   // Longest pause between retries when the coordinator is unreachable.
   absl::Duration max_backoff = absl::Seconds(2);
+  // Lease and build each board's next variant while the current one runs.
+  bool prefetch = true;
   // Called after each evaluated round (metrics). May be empty.
   std::function<void(const v1::RoundResult&, absl::Duration)> on_round;
 };
@@ -62,6 +71,17 @@ class Agent {
   void Worker(Slot& slot, const std::atomic<bool>& stop);
   void RunLease(Slot& slot, const v1::WorkItem& work,
                 const std::atomic<bool>& stop);
+  // Leases the board's next variant ahead and builds it; gives up once
+  // `evaluated` (the current variant ended) or `stop` becomes true.
+  void LeaseAhead(Slot& slot, const std::atomic<bool>& evaluated,
+                  const std::atomic<bool>& stop);
+  // Renews the lease held ahead, if any; drops it when revoked.
+  void RenewAhead(Slot& slot);
+  // Moves the lease held ahead into `work` unless the coordinator revoked it.
+  bool TakeAhead(Slot& slot, v1::WorkItem* work);
+  // RenewLease: false when the coordinator answers that the lease is over
+  // (an unreachable coordinator is not an answer).
+  bool LeaseStillValid(const v1::WorkItem& work);
   absl::Duration heartbeat_interval();
 
   AgentOptions options_;

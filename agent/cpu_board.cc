@@ -151,7 +151,20 @@ class CpuBoard : public Board {
   absl::StatusOr<Evaluation> Evaluate(const v1::WorkItem& work,
                                       const std::atomic<bool>& cancel) override;
 
+  absl::Status Prefetch(const v1::WorkItem& work,
+                        const std::atomic<bool>& cancel) override {
+    absl::StatusOr<BuildRequest> req =
+        MakeBuildRequest(work.operator_(), work.params());
+    // A bad backend is the variant's fault: Evaluate reports it.
+    if (!req.ok()) return absl::OkStatus();
+    return BuildVariant(*req, cancel).status();
+  }
+
  private:
+  // The BuildVariant request of a variant; INVALID_ARGUMENT (the variant's
+  // BUILD_FAILED) when the operator has no usable cpu backend.
+  absl::StatusOr<BuildRequest> MakeBuildRequest(const v1::OperatorManifest& op,
+                                                const ParamMap& params) const;
   // The backend's sources as absolute paths inside the package, checked.
   absl::StatusOr<std::vector<std::string>> Sources(const v1::OperatorManifest& op,
                                                    const v1::BackendEntry& be) const;
@@ -191,6 +204,27 @@ absl::StatusOr<std::vector<std::string>> CpuBoard::Sources(
   return out;
 }
 
+absl::StatusOr<BuildRequest> CpuBoard::MakeBuildRequest(
+    const v1::OperatorManifest& op, const ParamMap& params) const {
+  auto it = op.backends().find(kKind);
+  if (it == op.backends().end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "operator ", op.name(), " has no backend for board kind \"cpu\""));
+  }
+  TF_ASSIGN_OR_RETURN(std::vector<std::string> sources,
+                      Sources(op, it->second));
+  BuildRequest req;
+  req.compiler = it->second.compiler().empty() ? "c++" : it->second.compiler();
+  req.flags.assign(it->second.flags().begin(), it->second.flags().end());
+  req.sources = std::move(sources);
+  req.params = params;
+  req.cache_dir = options_.cache_dir;
+  req.timeout = options_.build_timeout;
+  if (!options_.harness_dir.empty()) req.extra_include_dirs.push_back(options_.harness_dir);
+  req.extra_include_dirs.push_back(op.package_dir());
+  return req;
+}
+
 absl::StatusOr<Evaluation> CpuBoard::Evaluate(const v1::WorkItem& work,
                                               const std::atomic<bool>& cancel) {
   Evaluation eval;
@@ -201,24 +235,9 @@ absl::StatusOr<Evaluation> CpuBoard::Evaluate(const v1::WorkItem& work,
     result.set_detail(std::move(detail));
     return eval;
   };
-  auto it = op.backends().find(kKind);
-  if (it == op.backends().end()) {
-    return build_failed(
-        absl::StrCat("operator ", op.name(), " has no backend for board kind \"cpu\""));
-  }
-  absl::StatusOr<std::vector<std::string>> sources = Sources(op, it->second);
-  if (!sources.ok()) return build_failed(std::string(sources.status().message()));
-
-  BuildRequest req;
-  req.compiler = it->second.compiler().empty() ? "c++" : it->second.compiler();
-  req.flags.assign(it->second.flags().begin(), it->second.flags().end());
-  req.sources = *sources;
-  req.params = work.params();
-  req.cache_dir = options_.cache_dir;
-  req.timeout = options_.build_timeout;
-  if (!options_.harness_dir.empty()) req.extra_include_dirs.push_back(options_.harness_dir);
-  req.extra_include_dirs.push_back(op.package_dir());
-  TF_ASSIGN_OR_RETURN(BuildResult build, BuildVariant(req, cancel));
+  absl::StatusOr<BuildRequest> req = MakeBuildRequest(op, work.params());
+  if (!req.ok()) return build_failed(std::string(req.status().message()));
+  TF_ASSIGN_OR_RETURN(BuildResult build, BuildVariant(*req, cancel));
   result.set_build_s(absl::ToDoubleSeconds(build.build_time));
   if (!build.ok) {
     return build_failed(absl::StrCat(

@@ -139,6 +139,15 @@ class CudaBoardImpl : public CudaBoard {
   absl::StatusOr<Evaluation> Evaluate(const v1::WorkItem& work,
                                       const std::atomic<bool>& cancel) override;
 
+  // The agent's build/run overlap: a synchronous PrefetchBuild.
+  absl::Status Prefetch(const v1::WorkItem& work,
+                        const std::atomic<bool>& cancel) override {
+    absl::StatusOr<BuildRequest> req =
+        MakeBuildRequest(work.operator_(), work.params());
+    if (!req.ok()) return absl::OkStatus();  // Evaluate reports it
+    return BuildVariant(*req, cancel).status();
+  }
+
  private:
   struct Stage {
     std::string out_dir;

@@ -101,6 +101,10 @@ int Main(int argc, char** argv) {
                  "python of the CANN environment (\"{python}\" in manifests)");
   app.add_option("--profile", profile,
                  "profile each variant (Nsight Compute on cuda boards)");
+  bool prefetch = true;
+  app.add_option("--prefetch", prefetch,
+                 "lease and build each board's next variant while the current "
+                 "one runs (build/run overlap)");
   app.add_option("--harness_dir", harness_dir,
                  "ops/common of the operator packages (cpu boards)");
   app.add_option("--bin_dir", bin_dir, "where operator programs live");
@@ -294,6 +298,7 @@ int Main(int argc, char** argv) {
   AgentOptions options;
   options.agent_id = agent_id;
   options.node = node;
+  options.prefetch = prefetch;
   options.on_round = [&](const v1::RoundResult& r, absl::Duration d) {
     std::string outcome = absl::AsciiStrToLower(
         absl::StripPrefix(v1::Outcome_Name(r.outcome()), "OUTCOME_"));

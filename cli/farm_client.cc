@@ -1,11 +1,14 @@
 #include "cli/farm_client.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "cli/status_board.h"
@@ -346,12 +349,14 @@ int FarmClient::Boards() {
     std::cout << Json(response) << "\n";
     return kExitOk;
   }
-  std::cout << absl::StrFormat("%-24s %-6s %-16s %-8s %7s %s\n", "BOARD",
-                               "KIND", "CHIP", "STATE", "ROUNDS", "LEASE");
+  std::cout << absl::StrFormat("%-24s %-6s %-16s %-11s %7s %-12s %s\n", "BOARD",
+                               "KIND", "CHIP", "STATE", "ROUNDS", "RESERVED",
+                               "LEASE");
   for (const v1::BoardInfo& b : response.boards()) {
     std::cout << absl::StrFormat(
-        "%-24s %-6s %-16s %-8s %7d %s%s\n", b.board_id(), b.kind(), b.chip(),
-        Lower(v1::BoardState_Name(b.state()), "BOARD_STATE_"), b.rounds_run(),
+        "%-24s %-6s %-16s %-11s %7d %-12s %s%s\n", b.board_id(), b.kind(),
+        b.chip(), Lower(v1::BoardState_Name(b.state()), "BOARD_STATE_"),
+        b.rounds_run(), b.reserved_for().empty() ? "-" : b.reserved_for(),
         b.current_lease_id().empty() ? "-" : b.current_lease_id(),
         b.simulated() ? "  (simulated)" : "");
   }
@@ -452,6 +457,40 @@ int FarmClient::SetQuota(const v1::TeamQuota& quota) {
   std::cout << (ctx_.json ? Json(response)
                           : absl::StrCat("quota of ", response.team(), " set"))
             << "\n";
+  return kExitOk;
+}
+
+int FarmClient::Reserve(const v1::BoardReservation& reservation, bool reserve) {
+  v1::ReserveBoardsRequest request;
+  *request.mutable_reservation() = reservation;
+  v1::ListReservationsResponse response;
+  auto ctx = Context(absl::Seconds(10));
+  grpc::Status st = reserve
+                        ? stub_->ReserveBoards(ctx.get(), request, &response)
+                        : stub_->UnreserveBoards(ctx.get(), request, &response);
+  if (!st.ok()) {
+    return Fail(FromGrpcStatus(st),
+                reserve ? "admin reserve" : "admin unreserve");
+  }
+  if (ctx_.json) {
+    std::cout << Json(response) << "\n";
+    return kExitOk;
+  }
+  std::cout << absl::StrFormat("%-32s %-16s %-7s %s\n", "BOARDS", "TEAM",
+                               "SOURCE", "REASON");
+  for (const v1::BoardReservation& r : response.reservations()) {
+    std::vector<std::string> labels;
+    for (const auto& [key, value] : r.labels()) {
+      labels.push_back(absl::StrCat(key, "=", value));
+    }
+    std::sort(labels.begin(), labels.end());
+    std::cout << absl::StrFormat(
+        "%-32s %-16s %-7s %s\n",
+        r.board_id().empty()
+            ? absl::StrCat("labels ", absl::StrJoin(labels, ","))
+            : r.board_id(),
+        r.team(), r.from_policy() ? "policy" : "admin", r.reason());
+  }
   return kExitOk;
 }
 

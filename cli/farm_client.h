@@ -57,6 +57,8 @@ class FarmClient {
   int Drain(const std::string& board_id, const std::string& reason);
   int Admit(const std::string& board_id, const std::string& reason);
   int SetQuota(const v1::TeamQuota& quota);
+  // `reserve` false lifts the reservation with the same board / labels.
+  int Reserve(const v1::BoardReservation& reservation, bool reserve);
   // The closing summary: best configuration, speedup, report path.
   int Summary(const std::string& sweep_id);
 

@@ -200,6 +200,22 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000000));
   quota_cmd->add_option("--max-active-sweeps", max_active, "0 = unlimited")
       ->check(CLI::Range(0, 1000000));
+  v1::BoardReservation reservation;
+  std::vector<std::string> reserve_labels;
+  auto add_target = [&](CLI::App* cmd) {
+    cmd->add_option("board", *reservation.mutable_board_id(),
+                    "a board id (or give --label)");
+    cmd->add_option("--label", reserve_labels,
+                    "KEY=VALUE: every board carrying all of them (a pool)");
+  };
+  auto* reserve = admin->add_subcommand(
+      "reserve", "reserve a board or a label pool for one team");
+  add_target(reserve);
+  reserve->add_option("--team", *reservation.mutable_team())->required();
+  reserve->add_option("--reason", *reservation.mutable_reason());
+  auto* unreserve = admin->add_subcommand(
+      "unreserve", "lift a board's or a pool's reservation");
+  add_target(unreserve);
   AnalyzeOptions analyze_options;
   auto* analyze = app.add_subcommand(
       "analyze", "diagnose a profile folder offline (perf-analysis.md)");
@@ -290,6 +306,22 @@ int Main(int argc, char** argv) {
     quota.set_max_boards(max_boards);
     quota.set_max_active_sweeps(max_active);
     return client.SetQuota(quota);
+  }
+  if (*reserve || *unreserve) {
+    for (const std::string& kv : reserve_labels) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::cerr << "tunefarm: --label " << kv << ": expected KEY=VALUE\n";
+        return kExitBadInput;
+      }
+      (*reservation.mutable_labels())[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    if (reservation.board_id().empty() == reservation.labels().empty()) {
+      std::cerr << "tunefarm: admin " << (*reserve ? "reserve" : "unreserve")
+                << ": give either a board or --label KEY=VALUE\n";
+      return kExitBadInput;
+    }
+    return client.Reserve(reservation, reserve->parsed());
   }
   if (*analyze) {
     if (output == "json") analyze_options.output = "json";

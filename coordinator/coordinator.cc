@@ -5,9 +5,11 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/params.h"
@@ -40,6 +42,19 @@ namespace {
 
 constexpr char kNextSweepKey[] = "next_sweep_number";
 constexpr char kQuotasKey[] = "team_quotas";
+constexpr char kReservationsKey[] = "board_reservations";
+// Health-check leases are "health:<board>:<n>", never a sweep's lease.
+constexpr char kHealthLeasePrefix[] = "health:";
+
+bool IsHealthLease(const std::string& lease_id) {
+  return absl::StartsWith(lease_id, kHealthLeasePrefix);
+}
+
+// When a healthy board's next periodic check is due (never for zero).
+absl::Time NextPeriodicCheck(absl::Time now, absl::Duration interval) {
+  return interval > absl::ZeroDuration() ? now + interval
+                                         : absl::InfiniteFuture();
+}
 
 std::string IdempotencyMetaKey(const std::string& team,
                                const std::string& key) {
@@ -81,6 +96,28 @@ bool ParseLeaseId(const std::string& lease_id, std::string* sweep_id,
 
 std::string Us(double us) { return absl::StrFormat("%.1f µs", us); }
 
+// Whether two reservations name the same board or the same label pool.
+bool SameTarget(const v1::BoardReservation& a, const v1::BoardReservation& b) {
+  if (a.board_id() != b.board_id() || a.labels_size() != b.labels_size()) {
+    return false;
+  }
+  for (const auto& [key, value] : a.labels()) {
+    auto it = b.labels().find(key);
+    if (it == b.labels().end() || it->second != value) return false;
+  }
+  return true;
+}
+
+std::string DescribeTarget(const v1::BoardReservation& r) {
+  if (!r.board_id().empty()) return absl::StrCat("board ", r.board_id());
+  std::vector<std::string> labels;
+  for (const auto& [key, value] : r.labels()) {
+    labels.push_back(absl::StrCat(key, "=", value));
+  }
+  std::sort(labels.begin(), labels.end());
+  return absl::StrCat("boards labelled ", absl::StrJoin(labels, ","));
+}
+
 }  // namespace
 
 Coordinator::Coordinator(Store* store, const OperatorCatalog* catalog,
@@ -115,6 +152,19 @@ absl::StatusOr<Coordinator::SweepRuntime*> Coordinator::LoadRuntime(
 }
 
 absl::Status Coordinator::Recover() {
+  reservations_ = options_.reservations;
+  for (v1::BoardReservation& r : reservations_) r.set_from_policy(true);
+  TF_ASSIGN_OR_RETURN(auto reservations, store_->GetMeta(kReservationsKey));
+  if (reservations.has_value()) {
+    v1::ListReservationsResponse stored;
+    if (!stored.ParseFromString(*reservations)) {
+      return absl::DataLossError(absl::StrCat("meta ", kReservationsKey,
+                                              " is not a reservation list"));
+    }
+    for (const v1::BoardReservation& r : stored.reservations()) {
+      reservations_.push_back(r);
+    }
+  }
   TF_ASSIGN_OR_RETURN(auto quotas, store_->GetMeta(kQuotasKey));
   if (quotas.has_value()) {
     v1::ListTeamsResponse stored;
@@ -178,6 +228,7 @@ absl::Status Coordinator::Recover() {
     // Until its agent registers again, a board cannot be trusted.
     b.set_state(v1::BOARD_STATE_LOST);
     b.clear_current_lease_id();
+    b.set_reserved_for(ReservedFor(b));
     boards_[b.board_id()].info = std::move(b);
   }
   PublishBoardMetrics();
@@ -457,14 +508,20 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
       }
     }
     const int64_t rounds_run = br.info.rounds_run();
+    // An admin's drain outlives the agent's reconnects.
+    const bool draining = br.info.state() == v1::BOARD_STATE_DRAINING;
     br.info = b;
     br.info.set_agent_id(request.agent_id());
     br.info.set_node(request.node());
     br.info.set_rounds_run(rounds_run);
     br.info.set_last_seen_unix_ms(absl::ToUnixMillis(now));
     br.info.set_current_lease_id(br.lease_id);
-    br.info.set_state(br.lease_id.empty() ? v1::BOARD_STATE_IDLE
-                                          : v1::BOARD_STATE_BUSY);
+    br.info.set_state(draining              ? v1::BOARD_STATE_DRAINING
+                      : br.lease_id.empty() ? v1::BOARD_STATE_IDLE
+                                            : v1::BOARD_STATE_BUSY);
+    br.info.set_reserved_for(ReservedFor(br.info));
+    // LAVA: a board that joins proves itself on its golden first.
+    br.check_due = options_.health_checks.contains(br.info.kind());
     txn.writes.PutBoard(br.info);
   }
   AgentRuntime& agent = agents_[request.agent_id()];
@@ -497,9 +554,16 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
       continue;
     }
     bit->second.info.set_last_seen_unix_ms(clock_->NowUnixMs());
-    bit->second.info.set_health_detail(b.health_detail());
-    if (b.state() == v1::BOARD_STATE_QUARANTINED &&
-        bit->second.info.state() != v1::BOARD_STATE_QUARANTINED) {
+    // The agent's word on health, when it has one; else the coordinator's
+    // (admin action, health check) stands.
+    if (!b.health_detail().empty()) {
+      bit->second.info.set_health_detail(b.health_detail());
+    }
+    if (b.state() != v1::BOARD_STATE_QUARANTINED) {
+      bit->second.readmit_pending = false;  // the agent lifted its flag
+    } else if (bit->second.readmit_pending) {
+      response.add_readmitted_board_ids(b.board_id());
+    } else if (bit->second.info.state() != v1::BOARD_STATE_QUARANTINED) {
       bit->second.info.set_state(v1::BOARD_STATE_QUARANTINED);
       if (metrics_ != nullptr) metrics_->BoardQuarantined(bit->second.info);
       spdlog::warn("board {} quarantined by its agent: {}", b.board_id(),
@@ -560,7 +624,8 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
 }
 
 void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
-                             BoardRuntime& board, v1::WorkItem* work) {
+                             BoardRuntime& board, bool prefetch,
+                             v1::WorkItem* work) {
   const absl::Time now = clock_->Now();
   round.set_attempts(round.attempts() + 1);
   v1::Lease* lease = round.mutable_lease();
@@ -573,9 +638,13 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
   lease->set_expires_unix_ms(
       absl::ToUnixMillis(now + options_.lease_duration));
   round.set_state(v1::ROUND_STATE_LEASED);
-  board.lease_id = lease->lease_id();
-  board.info.set_current_lease_id(lease->lease_id());
-  board.info.set_state(v1::BOARD_STATE_BUSY);
+  if (prefetch) {
+    board.prefetch_lease_id = lease->lease_id();
+  } else {
+    board.lease_id = lease->lease_id();
+    board.info.set_current_lease_id(lease->lease_id());
+    board.info.set_state(v1::BOARD_STATE_BUSY);
+  }
   txn.writes.PutRound(round);
 
   if (s.sweep.state() == v1::SWEEP_STATE_QUEUED) {
@@ -584,14 +653,14 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
     AddEvent(txn, s, v1::EVENT_KIND_STARTED,
              absl::StrCat("sweep ", s.sweep.sweep_id(), " started"), nullptr);
   }
-  AddEvent(txn, s, v1::EVENT_KIND_ROUND_LEASED,
-           absl::StrCat("round ", round.round_id(), " (",
-                        round.round_id() == 0
-                            ? std::string("baseline")
-                            : DescribeChanges(round.changes()),
-                        ") on ", board.info.board_id(), ", epoch ",
-                        lease->epoch()),
-           &round);
+  AddEvent(
+      txn, s, v1::EVENT_KIND_ROUND_LEASED,
+      absl::StrCat("round ", round.round_id(), " (",
+                   round.round_id() == 0 ? std::string("baseline")
+                                         : DescribeChanges(round.changes()),
+                   ") on ", board.info.board_id(), ", epoch ", lease->epoch(),
+                   prefetch ? " (prefetched)" : ""),
+      &round);
   if (metrics_ != nullptr) {
     metrics_->LeaseGranted(
         absl::ToDoubleSeconds(now - absl::FromUnixMillis(round.created_unix_ms())));
@@ -629,23 +698,43 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
   }
   BoardRuntime& board = bit->second;
   Txn txn;
-  if (!board.lease_id.empty()) {
-    // The agent asks for work, so the board is no longer running its lease.
-    std::string sweep_id;
-    int64_t round_id = 0, epoch = 0;
-    if (ParseLeaseId(board.lease_id, &sweep_id, &round_id, &epoch)) {
-      SweepRuntime* s = FindSweep(sweep_id);
-      if (s != nullptr && round_id < static_cast<int64_t>(s->rounds.size()) &&
-          s->rounds[round_id].state() == v1::ROUND_STATE_LEASED &&
-          s->rounds[round_id].lease().lease_id() == board.lease_id) {
-        Requeue(txn, *s, s->rounds[round_id],
+  v1::LeaseWorkResponse response;
+  response.set_retry_after_ms(200);
+  if (request.prefetch()) {
+    // One lease ahead, only behind a running one: an idle board takes plain
+    // leases, and a second one ahead would only wait longer.
+    if (LiveLease(board.prefetch_lease_id) == nullptr) {
+      board.prefetch_lease_id.clear();
+    }
+    if (board.info.state() != v1::BOARD_STATE_BUSY ||
+        LiveLease(board.lease_id) == nullptr ||
+        !board.prefetch_lease_id.empty()) {
+      response.set_retry_after_ms(1000);
+      return response;
+    }
+    GrantNextRound(txn, board, /*prefetch=*/true, &response);
+    TF_RETURN_IF_ERROR(Commit(txn));
+    PublishBoardMetrics();
+    return response;
+  }
+  // The agent asks for plain work, so the board runs neither its lease nor
+  // the one it had ahead.
+  for (std::string* id : {&board.prefetch_lease_id, &board.lease_id}) {
+    if (v1::Round* r = LiveLease(*id); r != nullptr) {
+      if (SweepRuntime* s = FindSweep(r->sweep_id()); s != nullptr) {
+        Requeue(txn, *s, *r,
                 "the board asked for new work while holding this lease");
       }
     }
-    board.lease_id.clear();
+    id->clear();
   }
-  v1::LeaseWorkResponse response;
-  response.set_retry_after_ms(200);
+  if (HealthCheckDue(board) &&
+      GrantHealthCheck(board, response.mutable_work())) {
+    response.set_granted(true);
+    TF_RETURN_IF_ERROR(Commit(txn));
+    PublishBoardMetrics();
+    return response;
+  }
   if (board.info.state() == v1::BOARD_STATE_QUARANTINED ||
       board.info.state() == v1::BOARD_STATE_DRAINING) {
     response.set_retry_after_ms(1000);
@@ -653,6 +742,15 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
     return response;
   }
   board.info.set_state(v1::BOARD_STATE_IDLE);
+  GrantNextRound(txn, board, /*prefetch=*/false, &response);
+  absl::Status st = Commit(txn);
+  if (!st.ok()) return st;
+  PublishBoardMetrics();
+  return response;
+}
+
+bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
+                                 v1::LeaseWorkResponse* response) {
   // Weighted fair share between teams: the team that used the least board
   // time per unit of weight goes first; within a team, higher priority,
   // then submission order. Boards change hands only between rounds.
@@ -675,7 +773,11 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
                             b->sweep.spec().priority();
                    });
   for (SweepRuntime* s : order) {
-    if (!BoardMatches(board.info, s->sweep.spec().boards())) continue;
+    if (!BoardMatches(board.info, s->sweep.spec().boards()) ||
+        !ReservationAllows(board.info, s->sweep.spec().team(),
+                           s->sweep.spec().boards())) {
+      continue;
+    }
     const v1::TeamQuota& quota = QuotaOf(s->sweep.spec().team());
     if (quota.max_boards() > 0 &&
         TeamBoardsInUse(s->sweep.spec().team()) >= quota.max_boards()) {
@@ -683,14 +785,29 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
     }
     v1::Round* round = NextRound(txn, *s);
     if (round == nullptr) continue;
-    GrantLease(txn, *s, *round, board, response.mutable_work());
-    response.set_granted(true);
-    break;
+    GrantLease(txn, *s, *round, board, prefetch, response->mutable_work());
+    response->set_granted(true);
+    return true;
   }
-  absl::Status st = Commit(txn);
-  if (!st.ok()) return st;
-  PublishBoardMetrics();
-  return response;
+  return false;
+}
+
+v1::Round* Coordinator::LiveLease(const std::string& lease_id) {
+  std::string sweep_id;
+  int64_t round_id = 0, epoch = 0;
+  if (lease_id.empty() ||
+      !ParseLeaseId(lease_id, &sweep_id, &round_id, &epoch)) {
+    return nullptr;
+  }
+  SweepRuntime* s = FindSweep(sweep_id);
+  if (s == nullptr || round_id < 0 ||
+      round_id >= static_cast<int64_t>(s->rounds.size())) {
+    return nullptr;
+  }
+  v1::Round& r = s->rounds[round_id];
+  return r.state() == v1::ROUND_STATE_LEASED && r.lease().lease_id() == lease_id
+             ? &r
+             : nullptr;
 }
 
 absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
@@ -699,6 +816,15 @@ absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
     a->second.last_seen = clock_->Now();
   }
   v1::RenewLeaseResponse response;
+  if (IsHealthLease(request.lease_id())) {
+    for (auto& [id, b] : boards_) {
+      if (b.lease_id != request.lease_id()) continue;
+      b.check_expires = clock_->Now() + options_.lease_duration;
+      response.set_valid(true);
+      response.set_expires_unix_ms(absl::ToUnixMillis(b.check_expires));
+    }
+    return response;
+  }
   std::string sweep_id;
   int64_t round_id = 0, epoch = 0;
   if (!ParseLeaseId(request.lease_id(), &sweep_id, &round_id, &epoch)) {
@@ -729,11 +855,28 @@ absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
 void Coordinator::FreeBoard(const std::string& board_id,
                             const std::string& lease_id) {
   auto it = boards_.find(board_id);
-  if (it == boards_.end() || it->second.lease_id != lease_id) return;
-  it->second.lease_id.clear();
-  it->second.info.clear_current_lease_id();
-  if (it->second.info.state() == v1::BOARD_STATE_BUSY) {
-    it->second.info.set_state(v1::BOARD_STATE_IDLE);
+  if (it == boards_.end() || lease_id.empty()) return;
+  BoardRuntime& board = it->second;
+  if (board.prefetch_lease_id == lease_id) {
+    board.prefetch_lease_id.clear();
+    return;
+  }
+  if (board.lease_id != lease_id) return;
+  board.lease_id.clear();
+  board.info.clear_current_lease_id();
+  // The lease waiting behind it becomes the current one. Its board time (and
+  // expiry) start now: the wait was not its own.
+  if (v1::Round* next = LiveLease(board.prefetch_lease_id); next != nullptr) {
+    board.lease_id = board.prefetch_lease_id;
+    board.info.set_current_lease_id(board.lease_id);
+    const absl::Time now = clock_->Now();
+    next->mutable_lease()->set_granted_unix_ms(absl::ToUnixMillis(now));
+    next->mutable_lease()->set_expires_unix_ms(
+        absl::ToUnixMillis(now + options_.lease_duration));
+  }
+  board.prefetch_lease_id.clear();
+  if (board.lease_id.empty() && board.info.state() == v1::BOARD_STATE_BUSY) {
+    board.info.set_state(v1::BOARD_STATE_IDLE);
   }
 }
 
@@ -759,6 +902,20 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
   v1::ReportResultResponse response;
   if (request.result().outcome() == v1::OUTCOME_UNSPECIFIED) {
     return absl::InvalidArgumentError("result.outcome: must be set");
+  }
+  if (IsHealthLease(request.lease_id())) {
+    auto b = boards_.find(request.board_id());
+    if (b == boards_.end() || b->second.lease_id != request.lease_id()) {
+      response.set_reason(
+          absl::StrCat("stale health check ", request.lease_id()));
+      return response;
+    }
+    Txn txn;
+    RecordHealthCheck(txn, b->second, &request.result(), "");
+    TF_RETURN_IF_ERROR(Commit(txn));
+    PublishBoardMetrics();
+    response.set_accepted(true);
+    return response;
   }
   SweepRuntime* s = FindSweep(request.sweep_id());
   if (s == nullptr) {
@@ -807,7 +964,12 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
                      now - absl::FromUnixMillis(round.lease().granted_unix_ms())));
   }
   if (request.result().outcome() == v1::OUTCOME_BOARD_LOST) {
-    // The board's fault, not the variant's: run it again elsewhere.
+    // The board's fault, not the variant's: run it again elsewhere, and
+    // let the board prove itself on its golden before more work.
+    if (auto b = boards_.find(round.lease().board_id()); b != boards_.end()) {
+      b->second.check_due =
+          options_.health_checks.contains(b->second.info.kind());
+    }
     Requeue(txn, *s, round,
             absl::StrCat("board fault: ", request.result().detail()));
     TF_RETURN_IF_ERROR(Commit(txn));
@@ -1155,6 +1317,11 @@ absl::Status Coordinator::Tick() {
     for (const std::string& board_id : it->second.board_ids) {
       auto b = boards_.find(board_id);
       if (b == boards_.end()) continue;
+      // The lease held ahead first, so it is not promoted in its place.
+      if (v1::Round* ahead = LiveLease(b->second.prefetch_lease_id)) {
+        Requeue(txn, *FindSweep(ahead->sweep_id()), *ahead,
+                absl::StrCat("board lost: ", why));
+      }
       std::string sweep_id;
       int64_t round_id = 0, epoch = 0;
       if (!b->second.lease_id.empty() &&
@@ -1174,6 +1341,12 @@ absl::Status Coordinator::Tick() {
       boards_changed = true;
     }
     it = agents_.erase(it);
+  }
+  for (auto& [id, b] : boards_) {
+    if (IsHealthLease(b.lease_id) && b.check_expires < now) {
+      RecordHealthCheck(txn, b, nullptr, "no result within the lease");
+      boards_changed = true;
+    }
   }
   for (auto& [id, s] : sweeps_) {
     for (v1::Round& r : s->rounds) {
@@ -1273,6 +1446,15 @@ absl::StatusOr<v1::BoardInfo> Coordinator::AdmitBoard(
         absl::StrCat("no board ", request.board_id()));
   }
   v1::BoardInfo& info = it->second.info;
+  // The agent may hold its own quarantine flag (device errors): the next
+  // heartbeats tell it to lift it.
+  if (info.state() == v1::BOARD_STATE_QUARANTINED) {
+    it->second.readmit_pending = true;
+  }
+  // An admin's word replaces a pending or failed health check.
+  it->second.check_due = false;
+  it->second.next_check =
+      NextPeriodicCheck(clock_->Now(), options_.health_check_interval);
   if (info.state() == v1::BOARD_STATE_QUARANTINED ||
       info.state() == v1::BOARD_STATE_DRAINING) {
     info.set_state(it->second.lease_id.empty() ? v1::BOARD_STATE_IDLE
@@ -1334,6 +1516,202 @@ v1::ListTeamsResponse Coordinator::ListTeams(const std::string& team) {
     u->set_board_seconds(TeamBoardSeconds(t));
   }
   return response;
+}
+
+// --- reservations -----------------------------------------------------------
+
+std::string Coordinator::ReservedFor(const v1::BoardInfo& board) const {
+  std::string pool_team;
+  for (const v1::BoardReservation& r : reservations_) {
+    if (!r.board_id().empty()) {
+      if (r.board_id() == board.board_id()) return r.team();
+      continue;
+    }
+    if (!pool_team.empty()) continue;
+    bool all = true;
+    for (const auto& [key, value] : r.labels()) {
+      auto it = board.labels().find(key);
+      all = all && it != board.labels().end() && it->second == value;
+    }
+    if (all) pool_team = r.team();
+  }
+  return pool_team;
+}
+
+bool Coordinator::ReservationAllows(const v1::BoardInfo& board,
+                                    const std::string& team,
+                                    const v1::BoardSelector& selector) const {
+  const std::string& reserved = board.reserved_for();
+  if (!reserved.empty()) return reserved == team;
+  return !selector.reserved_only();
+}
+
+absl::StatusOr<v1::ListReservationsResponse> Coordinator::SaveReservations(
+    std::vector<v1::BoardReservation> reservations) {
+  v1::ListReservationsResponse stored;
+  for (const v1::BoardReservation& r : reservations) {
+    if (!r.from_policy()) *stored.add_reservations() = r;
+  }
+  Txn txn;
+  txn.writes.PutMeta(kReservationsKey, stored.SerializeAsString());
+  reservations_ = std::move(reservations);
+  for (auto& [id, b] : boards_) {
+    const std::string team = ReservedFor(b.info);
+    if (team == b.info.reserved_for()) continue;
+    b.info.set_reserved_for(team);
+    txn.writes.PutBoard(b.info);
+  }
+  TF_RETURN_IF_ERROR(Commit(txn));
+  v1::ListReservationsResponse response;
+  for (const v1::BoardReservation& r : reservations_) {
+    *response.add_reservations() = r;
+  }
+  return response;
+}
+
+absl::StatusOr<v1::ListReservationsResponse> Coordinator::ReserveBoards(
+    const v1::BoardReservation& reservation) {
+  if (reservation.board_id().empty() == reservation.labels().empty()) {
+    return absl::InvalidArgumentError(
+        "reservation: name exactly one of board_id and labels");
+  }
+  if (reservation.team().empty()) {
+    return absl::InvalidArgumentError("reservation.team: must not be empty");
+  }
+  std::vector<v1::BoardReservation> next = reservations_;
+  auto it = std::find_if(next.begin(), next.end(),
+                         [&](const v1::BoardReservation& r) {
+                           return SameTarget(r, reservation);
+                         });
+  if (it != next.end() && it->from_policy()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(DescribeTarget(reservation),
+                     " is reserved by the policy file: edit it there"));
+  }
+  v1::BoardReservation r = reservation;
+  r.set_from_policy(false);
+  if (it != next.end()) {
+    *it = std::move(r);
+  } else {
+    next.push_back(std::move(r));
+  }
+  spdlog::info("{} reserved for team {}", DescribeTarget(reservation),
+               reservation.team());
+  return SaveReservations(std::move(next));
+}
+
+absl::StatusOr<v1::ListReservationsResponse> Coordinator::UnreserveBoards(
+    const v1::BoardReservation& reservation) {
+  std::vector<v1::BoardReservation> next = reservations_;
+  auto it = std::find_if(next.begin(), next.end(),
+                         [&](const v1::BoardReservation& r) {
+                           return SameTarget(r, reservation);
+                         });
+  if (it == next.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no reservation for ", DescribeTarget(reservation)));
+  }
+  if (it->from_policy()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(DescribeTarget(reservation),
+                     " is reserved by the policy file: edit it there"));
+  }
+  next.erase(it);
+  spdlog::info("{} no longer reserved", DescribeTarget(reservation));
+  return SaveReservations(std::move(next));
+}
+
+// --- health checks ----------------------------------------------------------
+
+bool Coordinator::HealthCheckDue(const BoardRuntime& board) const {
+  if (!options_.health_checks.contains(board.info.kind()) ||
+      board.info.state() == v1::BOARD_STATE_DRAINING) {
+    return false;
+  }
+  return board.check_due || clock_->Now() >= board.next_check;
+}
+
+bool Coordinator::GrantHealthCheck(BoardRuntime& board, v1::WorkItem* work) {
+  const HealthCheck& golden = options_.health_checks.at(board.info.kind());
+  auto op = catalog_->Find(golden.spec.operator_name());
+  if (!op.ok()) {
+    spdlog::error("health check of {} ({}): {}", board.info.board_id(),
+                  golden.source, op.status().ToString());
+    return false;
+  }
+  const absl::Time now = clock_->Now();
+  ++board.checks_run;
+  board.lease_id = absl::StrCat(kHealthLeasePrefix, board.info.board_id(), ":",
+                                board.checks_run);
+  board.check_expires = now + options_.lease_duration;
+  board.info.set_current_lease_id(board.lease_id);
+  // A quarantined board stays so until its re-check passes.
+  if (board.info.state() != v1::BOARD_STATE_QUARANTINED) {
+    board.info.set_state(v1::BOARD_STATE_BUSY);
+  }
+  work->set_lease_id(board.lease_id);
+  work->set_epoch(board.checks_run);
+  *work->mutable_operator_() = ProjectManifest(**op, board.info.kind());
+  *work->mutable_workload() = golden.spec.workload();
+  *work->mutable_params() = golden.spec.baseline_params();
+  *work->mutable_measurement() = golden.spec.measurement();
+  work->set_lease_expires_unix_ms(absl::ToUnixMillis(board.check_expires));
+  work->set_lease_duration_ms(
+      absl::ToInt64Milliseconds(options_.lease_duration));
+  work->set_seed(static_cast<uint64_t>(board.checks_run));
+  work->set_health_check(true);
+  spdlog::info("health check {} on {} ({})", board.lease_id,
+               board.info.board_id(), golden.source);
+  return true;
+}
+
+void Coordinator::RecordHealthCheck(Txn& txn, BoardRuntime& board,
+                                    const v1::RoundResult* result,
+                                    const std::string& detail) {
+  const HealthCheck& golden = options_.health_checks.at(board.info.kind());
+  const absl::Time now = clock_->Now();
+  bool passed = false;
+  std::string why = detail;
+  if (result != nullptr && result->outcome() != v1::OUTCOME_OK) {
+    why = absl::StrCat(v1::Outcome_Name(result->outcome()), ": ",
+                       result->detail());
+  } else if (result != nullptr) {
+    const double median = result->measurement().median_us();
+    passed = median >= golden.min_us && median <= golden.max_us;
+    why = absl::StrFormat(
+        "%s %s [%.1f, %.1f] µs%s", Us(median), passed ? "in" : "outside",
+        golden.min_us, golden.max_us,
+        result->measurement().simulated() ? " [simulated]" : "");
+  }
+  board.lease_id.clear();
+  board.info.clear_current_lease_id();
+  board.check_due = false;
+  board.check_expires = absl::InfiniteFuture();
+  const bool was_quarantined =
+      board.info.state() == v1::BOARD_STATE_QUARANTINED;
+  if (passed) {
+    if (board.info.state() != v1::BOARD_STATE_DRAINING) {
+      board.info.set_state(v1::BOARD_STATE_IDLE);
+    }
+    board.next_check =
+        NextPeriodicCheck(now, options_.health_check_interval);
+    board.info.set_health_detail(absl::StrCat("health check passed: ", why));
+    spdlog::info("board {} passed its health check: {}", board.info.board_id(),
+                 why);
+  } else {
+    board.info.set_state(v1::BOARD_STATE_QUARANTINED);
+    board.next_check = now + options_.health_retry_interval;
+    board.info.set_health_detail(absl::StrCat(
+        "health check failed (", golden.source, "): ", why, "; re-checked in ",
+        absl::FormatDuration(options_.health_retry_interval)));
+    spdlog::warn("board {} failed its health check, quarantined: {}",
+                 board.info.board_id(), why);
+    if (!was_quarantined && metrics_ != nullptr) {
+      metrics_->BoardQuarantined(board.info);
+    }
+  }
+  if (metrics_ != nullptr) metrics_->HealthCheckRecorded(board.info, passed);
+  txn.writes.PutBoard(board.info);
 }
 
 }  // namespace tunefarm

@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "coordinator/auth.h"
 #include "coordinator/farm_metrics.h"
+#include "coordinator/health.h"
 #include "coordinator/strategy.h"
 #include "ops/catalog.h"
 #include "storage/store.h"
@@ -46,6 +47,17 @@ struct CoordinatorOptions {
   v1::TeamQuota default_quota;
   // Quotas from the operator's policy file, by team.
   std::map<std::string, v1::TeamQuota> team_quotas;
+  // Board reservations from the policy file (from_policy set); admins add
+  // and lift others at run time with ReserveBoards / UnreserveBoards.
+  std::vector<v1::BoardReservation> reservations;
+  // Health-check goldens by board kind (coordinator/health.h): a board of
+  // such a kind runs its golden when it joins, every health_check_interval
+  // (zero: never periodically) and after a BOARD_LOST result, before any
+  // sweep work. A failed check quarantines it; it is re-checked every
+  // health_retry_interval. Kinds without a golden are never checked.
+  std::map<std::string, HealthCheck> health_checks;
+  absl::Duration health_check_interval = absl::Hours(1);
+  absl::Duration health_retry_interval = absl::Minutes(5);
 };
 
 class Coordinator {
@@ -76,6 +88,14 @@ class Coordinator {
   absl::StatusOr<v1::TeamQuota> SetTeamQuota(const v1::TeamQuota& quota);
   // Teams with a quota or activity; `team` "" = all.
   v1::ListTeamsResponse ListTeams(const std::string& team);
+  // A board reserved for a team serves only that team's sweeps. Reserving
+  // the same board (or the same label set) again changes its team; a
+  // reservation from the policy file cannot be changed here
+  // (FAILED_PRECONDITION). Both answer every reservation now in force.
+  absl::StatusOr<v1::ListReservationsResponse> ReserveBoards(
+      const v1::BoardReservation& reservation);
+  absl::StatusOr<v1::ListReservationsResponse> UnreserveBoards(
+      const v1::BoardReservation& reservation);
 
   // --- agent side --------------------------------------------------------
   absl::StatusOr<v1::RegisterAgentResponse> RegisterAgent(
@@ -112,6 +132,19 @@ class Coordinator {
   struct BoardRuntime {
     v1::BoardInfo info;
     std::string lease_id;  // current lease, "" when free
+    // A lease granted ahead (LeaseWorkRequest.prefetch) that the board runs
+    // after lease_id; "" when none. At most one, and only behind a live
+    // current lease: FreeBoard makes it the current one.
+    std::string prefetch_lease_id;
+    // An admin re-admitted the board while its agent still reported it
+    // quarantined: heartbeats tell the agent to lift its own flag.
+    bool readmit_pending = false;
+    // Health check: due now (joined, faulted) or at next_check; a running
+    // one (lease_id "health:…") expires at check_expires.
+    bool check_due = false;
+    absl::Time next_check = absl::InfiniteFuture();
+    absl::Time check_expires = absl::InfiniteFuture();
+    int64_t checks_run = 0;
   };
   struct AgentRuntime {
     absl::Time last_seen;
@@ -131,8 +164,15 @@ class Coordinator {
   // The next round of `s` to run on a board: a queued one, else a new
   // candidate from the strategy. Null when the sweep has nothing now.
   v1::Round* NextRound(Txn& txn, SweepRuntime& s);
+  // `prefetch`: the lease waits behind the board's current one.
   void GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
-                  BoardRuntime& board, v1::WorkItem* work);
+                  BoardRuntime& board, bool prefetch, v1::WorkItem* work);
+  // Grants `board` the next round of the first sweep in fair-share order
+  // that has one for it; false when none has.
+  bool GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
+                      v1::LeaseWorkResponse* response);
+  // The LEASED round `lease_id` names, or null when that lease is over.
+  v1::Round* LiveLease(const std::string& lease_id);
   // Puts a leased round back in the queue (lease expired, board lost).
   void Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
                const std::string& why);
@@ -146,6 +186,25 @@ class Coordinator {
                    const std::vector<v1::Round>& rounds);
   void PublishBoardMetrics();
   const v1::TeamQuota& QuotaOf(const std::string& team) const;
+  // Whether `board` must run its kind's golden before any sweep work.
+  bool HealthCheckDue(const BoardRuntime& board) const;
+  // Leases the golden to `board`: false when its operator is gone.
+  bool GrantHealthCheck(BoardRuntime& board, v1::WorkItem* work);
+  // Judges a health check: `result` null when none came (`detail` says
+  // why). Passing puts the board back in service; failing quarantines it.
+  void RecordHealthCheck(Txn& txn, BoardRuntime& board,
+                         const v1::RoundResult* result,
+                         const std::string& detail);
+  // The team `board` is reserved for, "" when none: a reservation by board
+  // id wins over a label pool.
+  std::string ReservedFor(const v1::BoardInfo& board) const;
+  // Whether `board` may serve a sweep of `team` with `selector`.
+  bool ReservationAllows(const v1::BoardInfo& board, const std::string& team,
+                         const v1::BoardSelector& selector) const;
+  // Stores the admins' reservations and refreshes every board's
+  // reserved_for.
+  absl::StatusOr<v1::ListReservationsResponse> SaveReservations(
+      std::vector<v1::BoardReservation> reservations);
   // Board time a team used: finished leases plus the ones running now.
   double TeamBoardSeconds(const std::string& team) const;
   int TeamBoardsInUse(const std::string& team) const;
@@ -164,6 +223,8 @@ class Coordinator {
   int64_t next_sweep_number_ = 1;
   // Board seconds of recorded results, by team (fair share).
   std::map<std::string, double> team_board_seconds_;
+  // Policy-file reservations first, then the admins' (stored).
+  std::vector<v1::BoardReservation> reservations_;
 };
 
 }  // namespace tunefarm

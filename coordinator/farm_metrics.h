@@ -27,6 +27,8 @@ class FarmMetrics {
   // Every board's current state (per-board series: board, node, chip).
   virtual void SetBoardStates(const std::vector<v1::BoardInfo>& boards) = 0;
   virtual void BoardQuarantined(const v1::BoardInfo& board) = 0;
+  // A board's health check (its kind's golden) was judged.
+  virtual void HealthCheckRecorded(const v1::BoardInfo& board, bool passed) {}
   // A board spent `seconds` on a round that got recorded.
   virtual void BoardBusy(const v1::BoardInfo& board, double seconds) = 0;
   // A team's round was recorded with `outcome` after `board_seconds`.

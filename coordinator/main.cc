@@ -17,9 +17,10 @@
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/metrics_server.h"
-#include "coordinator/control_loop.h"
 #include "coordinator/auth.h"
+#include "coordinator/control_loop.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/health.h"
 #include "coordinator/policy.h"
 #include "coordinator/prometheus_metrics.h"
 #include "coordinator/service.h"
@@ -75,6 +76,18 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(50, 600000));
   app.add_option("--tick_ms", tick_ms)->check(CLI::Range(1, 10000));
   app.add_option("--log_level", log_level);
+  std::string health_dir;
+  int64_t health_interval_s = 3600, health_retry_s = 300;
+  app.add_option("--health_dir", health_dir,
+                 "board health-check goldens, <kind>.yaml each (the shipped "
+                 "ones: ops/health); unset = boards are not health-checked");
+  app.add_option("--health_check_interval_s", health_interval_s,
+                 "re-check a healthy board this often; 0 = only when it "
+                 "joins and after a board fault")
+      ->check(CLI::Range(int64_t{0}, int64_t{30} * 86400));
+  app.add_option("--health_retry_s", health_retry_s,
+                 "re-check a board that failed its health check this often")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -153,6 +166,16 @@ int Main(int argc, char** argv) {
   options.report_dir = data_dir + "/reports";
   options.default_quota = policy.default_quota;
   options.team_quotas = policy.teams;
+  options.reservations = policy.reservations;
+  if (!health_dir.empty()) {
+    auto checks = LoadHealthChecks(health_dir, *catalog);
+    if (!checks.ok()) return Fail("--health_dir", checks.status());
+    options.health_checks = std::move(*checks);
+    spdlog::info("health checks on for {} board kind(s) from {}",
+                 options.health_checks.size(), health_dir);
+  }
+  options.health_check_interval = absl::Seconds(health_interval_s);
+  options.health_retry_interval = absl::Seconds(health_retry_s);
   Coordinator coordinator(store->get(), &*catalog, &SystemClock(), options,
                           metrics.get());
   if (auto st = coordinator.Recover(); !st.ok()) return Fail("recovery", st);

@@ -54,6 +54,58 @@ absl::StatusOr<v1::TeamQuota> ParseQuota(const YAML::Node& node,
   return q;
 }
 
+// One entry of `reservations:`: {board: ID | labels: {k: v}, team, reason}.
+absl::StatusOr<v1::BoardReservation> ParseReservation(
+    const YAML::Node& node, const std::string& where) {
+  if (!node.IsMap()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": not a mapping"));
+  }
+  v1::BoardReservation r;
+  r.set_from_policy(true);
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>("");
+    const std::string field = absl::StrCat(where, ".", key);
+    if (key == "labels") {
+      if (!kv.second.IsMap() || kv.second.size() == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ": expected a non-empty mapping"));
+      }
+      for (const auto& label : kv.second) {
+        if (!label.second.IsScalar()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              field, ".", label.first.as<std::string>(""), ": expected text"));
+        }
+        (*r.mutable_labels())[label.first.as<std::string>("")] =
+            label.second.as<std::string>("");
+      }
+    } else if (key == "board" || key == "team" || key == "reason") {
+      if (!kv.second.IsScalar() || kv.second.as<std::string>("").empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ": expected non-empty text"));
+      }
+      const std::string value = kv.second.as<std::string>("");
+      if (key == "board") {
+        r.set_board_id(value);
+      } else if (key == "team") {
+        r.set_team(value);
+      } else {
+        r.set_reason(value);
+      }
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": unknown key (known: board, labels, team, reason)"));
+    }
+  }
+  if (r.board_id().empty() == r.labels().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": name exactly one of board and labels"));
+  }
+  if (r.team().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ".team: missing"));
+  }
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<TeamPolicy> ParseTeamPolicy(absl::string_view yaml,
@@ -88,9 +140,22 @@ absl::StatusOr<TeamPolicy> ParseTeamPolicy(absl::string_view yaml,
             policy.teams[team],
             ParseQuota(t.second, absl::StrCat(src, ": teams.", team), team));
       }
+    } else if (key == "reservations") {
+      if (!kv.second.IsSequence()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(src, ": reservations: not a list"));
+      }
+      for (size_t i = 0; i < kv.second.size(); ++i) {
+        TF_ASSIGN_OR_RETURN(
+            v1::BoardReservation r,
+            ParseReservation(kv.second[i],
+                             absl::StrCat(src, ": reservations[", i, "]")));
+        policy.reservations.push_back(std::move(r));
+      }
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          src, ": ", key, ": unknown key (known: default, teams)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(src, ": ", key,
+                       ": unknown key (known: default, teams, reservations)"));
     }
   }
   return policy;

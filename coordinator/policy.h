@@ -1,10 +1,13 @@
-// The operator's team policy file: fair-share weights and quotas per team.
-// Pure parsing; thread-safe.
+// The operator's team policy file: fair-share weights and quotas per team,
+// and boards reserved for a team. Pure parsing; thread-safe.
 //
 //   default: {weight: 1, max_boards: 0, max_active_sweeps: 10}
 //   teams:
 //     vision: {weight: 3, max_boards: 8, max_active_sweeps: 4}
 //     speech: {weight: 1}
+//   reservations:
+//     - {board: rack1/npu0, team: vision, reason: "release qualification"}
+//     - {labels: {pool: a100}, team: speech}
 //
 // Zero limits mean unlimited. Errors name the file and the field.
 #ifndef TUNEFARM_COORDINATOR_POLICY_H_
@@ -12,9 +15,11 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "tunefarm/v1/farm.pb.h"
 #include "tunefarm/v1/types.pb.h"
 
 namespace tunefarm {
@@ -22,6 +27,7 @@ namespace tunefarm {
 struct TeamPolicy {
   v1::TeamQuota default_quota;
   std::map<std::string, v1::TeamQuota> teams;
+  std::vector<v1::BoardReservation> reservations;  // from_policy set
 };
 
 absl::StatusOr<TeamPolicy> ParseTeamPolicy(absl::string_view yaml,

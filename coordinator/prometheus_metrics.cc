@@ -50,15 +50,17 @@ class PrometheusFarmMetrics : public FarmMetrics {
                 .Name("tunefarm_lease_latency_seconds")
                 .Help("Time from a lease grant to its recorded result")
                 .Register(registry)
-                .Add({}, prometheus::Histogram::BucketBoundaries{
-                             0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10,
-                             30, 60, 300, 900})),
+                .Add({},
+                     prometheus::Histogram::BucketBoundaries{
+                         0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60,
+                         300, 900})),
         queue_wait_(BuildHistogram()
                         .Name("tunefarm_round_queue_wait_seconds")
                         .Help("Time from a round's creation to its lease")
                         .Register(registry)
-                        .Add({}, prometheus::Histogram::BucketBoundaries{
-                                     0.001, 0.01, 0.1, 1, 10, 60, 600})),
+                        .Add({},
+                             prometheus::Histogram::BucketBoundaries{
+                                 0.001, 0.01, 0.1, 1, 10, 60, 600})),
         board_state_(BuildGauge()
                          .Name("tunefarm_board_state")
                          .Help("1 for the state each board is in, 0 for the "
@@ -72,6 +74,11 @@ class PrometheusFarmMetrics : public FarmMetrics {
                                .Name("tunefarm_board_quarantines_total")
                                .Help("Times a board was quarantined")
                                .Register(registry)),
+        health_checks_(BuildCounter()
+                           .Name("tunefarm_board_health_checks_total")
+                           .Help("Board health checks (golden runs) by "
+                                 "outcome: passed or failed")
+                           .Register(registry)),
         team_rounds_(BuildCounter()
                          .Name("tunefarm_team_rounds_total")
                          .Help("Recorded rounds by team and outcome")
@@ -118,12 +125,21 @@ class PrometheusFarmMetrics : public FarmMetrics {
       }
       // Present from the start, so rate() works before the first one.
       board_quarantines_.Add({{"board", b.board_id()}});
+      for (const char* outcome : {"passed", "failed"}) {
+        health_checks_.Add({{"board", b.board_id()}, {"outcome", outcome}});
+      }
       board_busy_.Add(
           {{"board", b.board_id()}, {"node", b.node()}, {"chip", b.chip()}});
     }
   }
   void BoardQuarantined(const v1::BoardInfo& b) override {
     board_quarantines_.Add({{"board", b.board_id()}}).Increment();
+  }
+  void HealthCheckRecorded(const v1::BoardInfo& b, bool passed) override {
+    health_checks_
+        .Add({{"board", b.board_id()},
+              {"outcome", passed ? "passed" : "failed"}})
+        .Increment();
   }
   void BoardBusy(const v1::BoardInfo& b, double seconds) override {
     board_busy_
@@ -152,6 +168,7 @@ class PrometheusFarmMetrics : public FarmMetrics {
   prometheus::Family<prometheus::Gauge>& board_state_;
   prometheus::Family<prometheus::Counter>& board_busy_;
   prometheus::Family<prometheus::Counter>& board_quarantines_;
+  prometheus::Family<prometheus::Counter>& health_checks_;
   prometheus::Family<prometheus::Counter>& team_rounds_;
   prometheus::Family<prometheus::Counter>& team_board_seconds_;
   prometheus::Family<prometheus::Counter>& precision_failures_;

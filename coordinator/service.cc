@@ -240,6 +240,32 @@ grpc::Status FarmService::ListTeams(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status FarmService::ReserveBoards(
+    grpc::ServerContext* context, const v1::ReserveBoardsRequest* request,
+    v1::ListReservationsResponse* response) {
+  TF_CALLER_OR_RETURN(caller, context);
+  if (auto st = RequireAdmin(*caller, "reserve boards"); !st.ok()) {
+    return ToGrpcStatus(st);
+  }
+  return Reply(loop_->Call([&] {
+    return coordinator_->ReserveBoards(request->reservation());
+  }),
+               response);
+}
+
+grpc::Status FarmService::UnreserveBoards(
+    grpc::ServerContext* context, const v1::ReserveBoardsRequest* request,
+    v1::ListReservationsResponse* response) {
+  TF_CALLER_OR_RETURN(caller, context);
+  if (auto st = RequireAdmin(*caller, "lift reservations"); !st.ok()) {
+    return ToGrpcStatus(st);
+  }
+  return Reply(loop_->Call([&] {
+    return coordinator_->UnreserveBoards(request->reservation());
+  }),
+               response);
+}
+
 absl::Status AgentGrpcService::CheckAgent(grpc::ServerContext* context) const {
   absl::StatusOr<Principal> p = Authenticate(tokens_, *context);
   if (!p.ok()) return p.status();

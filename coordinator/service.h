@@ -94,6 +94,12 @@ class FarmService final : public v1::TuneFarm::Service {
   grpc::Status ListTeams(grpc::ServerContext* context,
                          const v1::ListTeamsRequest* request,
                          v1::ListTeamsResponse* response) override;
+  grpc::Status ReserveBoards(grpc::ServerContext* context,
+                             const v1::ReserveBoardsRequest* request,
+                             v1::ListReservationsResponse* response) override;
+  grpc::Status UnreserveBoards(grpc::ServerContext* context,
+                               const v1::ReserveBoardsRequest* request,
+                               v1::ListReservationsResponse* response) override;
 
  private:
   // The caller, or UNAUTHENTICATED; agents get PERMISSION_DENIED here.

@@ -327,7 +327,8 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
   }
   if (Has(doc, "boards")) {
     const YAML::Node boards = Get(doc, "boards");
-    TF_RETURN_IF_ERROR(yamlf::CheckMap(boards, "boards", {"kind", "chip", "labels"}));
+    TF_RETURN_IF_ERROR(yamlf::CheckMap(
+        boards, "boards", {"kind", "chip", "labels", "reserved_only"}));
     v1::BoardSelector* sel = spec->mutable_boards();
     if (Has(boards, "kind")) {
       TF_ASSIGN_OR_RETURN(*sel->mutable_kind(),
@@ -340,6 +341,11 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
     if (Has(boards, "labels")) {
       TF_RETURN_IF_ERROR(ParseStringMap(Get(boards, "labels"), "boards.labels",
                                         sel->mutable_labels()));
+    }
+    if (Has(boards, "reserved_only")) {
+      TF_ASSIGN_OR_RETURN(bool v, yamlf::GetBool(Get(boards, "reserved_only"),
+                                                 "boards.reserved_only"));
+      sel->set_reserved_only(v);
     }
   }
   v1::MeasurementPolicy* m = spec->mutable_measurement();

@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "agent/perf_counters.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
@@ -144,6 +145,31 @@ TEST_F(CpuBoardTest, GemmVariantIsMeasuredAndCached) {
   ASSERT_EQ(again.outcome(), v1::OUTCOME_OK) << again.detail();
   EXPECT_LT(again.build_s(), r.build_s());
   EXPECT_LT(again.build_s(), 0.5);
+}
+
+// Build/run overlap: Prefetch compiles the variant into the build cache
+// without running it, so the Evaluate that follows skips the compile.
+TEST_F(CpuBoardTest, PrefetchBuildsAheadSoEvaluateFindsTheBuild) {
+  ParamMap fast;
+  fast["mr"] = IntParam(4);
+  fast["nr"] = IntParam(32);
+  const v1::WorkItem w = Work(src_ + "/ops/gemm", "cpu_256", fast, 1);
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(board_->Prefetch(w, cancel_).ok());
+  const absl::Duration compile = absl::Now() - start;
+  // Built, not run: one cache entry, and no work directory yet.
+  std::error_code ec;
+  int entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(
+           dir_ + "/work/build_cache", ec)) {
+    entries += e.is_directory() ? 1 : 0;
+  }
+  EXPECT_EQ(entries, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/work/sweep-cpu", ec));
+  v1::RoundResult r = Eval(w);
+  ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+  EXPECT_LT(r.build_s(), 0.5);
+  EXPECT_LT(r.build_s(), absl::ToDoubleSeconds(compile));
 }
 
 TEST_F(CpuBoardTest, SoftmaxVariantsPass) {

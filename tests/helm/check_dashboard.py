@@ -7,6 +7,8 @@
    hand from @grafana/schema 13.x raw/dashboard/x/types.gen.d.ts: Dashboard
    (schemaVersion), Panel (type, gridPos, targets), RowPanel (id, type "row",
    collapsed, panels), GridPos (h, w, x, y), VariableModel (name, type).
+   The whole dashboard is also checked against those very types by tsc in
+   dashboard_schema_test.sh; this quick check needs no npm.
 2. Metrics (with --metrics): every metric name in every PromQL expression must
    be exported by the real processes, as read from scrape dumps: Prometheus
    text exposition (what GET /metrics returns; files named *.prom when a

@@ -78,6 +78,13 @@ def main(argv):
               f"--metrics_address: {args}")
         check(flag(args, "--diagnosis_bind") == "tcp://0.0.0.0:5557",
               f"--diagnosis_bind: {args}")
+        # Health-check goldens ship in the image's ops/ (deploy/Dockerfile).
+        hd = flag(args, "--health_dir")
+        check(hd is None or hd.startswith("/opt/tunefarm/ops/"),
+              f"--health_dir {hd} is not in the image's ops/")
+        check(hd is None or (flag(args, "--health_check_interval_s") and
+                             flag(args, "--health_retry_s")),
+              f"--health_dir without its intervals: {args}")
         check(any(s["metadata"]["name"] == sts["spec"]["serviceName"]
                   for s in by_kind.get("Service", [])),
               "StatefulSet serviceName has no Service")

@@ -78,7 +78,8 @@ render existing --resource huawei.com/Ascend910 --release-label kube-prometheus-
   --set auth.agentToken.existingSecret=my-agent-token \
   --set tls.enabled=true --set tls.existingSecret=my-tls
 render noauth --resource huawei.com/Ascend910 --release-label kube-prometheus-stack \
-  --auth off "${gen[@]}" -- --set auth.enabled=false
+  --auth off "${gen[@]}" -- --set auth.enabled=false \
+  --set coordinator.healthChecks.dir=
 
 # Generated secrets carry what the pods read.
 python3 - "$tmp/nvidia.yaml" <<'PY' || fail "generated secrets"
@@ -110,6 +111,8 @@ refuse --set coordinator.unknownKey=1
 refuse --set metrics.serviceMonitor.release=
 refuse --set auth.enabled=maybe
 refuse --set auth.tokens.existingSecret=my-tokens
+refuse --set coordinator.healthChecks.retryS=0
+refuse --set coordinator.healthChecks.interval=60
 
 python3 "$here/check_dashboard.py" "$chart/dashboards/tunefarm.json" \
   || fail "dashboard structure"

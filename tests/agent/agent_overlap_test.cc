@@ -1,0 +1,515 @@
+// Build/run overlap (issue 5): prefetched leases in the coordinator core and
+// the agent that leases and builds a board's next variant while the current
+// one runs.
+//
+// The coordinator tests drive a real Coordinator (real RocksDB in a temp
+// dir, FakeClock for expiry). The agent tests run a real Agent against a real
+// Coordinator core through an in-process CoordinatorClient (the core is
+// single-threaded, so calls are serialised as the gRPC adapter does), with
+// real sim boards running the real tunefarm-sim-matmul program. The boards
+// are wrapped to record when each variant is built ahead and evaluated, and
+// (for determinism) to hold an evaluation until the test releases it.
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "agent/agent.h"
+#include "agent/sim_board.h"
+#include "common/clock.h"
+#include "common/files.h"
+#include "coordinator/auth.h"
+#include "coordinator/coordinator.h"
+#include "gtest/gtest.h"
+#include "ops/catalog.h"
+#include "storage/store.h"
+
+namespace tunefarm {
+namespace {
+
+std::string SimSpec(const std::string& name, int max_rounds) {
+  return absl::StrCat("name: ", name,
+                      "\nteam: qa\noperator: sim_matmul\ngoal: {speedup: 100}\n"
+                      "strategy: grid\nbudget: {max_rounds: ",
+                      max_rounds, ", max_rounds_without_gain: ", max_rounds,
+                      "}\nmin_gain: 0.02\nboards: {kind: sim}\n"
+                      "measurement: {warmup: 1, samples: 5}\n");
+}
+
+// A real Coordinator over a real store; the tests call it directly.
+class CoreFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::string> dir = MakeTempDir("agent_overlap_test");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+    absl::StatusOr<v1::OperatorManifest> op = LoadOperatorManifest(
+        std::string(TUNEFARM_SOURCE_DIR) + "/ops/sim_matmul");
+    ASSERT_TRUE(op.ok()) << op.status();
+    catalog_.Add(*op);
+    absl::StatusOr<std::unique_ptr<Store>> store =
+        OpenRocksDbStore(dir_ + "/db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    CoordinatorOptions options;
+    options.lease_duration = absl::Seconds(10);
+    options.agent_timeout = absl::Seconds(30);
+    coord_ = std::make_unique<Coordinator>(store_.get(), &catalog_, clock(),
+                                           options, nullptr);
+    ASSERT_TRUE(coord_->Recover().ok());
+  }
+  void TearDown() override {
+    coord_.reset();
+    store_.reset();
+    (void)RemoveAll(dir_);
+  }
+  virtual Clock* clock() { return &fake_clock_; }
+
+  std::string Submit(const std::string& yaml) {
+    v1::SubmitSweepRequest request;
+    request.set_spec_yaml(yaml);
+    auto r = coord_->SubmitSweep(request, AnonymousAdmin());
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->sweep().sweep_id() : "";
+  }
+  void RegisterBoard(const std::string& agent, const std::string& board) {
+    v1::RegisterAgentRequest request;
+    request.set_agent_id(agent);
+    request.set_node("node");
+    v1::BoardInfo* b = request.add_boards();
+    b->set_board_id(board);
+    b->set_kind("sim");
+    b->set_chip("Ascend910B-sim");
+    b->set_simulated(true);
+    ASSERT_TRUE(coord_->RegisterAgent(request).ok());
+  }
+  v1::LeaseWorkResponse Lease(const std::string& agent,
+                              const std::string& board, bool prefetch) {
+    v1::LeaseWorkRequest request;
+    request.set_agent_id(agent);
+    request.set_board_id(board);
+    request.set_prefetch(prefetch);
+    auto r = coord_->LeaseWork(request);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : v1::LeaseWorkResponse();
+  }
+  bool Renew(const std::string& agent, const v1::WorkItem& w) {
+    v1::RenewLeaseRequest request;
+    request.set_agent_id(agent);
+    request.set_lease_id(w.lease_id());
+    request.set_epoch(w.epoch());
+    auto r = coord_->RenewLease(request);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() && r->valid();
+  }
+  v1::ReportResultResponse ReportOk(const std::string& agent,
+                                    const std::string& board,
+                                    const v1::WorkItem& w) {
+    v1::ReportResultRequest request;
+    request.set_agent_id(agent);
+    request.set_board_id(board);
+    request.set_lease_id(w.lease_id());
+    request.set_epoch(w.epoch());
+    request.set_sweep_id(w.sweep_id());
+    request.set_round_id(w.round_id());
+    v1::RoundResult* result = request.mutable_result();
+    result->set_outcome(v1::OUTCOME_OK);
+    result->mutable_precision()->set_passed(true);
+    v1::Measurement* m = result->mutable_measurement();
+    m->set_median_us(100);
+    m->set_p20_us(99);
+    m->set_p80_us(101);
+    m->set_min_us(98);
+    m->set_max_us(102);
+    m->set_samples(5);
+    m->set_warmup(1);
+    auto r = coord_->ReportResult(request);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : v1::ReportResultResponse();
+  }
+  std::string CurrentLease(const std::string& board) {
+    for (const v1::BoardInfo& b : coord_->ListBoards({})) {
+      if (b.board_id() == board) return b.current_lease_id();
+    }
+    return "?";
+  }
+  v1::RoundState RoundState(const std::string& sweep, int64_t round) {
+    auto r = store_->GetRound(sweep, round);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->state() : v1::ROUND_STATE_UNSPECIFIED;
+  }
+
+  std::string dir_;
+  FakeClock fake_clock_;
+  OperatorCatalog catalog_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Coordinator> coord_;
+};
+
+using PrefetchLeaseTest = CoreFixture;
+
+TEST_F(PrefetchLeaseTest, IdleBoardGetsNoPrefetchedLease) {
+  RegisterBoard("a1", "a1/sim0");
+  const std::string sweep = Submit(SimSpec("s", 3));
+  EXPECT_FALSE(Lease("a1", "a1/sim0", /*prefetch=*/true).granted());
+  // The refusal took nothing: a plain lease still gets the baseline.
+  v1::LeaseWorkResponse plain = Lease("a1", "a1/sim0", false);
+  ASSERT_TRUE(plain.granted());
+  EXPECT_EQ(plain.work().sweep_id(), sweep);
+  EXPECT_EQ(plain.work().round_id(), 0);
+}
+
+TEST_F(PrefetchLeaseTest, AtMostOneAheadAndItBecomesCurrentWhenTheBoardFrees) {
+  RegisterBoard("a1", "a1/sim0");
+  const std::string s1 = Submit(SimSpec("one", 3));
+  const std::string s2 = Submit(SimSpec("two", 3));
+  const std::string s3 = Submit(SimSpec("three", 3));
+  v1::LeaseWorkResponse current = Lease("a1", "a1/sim0", false);
+  ASSERT_TRUE(current.granted());
+  EXPECT_EQ(current.work().sweep_id(), s1);
+  // s1's candidates wait for its baseline; s2's baseline is leased ahead.
+  v1::LeaseWorkResponse ahead = Lease("a1", "a1/sim0", true);
+  ASSERT_TRUE(ahead.granted());
+  EXPECT_EQ(ahead.work().sweep_id(), s2);
+  EXPECT_EQ(ahead.work().round_id(), 0);
+  // s3 has work too, but a board holds one lease ahead at most.
+  EXPECT_FALSE(Lease("a1", "a1/sim0", true).granted());
+  EXPECT_EQ(RoundState(s3, 0), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(CurrentLease("a1/sim0"), current.work().lease_id());
+
+  // Waiting behind the current run is covered by renewals.
+  fake_clock_.Advance(absl::Seconds(8));
+  EXPECT_TRUE(Renew("a1", current.work()));
+  EXPECT_TRUE(Renew("a1", ahead.work()));
+  fake_clock_.Advance(absl::Seconds(8));
+  ASSERT_TRUE(coord_->Tick().ok());
+  EXPECT_EQ(RoundState(s2, 0), v1::ROUND_STATE_LEASED);
+
+  // The current result frees the board: the lease ahead becomes current,
+  // and a new one ahead may be granted.
+  EXPECT_TRUE(ReportOk("a1", "a1/sim0", current.work()).accepted());
+  EXPECT_EQ(CurrentLease("a1/sim0"), ahead.work().lease_id());
+  v1::LeaseWorkResponse next = Lease("a1", "a1/sim0", true);
+  ASSERT_TRUE(next.granted());
+  EXPECT_NE(next.work().lease_id(), ahead.work().lease_id());
+  EXPECT_TRUE(ReportOk("a1", "a1/sim0", ahead.work()).accepted());
+  EXPECT_EQ(CurrentLease("a1/sim0"), next.work().lease_id());
+}
+
+TEST_F(PrefetchLeaseTest, RevokedLeaseAheadIsInvalidAndFreesTheSlot) {
+  RegisterBoard("a1", "a1/sim0");
+  Submit(SimSpec("one", 3));
+  const std::string s2 = Submit(SimSpec("two", 3));
+  Submit(SimSpec("three", 3));
+  v1::LeaseWorkResponse current = Lease("a1", "a1/sim0", false);
+  v1::LeaseWorkResponse ahead = Lease("a1", "a1/sim0", true);
+  ASSERT_TRUE(current.granted() && ahead.granted());
+  v1::CancelSweepRequest cancel;
+  cancel.set_sweep_id(s2);
+  ASSERT_TRUE(coord_->CancelSweep(cancel, AnonymousAdmin()).ok());
+  EXPECT_FALSE(Renew("a1", ahead.work()));
+  EXPECT_TRUE(Renew("a1", current.work()));
+  EXPECT_EQ(CurrentLease("a1/sim0"), current.work().lease_id());
+  // The slot ahead is free again.
+  v1::LeaseWorkResponse again = Lease("a1", "a1/sim0", true);
+  ASSERT_TRUE(again.granted());
+  EXPECT_NE(again.work().sweep_id(), s2);
+}
+
+TEST_F(PrefetchLeaseTest, LostAgentsLeaseAndLeaseAheadBothRequeue) {
+  RegisterBoard("a1", "a1/sim0");
+  const std::string s1 = Submit(SimSpec("one", 3));
+  const std::string s2 = Submit(SimSpec("two", 3));
+  v1::LeaseWorkResponse current = Lease("a1", "a1/sim0", false);
+  v1::LeaseWorkResponse ahead = Lease("a1", "a1/sim0", true);
+  ASSERT_TRUE(current.granted() && ahead.granted());
+  fake_clock_.Advance(absl::Seconds(31));  // silent past agent_timeout
+  ASSERT_TRUE(coord_->Tick().ok());
+  EXPECT_EQ(RoundState(s1, 0), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(RoundState(s2, 0), v1::ROUND_STATE_QUEUED);
+  EXPECT_FALSE(Renew("a1", ahead.work()));
+  // Another agent picks both up.
+  RegisterBoard("a2", "a2/sim0");
+  v1::LeaseWorkResponse rerun = Lease("a2", "a2/sim0", false);
+  ASSERT_TRUE(rerun.granted());
+  EXPECT_EQ(rerun.work().sweep_id(), s1);
+  EXPECT_EQ(rerun.work().epoch(), 2);
+}
+
+TEST_F(PrefetchLeaseTest, PlainLeaseRequeuesTheLeaseAheadToo) {
+  RegisterBoard("a1", "a1/sim0");
+  Submit(SimSpec("one", 3));
+  const std::string s2 = Submit(SimSpec("two", 3));
+  ASSERT_TRUE(Lease("a1", "a1/sim0", false).granted());
+  v1::LeaseWorkResponse ahead = Lease("a1", "a1/sim0", true);
+  ASSERT_TRUE(ahead.granted());
+  // A plain request means the agent runs neither (it restarted).
+  ASSERT_TRUE(Lease("a1", "a1/sim0", false).granted());
+  EXPECT_FALSE(Renew("a1", ahead.work()));
+}
+
+// --- the agent --------------------------------------------------------------
+
+// The agent's calls go straight to the core, one at a time.
+class InProcessClient : public CoordinatorClient {
+ public:
+  explicit InProcessClient(Coordinator* c) : c_(c) {}
+  absl::StatusOr<v1::RegisterAgentResponse> RegisterAgent(
+      const v1::RegisterAgentRequest& r) override {
+    absl::MutexLock lock(&mu_);
+    return c_->RegisterAgent(r);
+  }
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& r) override {
+    absl::MutexLock lock(&mu_);
+    return c_->Heartbeat(r);
+  }
+  absl::StatusOr<v1::LeaseWorkResponse> LeaseWork(
+      const v1::LeaseWorkRequest& r) override {
+    absl::MutexLock lock(&mu_);
+    return c_->LeaseWork(r);
+  }
+  absl::StatusOr<v1::RenewLeaseResponse> RenewLease(
+      const v1::RenewLeaseRequest& r) override {
+    absl::MutexLock lock(&mu_);
+    return c_->RenewLease(r);
+  }
+  absl::StatusOr<v1::ReportResultResponse> ReportResult(
+      const v1::ReportResultRequest& r) override {
+    absl::MutexLock lock(&mu_);
+    return c_->ReportResult(r);
+  }
+  // Test-side calls into the same core.
+  template <typename F>
+  auto Locked(F f) {
+    absl::MutexLock lock(&mu_);
+    return f(c_);
+  }
+
+ private:
+  absl::Mutex mu_;
+  Coordinator* c_;
+};
+
+struct BoardEvent {
+  enum Kind { kBuildAhead, kEvalStart, kEvalEnd } kind;
+  std::string sweep_id;
+  int64_t round_id;
+  absl::Time at;
+};
+
+// A real board, with what happened to it recorded.
+class RecordingBoard : public Board {
+ public:
+  explicit RecordingBoard(std::unique_ptr<Board> inner)
+      : inner_(std::move(inner)) {}
+  const v1::BoardInfo& info() const override { return inner_->info(); }
+  absl::StatusOr<Evaluation> Evaluate(
+      const v1::WorkItem& work, const std::atomic<bool>& cancel) override {
+    Record(BoardEvent::kEvalStart, work);
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](bool* held) { return !*held; }, &hold_first_eval_));
+    }
+    absl::StatusOr<Evaluation> e = inner_->Evaluate(work, cancel);
+    Record(BoardEvent::kEvalEnd, work);
+    return e;
+  }
+  absl::Status Prefetch(const v1::WorkItem& work,
+                        const std::atomic<bool>& cancel) override {
+    Record(BoardEvent::kBuildAhead, work);
+    return inner_->Prefetch(work, cancel);
+  }
+
+  void HoldEvaluations() {
+    absl::MutexLock lock(&mu_);
+    hold_first_eval_ = true;
+  }
+  void Release() {
+    absl::MutexLock lock(&mu_);
+    hold_first_eval_ = false;
+  }
+  std::vector<BoardEvent> events() {
+    absl::MutexLock lock(&mu_);
+    return events_;
+  }
+  // Waits until `pred(events)` holds (or 20 s pass).
+  template <typename P>
+  bool WaitFor(P pred) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < deadline) {
+      if (pred(events())) return true;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return false;
+  }
+
+ private:
+  void Record(BoardEvent::Kind kind, const v1::WorkItem& w) {
+    absl::MutexLock lock(&mu_);
+    events_.push_back({kind, w.sweep_id(), w.round_id(), absl::Now()});
+  }
+  std::unique_ptr<Board> inner_;
+  absl::Mutex mu_;
+  bool hold_first_eval_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<BoardEvent> events_ ABSL_GUARDED_BY(mu_);
+};
+
+class AgentOverlapTest : public CoreFixture {
+ protected:
+  Clock* clock() override { return &SystemClock(); }
+
+  // One agent with one sim board whose runs take `run_delay` of real time.
+  // `hold`: evaluations wait until board_->Release().
+  void StartAgent(bool prefetch, absl::Duration run_delay, bool hold = false) {
+    client_ = std::make_unique<InProcessClient>(coord_.get());
+    SimBoardOptions o;
+    o.board_id = "a1/sim0";
+    o.agent_id = "a1";
+    o.node = "node";
+    const std::string bin = SIM_MATMUL_BIN;
+    o.bin_dir = bin.substr(0, bin.rfind('/'));
+    o.work_root = dir_ + "/work";
+    o.run_delay = run_delay;
+    auto board = std::make_unique<RecordingBoard>(NewSimBoard(o));
+    board_ = board.get();
+    if (hold) board_->HoldEvaluations();
+    std::vector<std::unique_ptr<Board>> boards;
+    boards.push_back(std::move(board));
+    AgentOptions options;
+    options.agent_id = "a1";
+    options.node = "node";
+    options.prefetch = prefetch;
+    agent_ = std::make_unique<Agent>(std::move(options), client_.get(), nullptr,
+                                     std::move(boards));
+    runner_ = std::thread([this] { agent_->Run(stop_); });
+  }
+  void TearDown() override {
+    if (board_ != nullptr) board_->Release();
+    stop_ = true;
+    if (runner_.joinable()) runner_.join();
+    agent_.reset();
+    CoreFixture::TearDown();
+  }
+  bool WaitSweepsDone() {
+    const absl::Time deadline = absl::Now() + absl::Seconds(40);
+    while (absl::Now() < deadline) {
+      if (client_->Locked([](Coordinator* c) { return c->active_sweeps(); }) ==
+          0) {
+        return true;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return false;
+  }
+  std::vector<v1::Round> Rounds(const std::string& sweep) {
+    auto r = store_->ListRounds(sweep);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : std::vector<v1::Round>();
+  }
+
+  std::atomic<bool> stop_{false};
+  std::unique_ptr<InProcessClient> client_;
+  RecordingBoard* board_ = nullptr;
+  std::unique_ptr<Agent> agent_;
+  std::thread runner_;
+};
+
+// [start, end) of each evaluation, in order; checks they never overlap.
+std::vector<std::pair<BoardEvent, BoardEvent>> Evaluations(
+    const std::vector<BoardEvent>& events) {
+  std::vector<std::pair<BoardEvent, BoardEvent>> out;
+  int running = 0;
+  for (const BoardEvent& e : events) {
+    if (e.kind == BoardEvent::kEvalStart) {
+      EXPECT_EQ(running, 0) << "two variants on one board: round " << e.round_id
+                            << " started while one ran";
+      ++running;
+      out.push_back({e, e});
+    } else if (e.kind == BoardEvent::kEvalEnd) {
+      --running;
+      out.back().second = e;
+    }
+  }
+  return out;
+}
+
+TEST_F(AgentOverlapTest, NextRoundIsBuiltWhileTheCurrentOneRuns) {
+  const std::string sweep = Submit(SimSpec("overlap", 4));
+  StartAgent(/*prefetch=*/true, absl::Milliseconds(150));
+  ASSERT_TRUE(WaitSweepsDone());
+  const std::vector<BoardEvent> events = board_->events();
+  const auto evals = Evaluations(events);
+  ASSERT_EQ(evals.size(), 5u);  // baseline + 4 candidates, each once
+  for (const v1::Round& r : Rounds(sweep)) {
+    EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE) << r.round_id();
+    EXPECT_EQ(r.attempts(), 1) << r.round_id();
+  }
+  // Candidates need the baseline's result, so round 1 cannot be leased
+  // ahead of it; every later round is built before its predecessor ends.
+  int overlapped = 0;
+  for (size_t i = 1; i < evals.size(); ++i) {
+    const BoardEvent& prev_end = evals[i - 1].second;
+    const BoardEvent& start = evals[i].first;
+    auto built =
+        std::find_if(events.begin(), events.end(), [&](const BoardEvent& e) {
+          return e.kind == BoardEvent::kBuildAhead &&
+                 e.round_id == start.round_id;
+        });
+    ASSERT_NE(built, events.end()) << "round " << start.round_id;
+    if (built->at < prev_end.at) ++overlapped;
+  }
+  EXPECT_EQ(overlapped, 3);
+}
+
+TEST_F(AgentOverlapTest, WithoutPrefetchNothingIsBuiltAhead) {
+  const std::string sweep = Submit(SimSpec("serial", 2));
+  StartAgent(/*prefetch=*/false, absl::Milliseconds(20));
+  ASSERT_TRUE(WaitSweepsDone());
+  const std::vector<BoardEvent> events = board_->events();
+  EXPECT_EQ(Evaluations(events).size(), 3u);
+  for (const BoardEvent& e : events) {
+    EXPECT_NE(e.kind, BoardEvent::kBuildAhead) << "round " << e.round_id;
+  }
+}
+
+TEST_F(AgentOverlapTest, RevokedLeaseAheadIsDroppedUnrun) {
+  const std::string first = Submit(SimSpec("first", 1));
+  const std::string doomed = Submit(SimSpec("doomed", 1));
+  StartAgent(/*prefetch=*/true, absl::Milliseconds(20), /*hold=*/true);
+  // The board holds first's baseline; doomed's baseline is leased ahead and
+  // built. Then doomed is cancelled while first's run is still held.
+  ASSERT_TRUE(board_->WaitFor([&](const std::vector<BoardEvent>& ev) {
+    return std::any_of(ev.begin(), ev.end(), [&](const BoardEvent& e) {
+      return e.kind == BoardEvent::kBuildAhead && e.sweep_id == doomed;
+    });
+  }));
+  v1::CancelSweepRequest cancel;
+  cancel.set_sweep_id(doomed);
+  ASSERT_TRUE(client_
+                  ->Locked([&](Coordinator* c) {
+                    return c->CancelSweep(cancel, AnonymousAdmin());
+                  })
+                  .ok());
+  board_->Release();
+  ASSERT_TRUE(WaitSweepsDone());
+  for (const BoardEvent& e : board_->events()) {
+    if (e.kind != BoardEvent::kBuildAhead) {
+      EXPECT_NE(e.sweep_id, doomed) << "a revoked lease ran";
+    }
+  }
+  for (const v1::Round& r : Rounds(first)) {
+    EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE) << r.round_id();
+  }
+  EXPECT_EQ(RoundState(doomed, 0), v1::ROUND_STATE_CANCELLED);
+}
+
+}  // namespace
+}  // namespace tunefarm
