@@ -49,7 +49,7 @@ done
 # The cpu board's hardware counters: this VM exposes no PMU, a bare-metal
 # GPU host usually does.
 export LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-timeout 120 "$carry/agent_cpu_test" --gtest_filter='*Counters*' \
+TF_SOURCE_DIR="$root" timeout 120 "$carry/agent_cpu_test" --gtest_filter='*Counters*' \
   > "$out/cpu-counters.txt" 2>&1
 echo "exit $?" >> "$out/cpu-counters.txt"
 
