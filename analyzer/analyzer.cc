@@ -402,6 +402,20 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
       add_hotspot(k->name, k->name, k->cc.empty() ? "" : "CC " + k->cc, dur(k),
                   1, total, 0);
     }
+  } else if (p.cpu_facts.has_value()) {
+    // One operator program, timed as a whole: its median is the hotspot.
+    const CpuRunFacts& f = *p.cpu_facts;
+    hot_file = f.file;
+    hot_col = "median_us";
+    const double us = f.numbers.at("median_us");
+    d.set_total_device_us(us);
+    add_hotspot(f.op, f.workload, "cpu", us, 1, us, 0);
+    s.hotspot = f.op;
+    s.hotspot_type = f.workload;
+    s.hotspot_core = "cpu";
+    s.hotspot_us = us;
+    s.hotspot_count = 1;
+    s.hotspot_share = 1;
   } else if (p.pypto.has_value() || p.trace.has_value()) {
     const std::map<std::string, Stat>& by_name =
         p.pypto.has_value() ? p.pypto->by_name : p.trace->by_name;
@@ -554,6 +568,24 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
     }
   }
   FillRoofline(bundle, chip, p, *d.mutable_roofline());
+  if (p.cpu_counters.has_value()) {
+    // Per-instruction rates of the timed runs, shown with the pipe ratios.
+    const std::map<std::string, double>& v = p.cpu_counters->values;
+    auto ratio = [&](const char* num, const char* den, const char* column) {
+      auto n = v.find(num), m = v.find(den);
+      if (n == v.end() || m == v.end() || m->second <= 0) return;
+      v1::PipelineRatio* r = d.add_pipeline_ratios();
+      r->set_column(column);
+      r->set_mean(n->second / m->second);
+      r->set_min(r->mean());
+      r->set_max(r->mean());
+      r->set_rows(1);
+      r->set_file(p.cpu_counters->file);
+    };
+    ratio("instructions", "cycles", "instructions/cycles");
+    ratio("cache_misses", "cache_references", "cache_misses/cache_references");
+    ratio("llc_read_misses", "instructions", "llc_read_misses/instructions");
+  }
 
   std::vector<Finding> findings = ApplyRules(s, th);
   for (const Finding& f : findings) {

@@ -260,6 +260,23 @@ struct ProfilerInfo {
 absl::StatusOr<ProfilerInfo> ParseProfilerInfo(std::string_view text,
                                                std::string_view file);
 
+// The cpu board's PROF_cpu/ folder: counters.csv ("counter,value" rows,
+// counts over `runs` timed runs), run_facts.csv (operator, workload,
+// median_us, flops, bytes, ...), or counters_unavailable.txt (why the
+// kernel refused perf_event_open; read as an evidence gap, not parsed).
+struct CpuCounters {
+  std::string file;
+  std::map<std::string, double> values;  // cycles, instructions, runs, ...
+};
+absl::StatusOr<CpuCounters> ParseCpuCounters(std::string_view text,
+                                             std::string_view file);
+struct CpuRunFacts {
+  std::string file, op, workload;
+  std::map<std::string, double> numbers;  // median_us, flops, bytes, dim_*
+};
+absl::StatusOr<CpuRunFacts> ParseCpuRunFacts(std::string_view text,
+                                             std::string_view file);
+
 struct InputFile {
   std::string path;
   std::string_view content;
@@ -286,6 +303,8 @@ struct ProfileData {
   std::optional<PyptoSummary> pypto;
   std::optional<NcuReport> ncu;
   std::optional<ProfilerInfo> profiler_info;
+  std::optional<CpuCounters> cpu_counters;
+  std::optional<CpuRunFacts> cpu_facts;
   std::vector<ProfileGap> gaps;
   std::vector<std::string> ignored;  // files recognised as no format
   int64_t files_read = 0;
@@ -296,7 +315,7 @@ struct ProfileData {
 // What a file is, from its name (and, for .csv / .json / .log without a
 // telling name, a peek at its content). Empty when it is none we read.
 struct FileKind {
-  std::string format;  // msprof | torch_npu | pypto | ncu | kineto
+  std::string format;  // msprof | torch_npu | pypto | ncu | kineto | perf
   std::string kind;    // op_summary, kernel_details, trace, swimlane, ...
 };
 FileKind ClassifyFile(std::string_view path, std::string_view content);

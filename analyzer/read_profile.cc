@@ -36,6 +36,13 @@ FileKind ClassifyFile(std::string_view path, std::string_view content) {
   const bool torch = Has(full, "ascend_profiler_output");
   std::string_view head = content.substr(0, 4096);
   auto starts = [&](std::string_view p) { return absl::StartsWith(base, Av(p)); };
+  if (Has(full, "prof_cpu/")) {
+    if (base == "counters.csv") return {"perf", "counters"};
+    if (base == "run_facts.csv") return {"perf", "run_facts"};
+    if (base == "counters_unavailable.txt") {
+      return {"perf", "counters_unavailable"};
+    }
+  }
   if (csv && starts("kernel_details")) return {"torch_npu", "kernel_details"};
   if (csv && starts("op_summary")) return {"msprof", "op_summary"};
   if (csv && starts("op_statistic")) {
@@ -157,6 +164,24 @@ ProfileData ReadProfile(const std::vector<InputFile>& files) {
     ReadFirst(d, all, {"swimlane"}, d.pypto, ParsePyptoSwimlane);
   }
   ReadFirst(d, all, {"ncu_csv"}, d.ncu, ParseNcuCsv);
+  ReadFirst(d, all, {"counters"}, d.cpu_counters, ParseCpuCounters);
+  ReadFirst(d, all, {"run_facts"}, d.cpu_facts, ParseCpuRunFacts);
+  // The harness writes this note instead of counters.csv when the kernel
+  // refuses perf_event_open: the missing evidence, said as the tool said it.
+  if (!d.cpu_counters.has_value()) {
+    for (const Candidate& c : all) {
+      if (c.kind.kind != "counters_unavailable") continue;
+      std::string why(absl::StripAsciiWhitespace(
+          Av(c.file->content.substr(0, 512))));
+      // No format: this is missing evidence, not a parse error (the
+      // worker counts gaps with a format as parse errors).
+      d.gaps.push_back({c.file->path, "",
+                        why.empty() ? "counters unavailable (no reason given)"
+                                    : why});
+      AddFormat(d, "perf");
+      break;
+    }
+  }
   return d;
 }
 

@@ -22,7 +22,9 @@ if [ "${1:-}" = pack ]; then
   done
   strip -o "$carry/cuda_board_test" "$build/tests/agent/cuda_board_test"
   strip -o "$carry/cuda_fake_tool" "$build/tests/agent/cuda_fake_tool"
-  ldd "$carry"/bin/* "$carry/cuda_board_test" "$carry/cuda_fake_tool" |
+  strip -o "$carry/agent_cpu_test" "$build/tests/agent/agent_cpu_test"
+  ldd "$carry"/bin/* "$carry/cuda_board_test" "$carry/cuda_fake_tool" \
+      "$carry/agent_cpu_test" |
     awk '/=> \//{print $3}' | sort -u |
     grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
     xargs -r -I{} cp -L {} "$carry/lib/"
@@ -43,6 +45,13 @@ rc=$?
 for f in summary.txt test.log probe.log; do
   cp "/tmp/device-cuda-out/device-cuda/$f" "$out/cuda-$f" 2>/dev/null
 done
+
+# The cpu board's hardware counters: this VM exposes no PMU, a bare-metal
+# GPU host usually does.
+export LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+TF_SOURCE_DIR="$root" timeout 120 "$carry/agent_cpu_test" --gtest_filter='*Counters*' \
+  > "$out/cpu-counters.txt" 2>&1
+echo "exit $?" >> "$out/cpu-counters.txt"
 
 # The farm: one agent serving every GPU, a guided sweep of each operator.
 export LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

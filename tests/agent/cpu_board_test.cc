@@ -6,6 +6,7 @@
 // which the board still evaluates the next variant fine.
 #include "agent/cpu_board.h"
 
+#include <cstdlib>
 #include <atomic>
 #include <filesystem>
 #include <system_error>
@@ -24,7 +25,11 @@
 namespace tunefarm {
 namespace {
 
-const std::string kSource = TUNEFARM_SOURCE_DIR;
+// TF_SOURCE_DIR overrides the build-time tree (the device run copies the
+// tree elsewhere).
+const std::string kSource = std::getenv("TF_SOURCE_DIR") != nullptr
+                                ? std::getenv("TF_SOURCE_DIR")
+                                : TUNEFARM_SOURCE_DIR;
 
 class CpuBoardTest : public ::testing::Test {
  protected:

@@ -18,6 +18,7 @@ namespace tunefarm {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::tunefarm::testing::AddFixtureFiles;
 using ::tunefarm::testing::FixtureDir;
 using ::tunefarm::testing::MsprofRealBundle;
@@ -358,6 +359,82 @@ TEST(AnalyzeTest, EmptyBundleIsAGap) {
   EXPECT_THAT(d.perf_analysis_md(), HasSubstr("# Round Performance Analysis"));
   EXPECT_THAT(d.perf_analysis_md(),
               HasSubstr("no profiler file recognised"));
+}
+
+
+// The cpu board's PROF_cpu/ folder as ops/common/harness.h writes it.
+v1::ProfileBundle CpuBundle(bool counters) {
+  v1::ProfileBundle b;
+  b.set_bundle_id("cpu-1");
+  b.set_profiler("perf");
+  b.set_board_kind("cpu");
+  auto add = [&](const std::string& path, const std::string& content) {
+    v1::ProfileFile* f = b.add_files();
+    f->set_path(path);
+    f->set_content(content);
+  };
+  add("PROF_cpu/run_facts.csv",
+      "operator,gemm\nworkload,square256\ndim_m,256\npinned_cpus,2\n"
+      "median_us,812.500000\nflops,33554432.000000\nbytes,786432.000000\n");
+  if (counters) {
+    add("PROF_cpu/counters.csv",
+        "counter,value\ncycles,40000000\ninstructions,90000000\n"
+        "cache_references,2000000\ncache_misses,500000\n"
+        "llc_read_misses,unavailable\nruns,10\n");
+  } else {
+    add("PROF_cpu/counters_unavailable.txt",
+        "counters unavailable: perf_event_open(cycles): No such file or "
+        "directory\n");
+  }
+  add("stdout.txt", "gemm: profile ok\n");
+  return b;
+}
+
+TEST(AnalyzeTest, CpuProfileWithoutCountersIsAnEvidenceGapNotAParseError) {
+  v1::Diagnosis d = Analyze(CpuBundle(false), nullptr);
+  ASSERT_EQ(d.hotspots_size(), 1);
+  EXPECT_EQ(d.hotspots(0).op_name(), "gemm");
+  EXPECT_DOUBLE_EQ(d.hotspots(0).duration_us(), 812.5);
+  EXPECT_EQ(d.hotspots(0).source_file(), "PROF_cpu/run_facts.csv");
+  bool gap = false;
+  for (const v1::EvidenceGap& g : d.evidence_gaps()) {
+    EXPECT_THAT(g.reason(), Not(HasSubstr("no profiler file recognised")));
+    if (g.file() == "PROF_cpu/counters_unavailable.txt") {
+      gap = true;
+      EXPECT_THAT(g.reason(), HasSubstr("counters unavailable: "
+                                        "perf_event_open(cycles)"));
+    }
+  }
+  EXPECT_TRUE(gap) << d.perf_analysis_md();
+  EXPECT_TRUE(ParseErrorsByFormat(d).empty());
+  EXPECT_THAT(d.perf_analysis_md(), HasSubstr("counters unavailable"));
+}
+
+TEST(AnalyzeTest, CpuCountersBecomeRatesOfTheTimedRuns) {
+  v1::Diagnosis d = Analyze(CpuBundle(true), nullptr);
+  std::map<std::string, double> rates;
+  for (const v1::PipelineRatio& r : d.pipeline_ratios()) {
+    EXPECT_EQ(r.file(), "PROF_cpu/counters.csv");
+    rates[r.column()] = r.mean();
+  }
+  EXPECT_DOUBLE_EQ(rates["instructions/cycles"], 2.25);
+  EXPECT_DOUBLE_EQ(rates["cache_misses/cache_references"], 0.25);
+  EXPECT_FALSE(rates.count("llc_read_misses/instructions"));  // unavailable
+  for (const v1::EvidenceGap& g : d.evidence_gaps()) {
+    EXPECT_THAT(g.reason(), Not(HasSubstr("counters unavailable")));
+  }
+}
+
+TEST(AnalyzeTest, CorruptCpuCountersNameTheLine) {
+  v1::ProfileBundle b = CpuBundle(true);
+  b.mutable_files(1)->set_content("counter,value\ncycles,12,13\n");
+  v1::Diagnosis d = Analyze(b, nullptr);
+  bool named = false;
+  for (const v1::EvidenceGap& g : d.evidence_gaps()) {
+    named = named || absl::StrContains(g.reason(), "counters.csv:2");
+  }
+  EXPECT_TRUE(named) << d.perf_analysis_md();
+  EXPECT_EQ(ParseErrorsByFormat(d)["perf"], 1);
 }
 
 }  // namespace
