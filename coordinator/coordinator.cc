@@ -64,8 +64,7 @@ std::string IdempotencyMetaKey(const std::string& team,
 
 bool IsFinal(v1::SweepState state) {
   return state == v1::SWEEP_STATE_SUCCEEDED ||
-         state == v1::SWEEP_STATE_FAILED ||
-         state == v1::SWEEP_STATE_CANCELLED;
+         state == v1::SWEEP_STATE_FAILED || state == v1::SWEEP_STATE_CANCELLED;
 }
 
 std::string BoardStateName(v1::BoardState s) {
@@ -132,8 +131,7 @@ Coordinator::Coordinator(Store* store, const OperatorCatalog* catalog,
 
 Coordinator::~Coordinator() = default;
 
-Coordinator::SweepRuntime* Coordinator::FindSweep(
-    const std::string& sweep_id) {
+Coordinator::SweepRuntime* Coordinator::FindSweep(const std::string& sweep_id) {
   auto it = sweeps_.find(sweep_id);
   return it == sweeps_.end() ? nullptr : it->second.get();
 }
@@ -170,8 +168,8 @@ absl::Status Coordinator::Recover() {
   if (quotas.has_value()) {
     v1::ListTeamsResponse stored;
     if (!stored.ParseFromString(*quotas)) {
-      return absl::DataLossError(absl::StrCat("meta ", kQuotasKey,
-                                              " is not a quota list"));
+      return absl::DataLossError(
+          absl::StrCat("meta ", kQuotasKey, " is not a quota list"));
     }
     // Quotas an admin set at run time win over the policy file's.
     for (const v1::TeamUsage& u : stored.teams()) {
@@ -209,9 +207,9 @@ absl::Status Coordinator::Recover() {
     TF_ASSIGN_OR_RETURN(s.rounds, store_->ListRounds(sweep.sweep_id()));
     for (size_t i = 0; i < s.rounds.size(); ++i) {
       if (s.rounds[i].round_id() != static_cast<int64_t>(i)) {
-        return absl::DataLossError(absl::StrCat(
-            "sweep ", sweep.sweep_id(), ": round ids are not contiguous at ",
-            i));
+        return absl::DataLossError(
+            absl::StrCat("sweep ", sweep.sweep_id(),
+                         ": round ids are not contiguous at ", i));
       }
       v1::Round& r = s.rounds[i];
       if (r.state() == v1::ROUND_STATE_LEASED) {
@@ -337,10 +335,10 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
       active += s->sweep.spec().team() == spec.team() ? 1 : 0;
     }
     if (active >= quota.max_active_sweeps()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "team '", spec.team(), "' already has ", active,
-          " queued or running sweeps, its quota is ",
-          quota.max_active_sweeps()));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("team '", spec.team(), "' already has ", active,
+                       " queued or running sweeps, its quota is ",
+                       quota.max_active_sweeps()));
     }
   }
 
@@ -409,9 +407,9 @@ absl::StatusOr<v1::Sweep> Coordinator::CancelSweep(
   }
   Txn txn;
   Finish(txn, *s, v1::SWEEP_STATE_CANCELLED, v1::TERMINATION_CANCELLED,
-         request.reason().empty() ? "cancelled by the user"
-                                  : absl::StrCat("cancelled: ",
-                                                 request.reason()));
+         request.reason().empty()
+             ? "cancelled by the user"
+             : absl::StrCat("cancelled: ", request.reason()));
   v1::Sweep snapshot = s->sweep;
   TF_RETURN_IF_ERROR(Commit(txn));
   return snapshot;
@@ -461,11 +459,12 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
           absl::StrCat("boards: duplicate board_id ", b.board_id()));
     }
     auto it = boards_.find(b.board_id());
-    if (it != boards_.end() && it->second.info.agent_id() != request.agent_id() &&
+    if (it != boards_.end() &&
+        it->second.info.agent_id() != request.agent_id() &&
         agents_.contains(it->second.info.agent_id())) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("board ", b.board_id(), " is registered by agent ",
-                       it->second.info.agent_id()));
+      return absl::AlreadyExistsError(absl::StrCat("board ", b.board_id(),
+                                                   " is registered by agent ",
+                                                   it->second.info.agent_id()));
     }
   }
   Txn txn;
@@ -551,7 +550,8 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
   v1::HeartbeatResponse response;
   for (const v1::BoardInfo& b : request.boards()) {
     auto bit = boards_.find(b.board_id());
-    if (bit == boards_.end() || bit->second.info.agent_id() != request.agent_id()) {
+    if (bit == boards_.end() ||
+        bit->second.info.agent_id() != request.agent_id()) {
       continue;
     }
     bit->second.info.set_last_seen_unix_ms(clock_->NowUnixMs());
@@ -595,8 +595,7 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
     if (r.state() != v1::ROUND_STATE_DONE) ++in_flight;
   }
   if (candidates >= s.sweep.spec().budget().max_rounds()) return nullptr;
-  SearchHistory history{s.op, &s.sweep.spec(), &s.rounds,
-                        s.sweep.best_round()};
+  SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round()};
   std::vector<Candidate> proposed = s.strategy->Propose(history, 1);
   if (proposed.empty()) {
     if (in_flight == 0) {
@@ -636,8 +635,7 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
   lease->set_board_id(board.info.board_id());
   lease->set_agent_id(board.info.agent_id());
   lease->set_granted_unix_ms(absl::ToUnixMillis(now));
-  lease->set_expires_unix_ms(
-      absl::ToUnixMillis(now + options_.lease_duration));
+  lease->set_expires_unix_ms(absl::ToUnixMillis(now + options_.lease_duration));
   round.set_state(v1::ROUND_STATE_LEASED);
   if (prefetch) {
     board.prefetch_lease_id = lease->lease_id();
@@ -663,8 +661,8 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
                    prefetch ? " (prefetched)" : ""),
       &round);
   if (metrics_ != nullptr) {
-    metrics_->LeaseGranted(
-        absl::ToDoubleSeconds(now - absl::FromUnixMillis(round.created_unix_ms())));
+    metrics_->LeaseGranted(absl::ToDoubleSeconds(
+        now - absl::FromUnixMillis(round.created_unix_ms())));
   }
 
   work->set_lease_id(lease->lease_id());
@@ -701,9 +699,9 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
   auto bit = boards_.find(request.board_id());
   if (bit == boards_.end() ||
       bit->second.info.agent_id() != request.agent_id()) {
-    return absl::NotFoundError(absl::StrCat(
-        "board ", request.board_id(), " is not registered by agent ",
-        request.agent_id()));
+    return absl::NotFoundError(absl::StrCat("board ", request.board_id(),
+                                            " is not registered by agent ",
+                                            request.agent_id()));
   }
   BoardRuntime& board = bit->second;
   Txn txn;
@@ -758,6 +756,22 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
   return response;
 }
 
+bool Coordinator::IdleBoardCouldTake(const BoardRuntime& self,
+                                     const SweepRuntime& s) const {
+  for (const auto& [id, other] : boards_) {
+    if (&other == &self || !other.lease_id.empty() ||
+        other.info.state() != v1::BOARD_STATE_IDLE) {
+      continue;
+    }
+    if (BoardMatches(other.info, s.sweep.spec().boards()) &&
+        ReservationAllows(other.info, s.sweep.spec().team(),
+                          s.sweep.spec().boards())) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
                                  v1::LeaseWorkResponse* response) {
   // Weighted fair share between teams: the team that used the least board
@@ -787,6 +801,9 @@ bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
                            s->sweep.spec().boards())) {
       continue;
     }
+    // A lease ahead must not take work that an idle board could run now:
+    // building ahead only pays when every fitting board is busy.
+    if (prefetch && IdleBoardCouldTake(board, *s)) continue;
     const v1::TeamQuota& quota = QuotaOf(s->sweep.spec().team());
     if (quota.max_boards() > 0 &&
         TeamBoardsInUse(s->sweep.spec().team()) >= quota.max_boards()) {
@@ -896,8 +913,8 @@ void Coordinator::Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
   txn.writes.PutRound(round);
   AddEvent(txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
            absl::StrCat("round ", round.round_id(), " re-queued (epoch ",
-                        round.lease().epoch(), " on ",
-                        round.lease().board_id(), "): ", why),
+                        round.lease().epoch(), " on ", round.lease().board_id(),
+                        "): ", why),
            &round);
   spdlog::warn("{} round {} re-queued: {}", s.sweep.sweep_id(),
                round.round_id(), why);
@@ -957,10 +974,10 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
   if (round.state() != v1::ROUND_STATE_LEASED ||
       round.lease().epoch() != request.epoch() ||
       round.lease().lease_id() != request.lease_id()) {
-    response.set_reason(absl::StrCat(
-        "stale lease ", request.lease_id(), ": round ", round.round_id(),
-        " is ", v1::RoundState_Name(round.state()), " at epoch ",
-        round.lease().epoch()));
+    response.set_reason(absl::StrCat("stale lease ", request.lease_id(),
+                                     ": round ", round.round_id(), " is ",
+                                     v1::RoundState_Name(round.state()),
+                                     " at epoch ", round.lease().epoch()));
     spdlog::info("discarded result: {}", response.reason());
     return response;
   }
@@ -969,8 +986,9 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
   const std::string outcome = v1::Outcome_Name(request.result().outcome());
   if (metrics_ != nullptr) {
     metrics_->RoundRecorded(
-        outcome, absl::ToDoubleSeconds(
-                     now - absl::FromUnixMillis(round.lease().granted_unix_ms())));
+        outcome,
+        absl::ToDoubleSeconds(
+            now - absl::FromUnixMillis(round.lease().granted_unix_ms())));
   }
   if (request.result().outcome() == v1::OUTCOME_BOARD_LOST) {
     // The board's fault, not the variant's: run it again elsewhere, and
@@ -1007,8 +1025,7 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
   if (request.result().has_measurement() &&
       request.result().measurement().samples() > 0) {
     txn.writes.PutMeasurement(s->sweep.sweep_id(), round.round_id(),
-                              request.epoch(),
-                              request.result().measurement());
+                              request.epoch(), request.result().measurement());
   }
   Decide(txn, *s, round);
   txn.writes.PutRound(round);
@@ -1039,10 +1056,10 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     s.sweep.set_baseline_us(median);
     s.sweep.set_best_us(median);
     s.sweep.set_best_round(0);
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-             absl::StrCat("baseline on ", round.board_id(), ": ", Us(median),
-                          sim),
-             &round);
+    AddEvent(
+        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+        absl::StrCat("baseline on ", round.board_id(), ": ", Us(median), sim),
+        &round);
     return;
   }
   s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
@@ -1051,8 +1068,8 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
                    DescribeChanges(round.changes()), ") on ", round.board_id());
   if (res.outcome() != v1::OUTCOME_OK) {
     round.set_decision(v1::DECISION_REJECTED);
-    round.set_decision_reason(absl::StrCat(v1::Outcome_Name(res.outcome()),
-                                           ": ", res.detail()));
+    round.set_decision_reason(
+        absl::StrCat(v1::Outcome_Name(res.outcome()), ": ", res.detail()));
     s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
     AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
              absl::StrCat(what, ": rejected, ", round.decision_reason()),
@@ -1106,8 +1123,8 @@ void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
     const double speedup = s.sweep.baseline_us() / s.sweep.best_us();
     if (spec.goal().speedup() > 0 && speedup >= spec.goal().speedup()) {
       Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_GOAL_REACHED,
-             absl::StrFormat("speedup %.2fx reached the goal of %.2fx",
-                             speedup, spec.goal().speedup()));
+             absl::StrFormat("speedup %.2fx reached the goal of %.2fx", speedup,
+                             spec.goal().speedup()));
       return;
     }
     if (spec.goal().target_us() > 0 &&
@@ -1137,9 +1154,9 @@ void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
   }
   if (spec.budget().max_rounds() > 0 &&
       s.sweep.rounds_finished() >= spec.budget().max_rounds()) {
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_ROUND_BUDGET,
-           absl::StrCat("round budget of ", spec.budget().max_rounds(),
-                        " spent"));
+    Finish(
+        txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_ROUND_BUDGET,
+        absl::StrCat("round budget of ", spec.budget().max_rounds(), " spent"));
     return;
   }
   if (spec.budget().max_rounds_without_gain() > 0 &&
@@ -1170,8 +1187,7 @@ void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
       return;
     }
   }
-  SearchHistory history{s.op, &s.sweep.spec(), &s.rounds,
-                        s.sweep.best_round()};
+  SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round()};
   if (s.strategy->Propose(history, 1).empty()) {
     Exhaustion why = s.strategy->Exhausted(history);
     Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
@@ -1201,9 +1217,8 @@ void Coordinator::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
     s.sweep.set_report_path(
         absl::StrCat(options_.report_dir, "/", s.sweep.sweep_id(), ".md"));
   }
-  std::string summary = absl::StrCat(
-      "sweep ", s.sweep.sweep_id(), " ", v1::SweepState_Name(state), ": ",
-      detail);
+  std::string summary = absl::StrCat("sweep ", s.sweep.sweep_id(), " ",
+                                     v1::SweepState_Name(state), ": ", detail);
   if (s.sweep.best_round() >= 0 && s.sweep.best_us() > 0) {
     absl::StrAppend(&summary,
                     absl::StrFormat("; best round %d at %.1f µs, %.2fx over "
@@ -1242,9 +1257,8 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
   }
   if (diagnosis.round_id() < 0 ||
       diagnosis.round_id() >= static_cast<int64_t>(s->rounds.size())) {
-    return absl::NotFoundError(absl::StrCat("round ", diagnosis.round_id(),
-                                            " of sweep ",
-                                            diagnosis.sweep_id()));
+    return absl::NotFoundError(absl::StrCat(
+        "round ", diagnosis.round_id(), " of sweep ", diagnosis.sweep_id()));
   }
   v1::Round& round = s->rounds[diagnosis.round_id()];
   if (round.lease().epoch() != diagnosis.epoch()) {
@@ -1268,12 +1282,13 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
   std::string msg = absl::StrCat("diagnosis of round ", round.round_id());
   if (!diagnosis.hotspots().empty()) {
     const v1::Hotspot& h = diagnosis.hotspots(0);
-    absl::StrAppend(&msg, ": hotspot ", h.op_name(), " ", Us(h.duration_us()),
-                    absl::StrFormat(" (%.0f%% of device time)", h.share() * 100),
-                    diagnosis.simulated() ? " [simulated]" : "");
+    absl::StrAppend(
+        &msg, ": hotspot ", h.op_name(), " ", Us(h.duration_us()),
+        absl::StrFormat(" (%.0f%% of device time)", h.share() * 100),
+        diagnosis.simulated() ? " [simulated]" : "");
   } else if (!diagnosis.evidence_gaps().empty()) {
-    absl::StrAppend(&msg, ": evidence gap: ",
-                    diagnosis.evidence_gaps(0).reason());
+    absl::StrAppend(&msg,
+                    ": evidence gap: ", diagnosis.evidence_gaps(0).reason());
   }
   AddEvent(txn, *s, v1::EVENT_KIND_DIAGNOSIS, msg, &round);
   if (s != &finished) CheckTermination(txn, *s);  // saturation
@@ -1310,9 +1325,9 @@ absl::Status Coordinator::Tick() {
       ++it;
       continue;
     }
-    const std::string why = absl::StrCat(
-        "agent ", it->first, " silent for ",
-        absl::FormatDuration(now - it->second.last_seen));
+    const std::string why =
+        absl::StrCat("agent ", it->first, " silent for ",
+                     absl::FormatDuration(now - it->second.last_seen));
     spdlog::warn("{}: its boards are lost", why);
     for (const std::string& board_id : it->second.board_ids) {
       auto b = boards_.find(board_id);
@@ -1330,7 +1345,8 @@ absl::Status Coordinator::Tick() {
         if (s != nullptr && round_id < static_cast<int64_t>(s->rounds.size()) &&
             s->rounds[round_id].state() == v1::ROUND_STATE_LEASED &&
             s->rounds[round_id].lease().lease_id() == b->second.lease_id) {
-          Requeue(txn, *s, s->rounds[round_id], absl::StrCat("board lost: ", why));
+          Requeue(txn, *s, s->rounds[round_id],
+                  absl::StrCat("board lost: ", why));
         }
       }
       b->second.lease_id.clear();
@@ -1384,8 +1400,7 @@ void Coordinator::PublishBoardMetrics() {
 
 const v1::TeamQuota& Coordinator::QuotaOf(const std::string& team) const {
   auto it = options_.team_quotas.find(team);
-  return it != options_.team_quotas.end() ? it->second
-                                          : options_.default_quota;
+  return it != options_.team_quotas.end() ? it->second : options_.default_quota;
 }
 
 double Coordinator::TeamBoardSeconds(const std::string& team) const {
@@ -1423,14 +1438,13 @@ absl::StatusOr<v1::BoardInfo> Coordinator::DrainBoard(
     const v1::BoardAdminRequest& request) {
   auto it = boards_.find(request.board_id());
   if (it == boards_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("no board ", request.board_id()));
+    return absl::NotFoundError(absl::StrCat("no board ", request.board_id()));
   }
   // The round it runs now finishes; LeaseWork gives it nothing more.
   it->second.info.set_state(v1::BOARD_STATE_DRAINING);
-  it->second.info.set_health_detail(absl::StrCat(
-      "drained by an admin", request.reason().empty() ? "" : ": ",
-      request.reason()));
+  it->second.info.set_health_detail(
+      absl::StrCat("drained by an admin", request.reason().empty() ? "" : ": ",
+                   request.reason()));
   Txn txn;
   txn.writes.PutBoard(it->second.info);
   TF_RETURN_IF_ERROR(Commit(txn));
@@ -1442,8 +1456,7 @@ absl::StatusOr<v1::BoardInfo> Coordinator::AdmitBoard(
     const v1::BoardAdminRequest& request) {
   auto it = boards_.find(request.board_id());
   if (it == boards_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("no board ", request.board_id()));
+    return absl::NotFoundError(absl::StrCat("no board ", request.board_id()));
   }
   v1::BoardInfo& info = it->second.info;
   // The agent may hold its own quarantine flag (device errors): the next
@@ -1460,9 +1473,9 @@ absl::StatusOr<v1::BoardInfo> Coordinator::AdmitBoard(
     info.set_state(it->second.lease_id.empty() ? v1::BOARD_STATE_IDLE
                                                : v1::BOARD_STATE_BUSY);
   }
-  info.set_health_detail(absl::StrCat(
-      "admitted by an admin", request.reason().empty() ? "" : ": ",
-      request.reason()));
+  info.set_health_detail(absl::StrCat("admitted by an admin",
+                                      request.reason().empty() ? "" : ": ",
+                                      request.reason()));
   Txn txn;
   txn.writes.PutBoard(info);
   TF_RETURN_IF_ERROR(Commit(txn));
@@ -1693,8 +1706,7 @@ void Coordinator::RecordHealthCheck(Txn& txn, BoardRuntime& board,
     if (board.info.state() != v1::BOARD_STATE_DRAINING) {
       board.info.set_state(v1::BOARD_STATE_IDLE);
     }
-    board.next_check =
-        NextPeriodicCheck(now, options_.health_check_interval);
+    board.next_check = NextPeriodicCheck(now, options_.health_check_interval);
     board.info.set_health_detail(absl::StrCat("health check passed: ", why));
     spdlog::info("board {} passed its health check: {}", board.info.board_id(),
                  why);

@@ -167,6 +167,10 @@ class Coordinator {
   // `prefetch`: the lease waits behind the board's current one.
   void GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
                   BoardRuntime& board, bool prefetch, v1::WorkItem* work);
+  // True when a board other than `self` is idle and free and may run `s`'s
+  // rounds (selector and reservations): a lease ahead then waits.
+  bool IdleBoardCouldTake(const BoardRuntime& self,
+                          const SweepRuntime& s) const;
   // Grants `board` the next round of the first sweep in fair-share order
   // that has one for it; false when none has.
   bool GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
