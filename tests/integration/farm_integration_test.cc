@@ -21,6 +21,7 @@
 #include "common/subprocess.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/integration/scrape_metrics.h"
 #include "tests/integration/farm_fixture.h"
 #include "tunefarm/v1/farm.grpc.pb.h"
 
@@ -42,25 +43,6 @@ min_gain: 0.02
 boards: {kind: sim}
 measurement: {warmup: 2, samples: 10}
 )");
-}
-
-// GET http://127.0.0.1:PORT/metrics, the whole response.
-std::string ScrapeMetrics(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string req = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    (void)!::write(fd, req.data(), req.size());
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
-  }
-  ::close(fd);
-  return out;
 }
 
 class FarmTest : public FarmFixture {

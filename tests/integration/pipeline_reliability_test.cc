@@ -23,6 +23,7 @@
 #include "common/subprocess.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/integration/scrape_metrics.h"
 #include "tunefarm/v1/farm.grpc.pb.h"
 
 namespace tunefarm {
@@ -46,20 +47,7 @@ measurement: {warmup: 2, samples: 10}
 // The value of an unlabelled sample `name` in /metrics of 127.0.0.1:port;
 // -1 when absent.
 double Metric(int port, const std::string& name) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string req = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    (void)!::write(fd, req.data(), req.size());
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
-  }
-  ::close(fd);
+  const std::string out = ScrapeMetrics(port);
   for (absl::string_view line : absl::StrSplit(out, '\n')) {
     std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
     double v;
