@@ -1,8 +1,8 @@
 #include "analyzer/analyzer.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,10 +57,12 @@ void FromTaskTable(const TaskTable& t, const OpAggregate& op, double total_us,
       absl::StrContains(core, "VECTOR") || absl::StrContains(core, "AIV");
   auto fill = [&](bool aiv) {
     s.side = aiv ? "aiv" : "aic";
-    s.compute = aiv ? MetricCite(t, op, {"aiv_vec_ratio", "aiv_vec_fp16_ratio",
-                                         "aiv_vec_fp32_ratio"})
-                    : MetricCite(t, op, {"aic_mac_ratio", "aic_mac_fp16_ratio",
-                                         "aic_mac_int8_ratio"});
+    s.compute = aiv ? MetricCite(t, op,
+                                 {"aiv_vec_ratio", "aiv_vec_fp16_ratio",
+                                  "aiv_vec_fp32_ratio"})
+                    : MetricCite(t, op,
+                                 {"aic_mac_ratio", "aic_mac_fp16_ratio",
+                                  "aic_mac_int8_ratio"});
     s.memory = aiv ? MetricCite(t, op, {"aiv_mte2_ratio"})
                    : MetricCite(t, op, {"aic_mte2_ratio"});
     s.scalar = aiv ? MetricCite(t, op, {"aiv_scalar_ratio"})
@@ -137,8 +139,9 @@ void FromNcu(const NcuReport& r, Signals& s) {
       cite({"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
             "Memory Throughput"});
   s.ncu_waves = cite({"launch__waves_per_multiprocessor", "Waves Per SM"});
-  s.ncu_tensor_pipe = cite(
-      {"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"});
+  s.ncu_tensor_pipe =
+      cite({"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_"
+            "active"});
   s.ncu_occupancy = cite({"sm__warps_active.avg.pct_of_peak_sustained_active",
                           "Achieved Occupancy"});
   s.ncu_dram = cite({"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
@@ -162,9 +165,8 @@ void FillRoofline(const v1::ProfileBundle& bundle, const ChipFacts* chip,
   const v1::BoardCapabilities& caps = bundle.capabilities();
   double peak = caps.peak_tflops() > 0 ? caps.peak_tflops()
                                        : (chip ? chip->cube_tflops : 0);
-  double bw = caps.memory_bandwidth_gbps() > 0
-                  ? caps.memory_bandwidth_gbps()
-                  : (chip ? chip->hbm_gbps : 0);
+  double bw = caps.memory_bandwidth_gbps() > 0 ? caps.memory_bandwidth_gbps()
+                                               : (chip ? chip->hbm_gbps : 0);
   if (peak <= 0 || bw <= 0) return;
   r.set_peak_tflops(peak);
   r.set_bandwidth_gbps(bw);
@@ -259,12 +261,11 @@ void FindUbOverflow(const std::vector<InputFile>& files, Signals& s) {
       if (sp == std::string::npos || sp > gt) continue;
       std::optional<double> want =
           SizeBytes(std::string_view(line.data() + sp + 1, gt - sp - 1));
-      std::optional<double> cap = SizeBytes(std::string_view(
-          line.data() + gt + 1, line.size() - gt - 1));
+      std::optional<double> cap = SizeBytes(
+          std::string_view(line.data() + gt + 1, line.size() - gt - 1));
       if (!want || !cap || *cap <= 0 || *want <= *cap) continue;
-      s.ub_request = Cite{f.path,
-                          absl::StrCat("line ", line_no, " UB request (bytes)"),
-                          *want};
+      s.ub_request = Cite{
+          f.path, absl::StrCat("line ", line_no, " UB request (bytes)"), *want};
       s.ub_capacity_bytes = *cap;
       return;
     }
@@ -295,13 +296,15 @@ int SeverityRank(const std::string& s) {
 }  // namespace
 
 v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
-                      const v1::ProfileBundle* parent) {
-  return AnalyzeFiles(bundle, FilesOf(bundle), parent);
+                      const v1::ProfileBundle* parent,
+                      const ParseOptions& options) {
+  return AnalyzeFiles(bundle, FilesOf(bundle), parent, options);
 }
 
 v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
                            const std::vector<InputFile>& files,
-                           const v1::ProfileBundle* parent) {
+                           const v1::ProfileBundle* parent,
+                           const ParseOptions& options) {
   v1::Diagnosis d;
   d.set_bundle_id(bundle.bundle_id());
   d.set_sweep_id(bundle.sweep_id());
@@ -311,13 +314,14 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
   d.set_bound("unknown");
   d.set_operator_type("unknown");
 
-  ProfileData p = ReadProfile(files);
+  ProfileData p = ReadProfile(files, options);
   for (const std::string& f : p.formats) d.add_formats(f);
 
   std::string profiler = bundle.profiler();
   if (profiler.empty() && !p.formats.empty()) profiler = p.formats.front();
   const ChipFacts* chip = FindChip(bundle.chip());
-  if (chip == nullptr && p.trace.has_value()) chip = FindChip(p.trace->device_name);
+  if (chip == nullptr && p.trace.has_value())
+    chip = FindChip(p.trace->device_name);
   Thresholds th = ThresholdsFor(profiler, bundle.chip());
 
   Signals s;
@@ -393,9 +397,8 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
       const NcuMetric* m = k->Find({"gpu__time_duration.sum", "Duration"});
       return m ? m->value : 0.0;
     };
-    std::stable_sort(ks.begin(), ks.end(), [&](auto* a, auto* b) {
-      return dur(a) > dur(b);
-    });
+    std::stable_sort(ks.begin(), ks.end(),
+                     [&](auto* a, auto* b) { return dur(a) > dur(b); });
     for (const NcuKernel* k : ks) total += dur(k);
     d.set_total_device_us(total);
     for (const NcuKernel* k : ks) {
@@ -464,10 +467,9 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
     tl->set_median_launch_delay_us(p.trace->median_launch_delay_us);
     s.launches = p.trace->launches;
     if (p.trace->launches > 0) {
-      s.short_kernels =
-          Cite{p.trace->file, "short kernels / launches",
-               static_cast<double>(p.trace->short_kernels) /
-                   static_cast<double>(p.trace->launches)};
+      s.short_kernels = Cite{p.trace->file, "short kernels / launches",
+                             static_cast<double>(p.trace->short_kernels) /
+                                 static_cast<double>(p.trace->launches)};
     }
   } else if (p.tasks.has_value() && p.tasks->timeline.intervals > 0) {
     iv = &p.tasks->timeline;
@@ -510,7 +512,8 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
     if (tl->file().empty()) tl->set_file(py.file);
     s.pypto_util = Cite{py.file, "core utilisation %", py.avg_utilization_pct};
     s.pypto_bubble = Cite{py.file, "bubble rate %", py.avg_bubble_pct};
-    s.pypto_balance = Cite{py.file, "load balance % (AIC)", py.load_balance_pct};
+    s.pypto_balance =
+        Cite{py.file, "load balance % (AIC)", py.load_balance_pct};
     s.pypto_pred = Cite{py.file, "max AIC Wait Predecessor Time",
                         py.max_aic_wait_predecessor_us};
   }
@@ -537,8 +540,8 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
     }
     h->set_launch_related_us(launch);
     if (a.total_us > 0) {
-      s.host_launch = Cite{a.file, "Time(us) launch-related / total",
-                           launch / a.total_us};
+      s.host_launch =
+          Cite{a.file, "Time(us) launch-related / total", launch / a.total_us};
     }
   }
 
@@ -659,7 +662,7 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
   std::optional<ParentView> pv;
   if (parent != nullptr) {
     std::vector<InputFile> pf = FilesOf(*parent);
-    ProfileData pp = ReadProfile(pf);
+    ProfileData pp = ReadProfile(pf, options);
     ParentView v;
     v.bundle_id = parent->bundle_id();
     v.round_id = parent->round_id();
@@ -677,8 +680,8 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
     pv = v;
   }
 
-  d.set_perf_analysis_md(RenderPerfAnalysis(d, bundle, p, s, th,
-                                            pv.has_value() ? &*pv : nullptr));
+  d.set_perf_analysis_md(
+      RenderPerfAnalysis(d, bundle, p, s, th, pv.has_value() ? &*pv : nullptr));
   return d;
 }
 

@@ -31,8 +31,11 @@ inline constexpr int kMaxSuggestions = 3;
 
 // `parent` may be null (no parent round, or the coordinator did not send
 // its profile).
+// `options` says how large tables are read (threads); the diagnosis does
+// not depend on it.
 v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
-                      const v1::ProfileBundle* parent = nullptr);
+                      const v1::ProfileBundle* parent = nullptr,
+                      const ParseOptions& options = {});
 
 // As Analyze, on `files` (views the caller keeps alive, e.g. a mapped file)
 // instead of bundle.files(), which is ignored; the rest of `bundle` (ids,
@@ -40,7 +43,8 @@ v1::Diagnosis Analyze(const v1::ProfileBundle& bundle,
 // profile into a bundle when the files are on disk.
 v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
                            const std::vector<InputFile>& files,
-                           const v1::ProfileBundle* parent = nullptr);
+                           const v1::ProfileBundle* parent = nullptr,
+                           const ParseOptions& options = {});
 
 // Parse errors counted by format: the evidence gaps that name a format (a
 // file that failed to parse, or a task table with malformed rows dropped).

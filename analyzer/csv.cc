@@ -1,5 +1,6 @@
 #include "analyzer/csv.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -99,23 +100,20 @@ bool StripThousands(std::string_view s, std::string& out) {
 std::optional<double> ParseNumber(std::string_view cell) {
   std::string_view t = Trim(cell);
   if (IsMissing(t)) return std::nullopt;
-  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-  if (t.find(',') == std::string_view::npos) {  // fast path: no allocation
-    double value = 0;
-    auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-    if (ec != std::errc() || ptr != t.data() + t.size() ||
-        !std::isfinite(value)) {
-      return std::nullopt;
-    }
-    return value;
+  if (t.front() == '+') t.remove_prefix(1);
+  // Fast path, no allocation and no pre-scan: a plain number parses whole.
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (ec == std::errc() && ptr == t.data() + t.size()) {
+    return std::isfinite(value) ? std::optional<double>(value) : std::nullopt;
   }
+  if (t.find(',') == std::string_view::npos) return std::nullopt;
   std::string digits;
   if (!StripThousands(t, digits) || digits.empty()) return std::nullopt;
-  double value = 0;
   const char* begin = digits.data();
   const char* end = digits.data() + digits.size();
-  auto [ptr, ec] = std::from_chars(begin, end, value);
-  if (ec != std::errc() || ptr != end || !std::isfinite(value)) {
+  auto [ptr2, ec2] = std::from_chars(begin, end, value);
+  if (ec2 != std::errc() || ptr2 != end || !std::isfinite(value)) {
     return std::nullopt;
   }
   return value;
@@ -150,6 +148,13 @@ CsvReader::CsvReader(std::string_view text) : text_(text) {
   if (text_.substr(0, kBom.size()) == kBom) text_.remove_prefix(kBom.size());
 }
 
+CsvReader CsvReader::At(size_t pos) const {
+  CsvReader r;
+  r.text_ = text_;
+  r.pos_ = std::min(pos, text_.size());
+  return r;
+}
+
 absl::StatusOr<bool> CsvReader::Next(std::vector<std::string_view>& cells,
                                      std::string_view file_name) {
   const std::string_view text = text_;
@@ -159,6 +164,7 @@ absl::StatusOr<bool> CsvReader::Next(std::vector<std::string_view>& cells,
     cells.clear();
     if (pos_ >= n) return false;
     record_line_ = line_;
+    record_start_ = pos_;
     bool has_content = false;
     size_t i = pos_;
     while (true) {

@@ -50,8 +50,7 @@ struct CsvTable {
   std::string_view Cell(size_t row, std::optional<int> column) const;
   // The cell trimmed of whitespace (incl. TAB) with the profilers' extra
   // quote layer removed; nullopt for empty, `N/A` or a missing column.
-  std::optional<std::string> Text(size_t row,
-                                  std::optional<int> column) const;
+  std::optional<std::string> Text(size_t row, std::optional<int> column) const;
   // The cell as a number; nullopt for empty, `N/A`, a missing column or
   // text that is not a number.
   std::optional<double> Number(size_t row, std::optional<int> column) const;
@@ -70,14 +69,30 @@ class CsvReader {
   // the line) for an unterminated quote or text after a closing quote.
   absl::StatusOr<bool> Next(std::vector<std::string_view>& cells,
                             std::string_view file_name);
-  // 1-based line where the record Next() last returned starts.
+  // 1-based line where the record Next() last returned starts, counted
+  // from where this reader began (see At()).
   int line() const { return record_line_; }
+  // Offset in text() where the next Next() starts reading.
+  size_t position() const { return pos_; }
+  // Offset in text() where the record Next() last returned starts.
+  size_t record_start() const { return record_start_; }
+  // The text this reader walks (without its BOM).
+  std::string_view text() const { return text_; }
+
+  // A reader over the same text that begins at offset `pos`, which the
+  // caller takes to be a record boundary (right after a line end), and
+  // counts lines from 1 there. Lets one large table be read in ranges on
+  // several threads; a wrong guess (a `pos` inside a quoted cell) shows as
+  // ranges whose record starts do not meet, which the caller must check.
+  CsvReader At(size_t pos) const;
 
  private:
+  CsvReader() = default;
   std::string_view text_;
   size_t pos_ = 0;
   int line_ = 1;
   int record_line_ = 1;
+  size_t record_start_ = 0;
   std::deque<std::string> scratch_;  // deque: growth keeps views valid
   size_t scratch_used_ = 0;
 };
@@ -102,8 +117,8 @@ absl::StatusOr<CsvTable> ParseCsv(std::string_view text,
 // instead of failing the file: real exports carry the odd truncated row
 // (msinsight's MemoryL0 kernel_details has one), and one bad task should
 // not hide the rest. Quoting errors still fail the file.
-absl::StatusOr<CsvTable> ParseCsvSkippingRaggedRows(
-    std::string_view text, std::string_view file_name);
+absl::StatusOr<CsvTable> ParseCsvSkippingRaggedRows(std::string_view text,
+                                                    std::string_view file_name);
 
 // A numeric cell: trims whitespace (profilers leave a TAB after time
 // stamps), accepts thousands separators ("1,234.5"), and gives nullopt for

@@ -4,9 +4,11 @@
 // layouts and a kernel_details that is op_summary under other names, so the
 // task-table reader here serves both (aliases from ascend-formats.md §2.3).
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -104,8 +106,7 @@ absl::StatusOr<std::vector<std::string>> ReadHeader(CsvReader& reader,
 
 }  // namespace
 
-IntervalSummary SummarizeIntervals(
-    std::vector<std::pair<double, double>> iv) {
+IntervalSummary SummarizeIntervals(std::vector<std::pair<double, double>> iv) {
   IntervalSummary s;
   s.intervals = static_cast<int64_t>(iv.size());
   if (iv.empty()) return s;
@@ -145,34 +146,243 @@ bool IsCommunicationOp(const OpAggregate& op) {
   return false;
 }
 
+namespace {
+
+// Column positions of a task table, found once from its header.
+struct TaskColumns {
+  std::optional<int> name, type, core, dur, start, wait, block;
+  std::vector<std::pair<int, std::string>> metrics;  // position, header
+  size_t width = 0;
+};
+
+// What one range of a task table's rows adds up to. Ops are in order of
+// first appearance, so ranges merge in file order into the same result a
+// single pass gives.
+struct TaskRange {
+  std::vector<OpAggregate> ops;  // metrics not yet filled
+  absl::flat_hash_map<std::string, size_t> index;
+  // Per op, one Stat per metric column, by position: a map lookup per cell
+  // was most of the parse time on large tables.
+  std::vector<std::vector<Stat>> op_stats;
+  std::vector<std::pair<double, double>> intervals;
+  std::vector<std::pair<int, size_t>> ragged;  // range line, cell count
+  int64_t rows_used = 0;
+  int64_t rows_skipped = 0;
+  double total_us = 0;
+  double total_wait_us = 0;
+  // Where the range's first record starts, and where the first record it
+  // left to the next range starts (npos: none / the end of the text).
+  size_t first_record = std::string_view::npos;
+  size_t next_record = std::string_view::npos;
+  absl::Status status;
+};
+
+// Reads the records that start in [reader's position, limit) into `out`.
+void ReadTaskRange(CsvReader reader, size_t limit, const TaskColumns& c,
+                   std::string_view file, TaskRange& out) {
+  std::vector<std::string_view> cells;
+  while (true) {
+    absl::StatusOr<bool> more = reader.Next(cells, file);
+    if (!more.ok()) {
+      out.status = more.status();
+      return;
+    }
+    if (!*more) return;
+    if (reader.record_start() >= limit) {
+      out.next_record = reader.record_start();
+      return;
+    }
+    if (out.first_record == std::string_view::npos) {
+      out.first_record = reader.record_start();
+    }
+    if (cells.size() != c.width) {
+      out.ragged.emplace_back(reader.line(), cells.size());
+      continue;
+    }
+    std::optional<double> dur = Num(cells, c.dur);
+    if (!dur.has_value() || *dur < 0) {
+      ++out.rows_skipped;
+      continue;
+    }
+    std::string_view name = Txt(cells, c.name);
+    std::string_view type = Txt(cells, c.type);
+    if (name.empty()) name = type;
+    if (name.empty()) name = "(unnamed)";
+    auto it = out.index.find(Av(name));
+    size_t slot;
+    if (it == out.index.end()) {
+      slot = out.ops.size();
+      out.index.emplace(std::string(name), slot);
+      OpAggregate op;
+      op.name = std::string(name);
+      op.type = std::string(type);
+      op.core = std::string(Txt(cells, c.core));
+      out.ops.push_back(std::move(op));
+      out.op_stats.emplace_back(c.metrics.size());
+    } else {
+      slot = it->second;
+    }
+    OpAggregate& op = out.ops[slot];
+    op.total_us += *dur;
+    ++op.count;
+    if (std::optional<double> b = Num(cells, c.block)) {
+      op.max_block_dim = std::max(op.max_block_dim, *b);
+    }
+    if (std::optional<double> w = Num(cells, c.wait); w && *w >= 0) {
+      op.wait_us += *w;
+      out.total_wait_us += *w;
+    }
+    std::vector<Stat>& stats = out.op_stats[slot];
+    for (size_t m = 0; m < c.metrics.size(); ++m) {
+      std::optional<double> v =
+          ParseNumber(cells[static_cast<size_t>(c.metrics[m].first)]);
+      if (v.has_value()) stats[m].Add(*v);
+    }
+    if (std::optional<double> st = Num(cells, c.start)) {
+      out.intervals.emplace_back(*st, *st + *dur);
+    }
+    out.total_us += *dur;
+    ++out.rows_used;
+  }
+}
+
+void MergeStat(Stat& into, const Stat& from) {
+  if (from.n == 0) return;
+  if (into.n == 0 || from.min < into.min) into.min = from.min;
+  if (into.n == 0 || from.max > into.max) into.max = from.max;
+  into.sum += from.sum;
+  into.n += from.n;
+}
+
+// Appends `from` (the next range in file order) to `into`.
+void MergeRange(TaskRange& into, TaskRange&& from, int line_offset) {
+  for (size_t i = 0; i < from.ops.size(); ++i) {
+    OpAggregate& src = from.ops[i];
+    auto [it, fresh] = into.index.try_emplace(src.name, into.ops.size());
+    if (fresh) {
+      into.ops.push_back(std::move(src));
+      into.op_stats.push_back(std::move(from.op_stats[i]));
+      continue;
+    }
+    OpAggregate& dst = into.ops[it->second];
+    dst.total_us += src.total_us;
+    dst.count += src.count;
+    dst.max_block_dim = std::max(dst.max_block_dim, src.max_block_dim);
+    dst.wait_us += src.wait_us;
+    std::vector<Stat>& stats = into.op_stats[it->second];
+    for (size_t m = 0; m < stats.size(); ++m) {
+      MergeStat(stats[m], from.op_stats[i][m]);
+    }
+  }
+  into.intervals.insert(into.intervals.end(), from.intervals.begin(),
+                        from.intervals.end());
+  for (const auto& [line, cells] : from.ragged) {
+    into.ragged.emplace_back(line + line_offset, cells);
+  }
+  into.rows_used += from.rows_used;
+  into.rows_skipped += from.rows_skipped;
+  into.total_us += from.total_us;
+  into.total_wait_us += from.total_wait_us;
+}
+
+// Reads every data record after the header, in blocks of about
+// options.block_bytes cut at line ends, on up to options.threads threads,
+// and adds the blocks up in file order. The cuts depend only on the text,
+// so the sums (and so the ranking of ops with equal times) are the same
+// bit for bit on any number of threads. A cut can land inside a quoted cell
+// that spans lines: that shows as neighbouring blocks whose record starts
+// do not meet (or a block that fails to parse), and then the table is read
+// again as one block, so the result never depends on the guess.
+TaskRange ReadTaskRows(const CsvReader& after_header, const TaskColumns& c,
+                       std::string_view file, const ParseOptions& options) {
+  const std::string_view text = after_header.text();
+  const size_t data_begin = after_header.position();
+  const size_t n = text.size();
+  const size_t block = std::max<size_t>(1, options.block_bytes);
+  std::vector<size_t> cuts = {data_begin};
+  while (n - cuts.back() > block) {
+    size_t nl = text.find('\n', cuts.back() + block);
+    if (nl == std::string_view::npos || nl + 1 >= n) break;
+    cuts.push_back(nl + 1);
+  }
+  cuts.push_back(n + 1);  // the last block reads to the end
+  auto whole = [&] {
+    TaskRange r;
+    ReadTaskRange(after_header, n + 1, c, file, r);
+    return r;
+  };
+  const size_t blocks = cuts.size() - 1;
+  if (blocks == 1) return whole();
+
+  std::vector<TaskRange> ranges(blocks);
+  auto read_block = [&](size_t k) {
+    ReadTaskRange(k == 0 ? after_header : after_header.At(cuts[k]), cuts[k + 1],
+                  c, file, ranges[k]);
+  };
+  int threads = options.threads > 0
+                    ? options.threads
+                    : static_cast<int>(std::thread::hardware_concurrency());
+  threads = static_cast<int>(
+      std::clamp<size_t>(static_cast<size_t>(std::max(threads, 1)), 1,
+                         std::min<size_t>(blocks, 16)));
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t k = next++; k < blocks; k = next++) read_block(k);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+
+  for (size_t k = 0; k < blocks; ++k) {
+    if (!ranges[k].status.ok() ||
+        (k > 0 && ranges[k - 1].next_record != ranges[k].first_record)) {
+      return whole();
+    }
+  }
+  TaskRange all = std::move(ranges[0]);
+  for (size_t k = 1; k < blocks; ++k) {
+    // Block k counts lines from 1 at its cut; the line ends before the cut
+    // are counted only when a ragged-row message needs the file's line.
+    int offset = 0;
+    if (!ranges[k].ragged.empty()) {
+      offset = static_cast<int>(
+          std::count(text.begin(), text.begin() + cuts[k], '\n'));
+    }
+    MergeRange(all, std::move(ranges[k]), offset);
+  }
+  return all;
+}
+
+}  // namespace
+
 absl::StatusOr<TaskTable> ParseTaskTable(std::string_view text,
-                                         std::string_view file) {
+                                         std::string_view file,
+                                         const ParseOptions& options) {
   CsvReader reader(text);
   absl::StatusOr<std::vector<std::string>> header = ReadHeader(reader, file);
   if (!header.ok()) return header.status();
   const std::vector<std::string>& h = *header;
-  std::optional<int> name_col = FindColumn(h, {"Op Name", "Name"});
-  std::optional<int> type_col = FindColumn(h, {"OP Type", "Type"});
-  std::optional<int> core_col =
-      FindColumn(h, {"Task Type", "Accelerator Core"});
-  std::optional<int> dur_col =
-      FindColumn(h, {"Task Duration(us)", "Duration(us)"});
-  std::optional<int> start_col = FindColumn(
-      h, {"Task Start Time(us)", "Start Time(us)"});
-  std::optional<int> wait_col =
-      FindColumn(h, {"Task Wait Time(us)", "Wait Time(us)"});
-  std::optional<int> block_col = FindColumn(h, {"Block Dim", "Block Num"});
-  if (!dur_col.has_value()) {
+  TaskColumns c;
+  c.width = h.size();
+  c.name = FindColumn(h, {"Op Name", "Name"});
+  c.type = FindColumn(h, {"OP Type", "Type"});
+  c.core = FindColumn(h, {"Task Type", "Accelerator Core"});
+  c.dur = FindColumn(h, {"Task Duration(us)", "Duration(us)"});
+  c.start = FindColumn(h, {"Task Start Time(us)", "Start Time(us)"});
+  c.wait = FindColumn(h, {"Task Wait Time(us)", "Wait Time(us)"});
+  c.block = FindColumn(h, {"Block Dim", "Block Num"});
+  if (!c.dur.has_value()) {
     return Bad(file, "no column 'Task Duration(us)' or 'Duration(us)'");
   }
-  if (!name_col.has_value() && !type_col.has_value()) {
+  if (!c.name.has_value() && !c.type.has_value()) {
     return Bad(file, "no column 'Op Name', 'Name', 'OP Type' or 'Type'");
   }
-  std::vector<std::pair<int, std::string>> metric_cols;
   for (size_t i = 0; i < h.size(); ++i) {
     std::string name(absl::StripAsciiWhitespace(h[i]));
-    if (IsMetricColumn(name)) metric_cols.emplace_back(static_cast<int>(i), name);
+    if (IsMetricColumn(name)) c.metrics.emplace_back(static_cast<int>(i), name);
   }
+  const std::vector<std::pair<int, std::string>>& metric_cols = c.metrics;
 
   TaskTable out;
   out.file = std::string(file);
@@ -183,85 +393,36 @@ absl::StatusOr<TaskTable> ParseTaskTable(std::string_view text,
   out.kind = kernel_details ? "kernel_details" : "op_summary";
   out.format = kernel_details ? "torch_npu" : "msprof";
   out.metric_group = MetricGroupOf(h);
-  out.name_col = ColName(h, name_col.has_value() ? name_col : type_col);
-  out.type_col = ColName(h, type_col);
-  out.duration_col = ColName(h, dur_col);
-  out.wait_col = ColName(h, wait_col);
-  out.block_col = ColName(h, block_col);
+  out.name_col = ColName(h, c.name.has_value() ? c.name : c.type);
+  out.type_col = ColName(h, c.type);
+  out.duration_col = ColName(h, c.dur);
+  out.wait_col = ColName(h, c.wait);
+  out.block_col = ColName(h, c.block);
 
-  absl::flat_hash_map<std::string, size_t> index;
-  // Per op, one Stat per metric column, by position: a map lookup per cell
-  // was most of the parse time on large tables.
-  std::vector<std::vector<Stat>> op_stats;
-  std::vector<std::pair<double, double>> intervals;
-  std::vector<std::string_view> cells;
-  while (true) {
-    absl::StatusOr<bool> more = reader.Next(cells, file);
-    if (!more.ok()) return more.status();
-    if (!*more) break;
-    if (cells.size() != h.size()) {
-      out.ragged.push_back(absl::StrCat(Av(file), ":", reader.line(),
-                                        ": row has ", cells.size(),
-                                        " cells, the header has ", h.size()));
-      continue;
-    }
-    std::optional<double> dur = Num(cells, dur_col);
-    if (!dur.has_value() || *dur < 0) {
-      ++out.rows_skipped;
-      continue;
-    }
-    std::string_view name = Txt(cells, name_col);
-    std::string_view type = Txt(cells, type_col);
-    if (name.empty()) name = type;
-    if (name.empty()) name = "(unnamed)";
-    auto it = index.find(Av(name));
-    size_t slot;
-    if (it == index.end()) {
-      slot = out.ops.size();
-      index.emplace(std::string(name), slot);
-      OpAggregate op;
-      op.name = std::string(name);
-      op.type = std::string(type);
-      op.core = std::string(Txt(cells, core_col));
-      out.ops.push_back(std::move(op));
-      op_stats.emplace_back(metric_cols.size());
-    } else {
-      slot = it->second;
-    }
-    OpAggregate& op = out.ops[slot];
-    op.total_us += *dur;
-    ++op.count;
-    if (std::optional<double> b = Num(cells, block_col)) {
-      op.max_block_dim = std::max(op.max_block_dim, *b);
-    }
-    if (std::optional<double> w = Num(cells, wait_col); w && *w >= 0) {
-      op.wait_us += *w;
-      out.total_wait_us += *w;
-    }
-    std::vector<Stat>& stats = op_stats[slot];
-    for (size_t m = 0; m < metric_cols.size(); ++m) {
-      std::optional<double> v =
-          ParseNumber(cells[static_cast<size_t>(metric_cols[m].first)]);
-      if (v.has_value()) stats[m].Add(*v);
-    }
-    if (std::optional<double> s = Num(cells, start_col)) {
-      intervals.emplace_back(*s, *s + *dur);
-    }
-    out.total_us += *dur;
-    ++out.rows_used;
+  TaskRange rows = ReadTaskRows(reader, c, file, options);
+  if (!rows.status.ok()) return rows.status;
+  for (const auto& [line, cells] : rows.ragged) {
+    out.ragged.push_back(absl::StrCat(Av(file), ":", line, ": row has ", cells,
+                                      " cells, the header has ", c.width));
   }
+  out.ops = std::move(rows.ops);
+  out.rows_used = rows.rows_used;
+  out.rows_skipped = rows.rows_skipped;
+  out.total_us = rows.total_us;
+  out.total_wait_us = rows.total_wait_us;
+  std::vector<std::pair<double, double>> intervals = std::move(rows.intervals);
   for (size_t i = 0; i < out.ops.size(); ++i) {
     for (size_t m = 0; m < metric_cols.size(); ++m) {
-      if (op_stats[i][m].n > 0) {
-        out.ops[i].metrics.emplace(metric_cols[m].second, op_stats[i][m]);
+      if (rows.op_stats[i][m].n > 0) {
+        out.ops[i].metrics.emplace(metric_cols[m].second, rows.op_stats[i][m]);
       }
     }
   }
   if (out.rows_used == 0) {
-    return Bad(file, absl::StrCat("no data row has a numeric '",
-                                  out.duration_col, "' (",
-                                  out.rows_skipped + out.ragged.size(),
-                                  " rows skipped)"));
+    return Bad(
+        file,
+        absl::StrCat("no data row has a numeric '", out.duration_col, "' (",
+                     out.rows_skipped + out.ragged.size(), " rows skipped)"));
   }
   // Ratio columns are fractions in every real export; a table whose ratios
   // exceed 1 was written on a percent scale (synthetic data, old tools):
@@ -367,8 +528,11 @@ absl::StatusOr<ApiStatistic> ParseApiStatistic(std::string_view text,
     row.level = t->Text(r, level_col).value_or("");
     row.time_us = *time;
     row.count = static_cast<int64_t>(t->Number(r, count_col).value_or(0));
-    row.avg_us = t->Number(r, avg_col).value_or(
-        row.count > 0 ? row.time_us / static_cast<double>(row.count) : 0);
+    row.avg_us =
+        t->Number(r, avg_col)
+            .value_or(row.count > 0
+                          ? row.time_us / static_cast<double>(row.count)
+                          : 0);
     out.total_us += *time;
     out.rows.push_back(std::move(row));
   }

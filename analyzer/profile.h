@@ -88,12 +88,24 @@ struct TaskTable {
   double total_us = 0;
   double total_wait_us = 0;
   int64_t rows_used = 0;
-  int64_t rows_skipped = 0;  // no numeric duration
+  int64_t rows_skipped = 0;         // no numeric duration
   std::vector<std::string> ragged;  // "file:line: ..." per dropped row
-  IntervalSummary timeline;  // from the start / duration columns
+  IntervalSummary timeline;         // from the start / duration columns
 };
+// How the large tables are read.
+struct ParseOptions {
+  // A task table is read in blocks of about this many bytes, cut at line
+  // ends, and the blocks are added up in file order. The cuts depend only
+  // on the text, so the result is the same bit for bit on any number of
+  // threads. Tests lower it to cut small tables in many places.
+  size_t block_bytes = size_t{4} << 20;
+  // Threads reading blocks: 0 = the machine's cores (at most 16).
+  int threads = 0;
+};
+
 absl::StatusOr<TaskTable> ParseTaskTable(std::string_view text,
-                                         std::string_view file);
+                                         std::string_view file,
+                                         const ParseOptions& options = {});
 // A collective-communication op (HCCL): core / task type HCCL or
 // COMMUNICATION, or an hcom_* / *hccl* name. Its time is waiting on the
 // network, not the kernel under tuning, so hotspots list it apart.
@@ -132,8 +144,8 @@ bool IsLaunchRelatedApi(std::string_view name);
 struct TaskTime {
   std::string file;
   int64_t rows = 0;
-  int64_t kernel_rows = 0;  // kernel_name != N/A
-  IntervalSummary timeline;  // over kernel rows
+  int64_t kernel_rows = 0;                // kernel_name != N/A
+  IntervalSummary timeline;               // over kernel rows
   std::map<std::string, Stat> by_kernel;  // task_time(us) per kernel_name
 };
 absl::StatusOr<TaskTime> ParseTaskTime(std::string_view text,
@@ -175,7 +187,7 @@ struct TraceSummary {
   std::string format;  // msprof | torch_npu | kineto | pypto
   int64_t events = 0;
   int64_t device_tasks = 0;
-  IntervalSummary device;  // device task intervals
+  IntervalSummary device;               // device task intervals
   std::map<std::string, Stat> by_name;  // device task durations per name
   // Launch path: kineto cuda_runtime/driver joined on correlation; Ascend
   // CANN / Enqueue joined by flow events where present.
@@ -320,7 +332,8 @@ struct FileKind {
 };
 FileKind ClassifyFile(std::string_view path, std::string_view content);
 
-ProfileData ReadProfile(const std::vector<InputFile>& files);
+ProfileData ReadProfile(const std::vector<InputFile>& files,
+                        const ParseOptions& options = {});
 
 }  // namespace tunefarm
 

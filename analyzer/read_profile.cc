@@ -35,7 +35,9 @@ FileKind ClassifyFile(std::string_view path, std::string_view content) {
   const bool json = absl::EndsWith(base, ".json");
   const bool torch = Has(full, "ascend_profiler_output");
   std::string_view head = content.substr(0, 4096);
-  auto starts = [&](std::string_view p) { return absl::StartsWith(base, Av(p)); };
+  auto starts = [&](std::string_view p) {
+    return absl::StartsWith(base, Av(p));
+  };
   if (Has(full, "prof_cpu/")) {
     if (base == "counters.csv") return {"perf", "counters"};
     if (base == "run_facts.csv") return {"perf", "run_facts"};
@@ -53,7 +55,8 @@ FileKind ClassifyFile(std::string_view path, std::string_view content) {
   }
   if (csv && starts("task_time")) return {"msprof", "task_time"};
   if (csv && starts("step_trace_time")) return {"torch_npu", "step_trace_time"};
-  if (csv && starts("operator_details")) return {"torch_npu", "operator_details"};
+  if (csv && starts("operator_details"))
+    return {"torch_npu", "operator_details"};
   if (csv && starts("l2_cache")) return {"torch_npu", "l2_cache"};
   if (json && starts("profiler_info")) return {"torch_npu", "profiler_info"};
   if (json && starts("trace_view")) return {"torch_npu", "trace"};
@@ -66,8 +69,10 @@ FileKind ClassifyFile(std::string_view path, std::string_view content) {
       Has(content.substr(0, 1 << 16), "\"ID\",\"Process ID\"")) {
     return {"ncu", "ncu_csv"};
   }
-  if (json && (Has(head, "\"traceEvents\"") || Has(head, "\"schemaVersion\"")) &&
-      (Has(content, "\"cat\": \"kernel\"") || Has(content, "\"cat\":\"kernel\"") ||
+  if (json &&
+      (Has(head, "\"traceEvents\"") || Has(head, "\"schemaVersion\"")) &&
+      (Has(content, "\"cat\": \"kernel\"") ||
+       Has(content, "\"cat\":\"kernel\"") ||
        Has(head, "\"deviceProperties\""))) {
     return {"kineto", "trace"};
   }
@@ -115,8 +120,8 @@ bool ReadFirst(ProfileData& d, const std::vector<Candidate>& all,
       AddFormat(d, c->kind.format);
       return true;
     }
-    d.gaps.push_back({c->file->path, c->kind.format,
-                      std::string(r.status().message())});
+    d.gaps.push_back(
+        {c->file->path, c->kind.format, std::string(r.status().message())});
     ++d.errors_by_format[c->kind.format];
   }
   return false;
@@ -124,7 +129,8 @@ bool ReadFirst(ProfileData& d, const std::vector<Candidate>& all,
 
 }  // namespace
 
-ProfileData ReadProfile(const std::vector<InputFile>& files) {
+ProfileData ReadProfile(const std::vector<InputFile>& files,
+                        const ParseOptions& options) {
   ProfileData d;
   std::vector<Candidate> all;
   for (const InputFile& f : files) {
@@ -137,19 +143,22 @@ ProfileData ReadProfile(const std::vector<InputFile>& files) {
     all.push_back({&f, k});
   }
   // Ragged rows of the chosen task table are partial evidence: a gap.
+  auto parse_tasks = [&options](std::string_view text, std::string_view path) {
+    return ParseTaskTable(text, path, options);
+  };
   if (ReadFirst(d, all, {"kernel_details", "op_summary"}, d.tasks,
-                ParseTaskTable) &&
+                parse_tasks) &&
       !d.tasks->ragged.empty()) {
     std::string shown;
     for (size_t i = 0; i < d.tasks->ragged.size() && i < 3; ++i) {
       absl::StrAppend(&shown, i > 0 ? "; " : "", d.tasks->ragged[i]);
     }
-    d.gaps.push_back({d.tasks->file, d.tasks->format,
-                      absl::StrCat(d.tasks->ragged.size(),
-                                   " malformed row(s) skipped, totals exclude "
-                                   "them: ",
-                                   shown,
-                                   d.tasks->ragged.size() > 3 ? "; ..." : "")});
+    d.gaps.push_back(
+        {d.tasks->file, d.tasks->format,
+         absl::StrCat(d.tasks->ragged.size(),
+                      " malformed row(s) skipped, totals exclude "
+                      "them: ",
+                      shown, d.tasks->ragged.size() > 3 ? "; ..." : "")});
   }
   ReadFirst(d, all, {"op_statistic"}, d.op_statistic, ParseOpStatistic);
   ReadFirst(d, all, {"api_statistic"}, d.api_statistic, ParseApiStatistic);
@@ -171,13 +180,13 @@ ProfileData ReadProfile(const std::vector<InputFile>& files) {
   if (!d.cpu_counters.has_value()) {
     for (const Candidate& c : all) {
       if (c.kind.kind != "counters_unavailable") continue;
-      std::string why(absl::StripAsciiWhitespace(
-          Av(c.file->content.substr(0, 512))));
+      std::string why(
+          absl::StripAsciiWhitespace(Av(c.file->content.substr(0, 512))));
       // No format: this is missing evidence, not a parse error (the
       // worker counts gaps with a format as parse errors).
-      d.gaps.push_back({c.file->path, "",
-                        why.empty() ? "counters unavailable (no reason given)"
-                                    : why});
+      d.gaps.push_back(
+          {c.file->path, "",
+           why.empty() ? "counters unavailable (no reason given)" : why});
       AddFormat(d, "perf");
       break;
     }

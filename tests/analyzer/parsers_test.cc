@@ -1,7 +1,10 @@
 // Each profiler parser on the real fixtures, with values read from them, and
 // on truncated / empty / garbage input.
+#include <algorithm>
+#include <cmath>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "analyzer/profile.h"
 #include "common/files.h"
 #include "gmock/gmock.h"
@@ -106,14 +109,16 @@ TEST(NcuTest, RawPageWithUnitsRow) {
       "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\","
       "\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\","
       "\"dram__bytes_read.sum\",\"gpu__time_duration.sum\"\n"
-      "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"Gbyte\",\"us\"\n"
+      "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"Gbyte\","
+      "\"us\"\n"
       "\"0\",\"759\",\"bench\",\"h\",\"copy_f4\",\"1\",\"7\",\"(512, 1, 1)\","
       "\"(1056, 1, 1)\",\"0\",\"9.0\",\"1.07\",\"534.30\"\n";
   absl::StatusOr<NcuReport> r = ParseNcuCsv(raw, "raw.csv");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->page, "raw");
   EXPECT_DOUBLE_EQ(r->kernels[0].Find({"dram__bytes_read.sum"})->value, 1.07e9);
-  EXPECT_DOUBLE_EQ(r->kernels[0].Find({"gpu__time_duration.sum"})->value, 534.3);
+  EXPECT_DOUBLE_EQ(r->kernels[0].Find({"gpu__time_duration.sum"})->value,
+                   534.3);
 }
 
 TEST(TraceTest, MsprofTimelineAndTorchTraceView) {
@@ -127,7 +132,8 @@ TEST(TraceTest, MsprofTimelineAndTorchTraceView) {
   EXPECT_GT(m->device_tasks, 0);
   EXPECT_GT(m->device.window_us, m->device.busy_us);
   absl::StatusOr<TraceSummary> t = ParseChromeTrace(
-      Fixture("ascend/helix_torch_npu_real/ASCEND_PROFILER_OUTPUT/trace_view.json"),
+      Fixture(
+          "ascend/helix_torch_npu_real/ASCEND_PROFILER_OUTPUT/trace_view.json"),
       "trace_view.json");
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->format, "torch_npu");
@@ -138,7 +144,8 @@ TEST(TraceTest, MsprofTimelineAndTorchTraceView) {
 }
 
 TEST(TraceTest, KinetoCorrelationJoin) {
-  const char* k = R"({"schemaVersion":1,"deviceProperties":[{"name":"NVIDIA H200"}],
+  const char* k =
+      R"({"schemaVersion":1,"deviceProperties":[{"name":"NVIDIA H200"}],
     "traceEvents":[
     {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":100.0,"dur":6.0,"args":{"correlation":7}},
     {"ph":"X","cat":"kernel","name":"k1","pid":0,"tid":7,"ts":108.0,"dur":2.0,"args":{"correlation":7}},
@@ -162,11 +169,19 @@ TEST(TablesTest, EveryAscendTableFixtureParses) {
     const char* kind;
   };
   const Case cases[] = {
-      {"ascend/helix_msprof_real/mindstudio_profiler_output/api_statistic_20260511093035.csv", "api"},
-      {"ascend/helix_msprof_real/mindstudio_profiler_output/task_time_20260511093035.csv", "task_time"},
-      {"ascend/helix_torch_npu_real/ASCEND_PROFILER_OUTPUT/operator_details.csv", "opd"},
-      {"ascend/helix_torch_npu_real/ASCEND_PROFILER_OUTPUT/step_trace_time.csv", "step"},
-      {"ascend/msinsight_torch_npu_level1/ASCEND_PROFILER_OUTPUT/l2_cache.csv", "l2"},
+      {"ascend/helix_msprof_real/mindstudio_profiler_output/"
+       "api_statistic_20260511093035.csv",
+       "api"},
+      {"ascend/helix_msprof_real/mindstudio_profiler_output/"
+       "task_time_20260511093035.csv",
+       "task_time"},
+      {"ascend/helix_torch_npu_real/ASCEND_PROFILER_OUTPUT/"
+       "operator_details.csv",
+       "opd"},
+      {"ascend/helix_torch_npu_real/ASCEND_PROFILER_OUTPUT/step_trace_time.csv",
+       "step"},
+      {"ascend/msinsight_torch_npu_level1/ASCEND_PROFILER_OUTPUT/l2_cache.csv",
+       "l2"},
       {"ascend/msinsight_torch_npu_level1/profiler_info_0.json", "info"},
   };
   for (const Case& c : cases) {
@@ -209,19 +224,21 @@ TEST(TablesTest, EveryAscendTableFixtureParses) {
       Fixture("ascend/msprof_analyze_arithmetic/kernel_details.csv"), "a.csv");
   ASSERT_TRUE(arith.ok()) << arith.status();
   EXPECT_EQ(arith->metric_group, "ArithmeticUtilization");
-  auto l0 = ParseTaskTable(Fixture("ascend/msinsight_memoryl0/op_summary_1.csv"),
-                           "l0.csv");
+  auto l0 = ParseTaskTable(
+      Fixture("ascend/msinsight_memoryl0/op_summary_1.csv"), "l0.csv");
   ASSERT_TRUE(l0.ok()) << l0.status();
   EXPECT_EQ(l0->metric_group, "MemoryL0");
-  auto lvl0 = ParseTaskTable(
-      Fixture("ascend/msinsight_torch_npu_level0/ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
-      "k.csv");
+  auto lvl0 =
+      ParseTaskTable(Fixture("ascend/msinsight_torch_npu_level0/"
+                             "ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
+                     "k.csv");
   ASSERT_TRUE(lvl0.ok()) << lvl0.status();
   EXPECT_EQ(lvl0->metric_group, "None");
   EXPECT_EQ(lvl0->rows_used, 191);
-  auto pipe = ParseTaskTable(
-      Fixture("ascend/helix_torch_npu_real/ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
-      "kd.csv");
+  auto pipe =
+      ParseTaskTable(Fixture("ascend/helix_torch_npu_real/"
+                             "ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
+                     "kd.csv");
   ASSERT_TRUE(pipe.ok());
   // cube_utilization(%) 95.479 is kept as a fraction (occupancy).
   EXPECT_NEAR(pipe->ops[0].metrics.at("cube_utilization(%)").max, 0.96, 0.01);
@@ -241,9 +258,148 @@ TEST(RobustnessTest, EmptyTruncatedGarbageGiveClearErrors) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->ops[0].name, "k");
   // Truncated mid-row: the last row is ragged and reported, not fatal.
-  auto t = ParseTaskTable("Op Name,Task Duration(us),Block Dim\nk,1,2\nk,3", "t.csv");
+  auto t = ParseTaskTable("Op Name,Task Duration(us),Block Dim\nk,1,2\nk,3",
+                          "t.csv");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->ragged.size(), 1u);
+}
+
+// A large task table is read in blocks on several threads. Whatever the
+// thread count, the result must be what one thread reads, bit for bit.
+void ExpectSameTable(const TaskTable& a, const TaskTable& b) {
+  EXPECT_EQ(a.rows_used, b.rows_used);
+  EXPECT_EQ(a.rows_skipped, b.rows_skipped);
+  EXPECT_EQ(a.ragged, b.ragged);
+  EXPECT_EQ(a.total_us, b.total_us);
+  EXPECT_EQ(a.total_wait_us, b.total_wait_us);
+  EXPECT_EQ(a.timeline.intervals, b.timeline.intervals);
+  EXPECT_EQ(a.timeline.gaps, b.timeline.gaps);
+  EXPECT_EQ(a.timeline.busy_us, b.timeline.busy_us);
+  ASSERT_EQ(a.ops.size(), b.ops.size());
+  for (size_t i = 0; i < a.ops.size(); ++i) {
+    const OpAggregate& x = a.ops[i];
+    const OpAggregate& y = b.ops[i];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.type, y.type);
+    EXPECT_EQ(x.core, y.core);
+    EXPECT_EQ(x.count, y.count) << x.name;
+    EXPECT_EQ(x.total_us, y.total_us) << x.name;
+    EXPECT_EQ(x.max_block_dim, y.max_block_dim) << x.name;
+    EXPECT_EQ(x.wait_us, y.wait_us) << x.name;
+    ASSERT_EQ(x.metrics.size(), y.metrics.size()) << x.name;
+    for (const auto& [col, st] : x.metrics) {
+      auto it = y.metrics.find(col);
+      ASSERT_NE(it, y.metrics.end()) << col;
+      EXPECT_EQ(st.n, it->second.n) << x.name << " " << col;
+      EXPECT_EQ(st.min, it->second.min) << x.name << " " << col;
+      EXPECT_EQ(st.max, it->second.max) << x.name << " " << col;
+      EXPECT_EQ(st.sum, it->second.sum) << x.name << " " << col;
+    }
+  }
+}
+
+ParseOptions Threads(int n) {
+  ParseOptions o;
+  o.threads = n;
+  o.block_bytes = 512;  // cut even a small table in many places
+  return o;
+}
+
+TEST(TaskTableThreadsTest, RangesOfTheRealKernelDetailsMatchOneThread) {
+  // The real torch_npu table (HCCL rows, quoted shape cells, N/A cells),
+  // repeated, with two truncated rows and a blank line among them.
+  std::string fixture =
+      Fixture("ascend/msprof_analyze_arithmetic/kernel_details.csv");
+  size_t nl = fixture.find('\n');
+  std::string text = fixture.substr(0, nl + 1);
+  std::string body = fixture.substr(nl + 1);
+  for (int i = 0; i < 4; ++i) {
+    text += body;
+    if (i == 1) text += "trunc_op,1.0\n\n";
+  }
+  text += "last_trunc,2\n";
+  absl::StatusOr<TaskTable> one =
+      ParseTaskTable(text, "kernel_details.csv", Threads(1));
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->ragged.size(), 2u);
+  EXPECT_GT(one->rows_used, 2000);
+  for (int threads : {2, 3, 7, 16}) {
+    SCOPED_TRACE(threads);
+    absl::StatusOr<TaskTable> many =
+        ParseTaskTable(text, "kernel_details.csv", Threads(threads));
+    ASSERT_TRUE(many.ok()) << many.status();
+    ExpectSameTable(*one, *many);
+  }
+  // Read as one block (the default block size is larger than this table),
+  // only the order of additions differs.
+  absl::StatusOr<TaskTable> whole = ParseTaskTable(text, "kernel_details.csv");
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->rows_used, one->rows_used);
+  EXPECT_EQ(whole->ragged, one->ragged);
+  EXPECT_NEAR(whole->total_us, one->total_us, 1e-9 * one->total_us);
+  ASSERT_EQ(whole->ops.size(), one->ops.size());
+  for (const OpAggregate& op : whole->ops) {
+    auto same =
+        std::find_if(one->ops.begin(), one->ops.end(),
+                     [&](const OpAggregate& o) { return o.name == op.name; });
+    ASSERT_NE(same, one->ops.end()) << op.name;
+    EXPECT_EQ(same->count, op.count) << op.name;
+    EXPECT_NEAR(same->total_us, op.total_us, 1e-9 * op.total_us) << op.name;
+  }
+  // Line numbers in the ragged-row messages are the file's, not a block's.
+  size_t trunc = text.find("trunc_op,1.0");
+  int line = 1 + static_cast<int>(
+                     std::count(text.begin(), text.begin() + trunc, '\n'));
+  EXPECT_THAT(one->ragged[0],
+              HasSubstr(absl::StrCat(":", line, ": row has 2")));
+}
+
+TEST(TaskTableThreadsTest, CutsInsideMultiLineQuotedCellsAreCaught) {
+  // Most line ends here are inside quoted cells, so most cuts land inside
+  // one: those ranges do not meet, and the table is read again whole.
+  std::string text = "Op Name,Task Duration(us),Note,Block Dim\n";
+  int64_t rows = 0;
+  double total = 0;
+  for (int i = 0; i < 400; ++i) {
+    std::string note = "\"";
+    for (int k = 0; k < 1 + i % 9; ++k)
+      absl::StrAppend(&note, "line ", k, "\n");
+    absl::StrAppend(&note, "a \"\"quoted\"\" part\n,with comma\"");
+    absl::StrAppend(&text, "op", i % 5, ",", i % 13 + 0.5, ",", note, ",",
+                    i % 17, "\n");
+    total += i % 13 + 0.5;
+    ++rows;
+  }
+  absl::StatusOr<TaskTable> one = ParseTaskTable(text, "q.csv", Threads(1));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->rows_used, rows);
+  EXPECT_DOUBLE_EQ(one->total_us, total);
+  EXPECT_TRUE(one->ragged.empty());
+  for (int threads : {2, 5, 16}) {
+    SCOPED_TRACE(threads);
+    absl::StatusOr<TaskTable> many =
+        ParseTaskTable(text, "q.csv", Threads(threads));
+    ASSERT_TRUE(many.ok()) << many.status();
+    ExpectSameTable(*one, *many);
+  }
+}
+
+TEST(TaskTableThreadsTest, AMalformedTableFailsTheSameOnAnyThreadCount) {
+  std::string text = "Op Name,Task Duration(us)\n";
+  for (int i = 0; i < 300; ++i)
+    absl::StrAppend(&text, "k", i % 3, ",", i, "\n");
+  absl::StrAppend(&text, "\"never closed,1\n");
+  for (int i = 0; i < 50; ++i) absl::StrAppend(&text, "k,", i, "\n");
+  absl::StatusOr<TaskTable> one = ParseTaskTable(text, "bad.csv", Threads(1));
+  ASSERT_FALSE(one.ok());
+  EXPECT_THAT(one.status().message(),
+              HasSubstr("bad.csv:302: unterminated quoted cell"));
+  for (int threads : {2, 4, 16}) {
+    absl::StatusOr<TaskTable> many =
+        ParseTaskTable(text, "bad.csv", Threads(threads));
+    ASSERT_FALSE(many.ok()) << threads;
+    EXPECT_EQ(many.status(), one.status()) << threads;
+  }
 }
 
 }  // namespace
