@@ -88,7 +88,8 @@ class CpuBoard : public Board {
     std::sort(options_.cpus.begin(), options_.cpus.end());
     options_.cpus.erase(std::unique(options_.cpus.begin(), options_.cpus.end()),
                         options_.cpus.end());
-    if (options_.cache_dir.empty()) options_.cache_dir = options_.work_root + "/build_cache";
+    if (options_.cache_dir.empty())
+      options_.cache_dir = options_.work_root + "/build_cache";
     cpu_list_ = CpuList(options_.cpus);
 
     const std::string cpuinfo = ReadFile("/proc/cpuinfo").value_or("");
@@ -97,7 +98,8 @@ class CpuBoard : public Board {
     const std::string flags = CpuInfoField(cpuinfo, "flags");
     const std::vector<absl::string_view> flag_list = absl::StrSplit(flags, ' ');
     auto has = [&](absl::string_view f) {
-      return std::find(flag_list.begin(), flag_list.end(), f) != flag_list.end();
+      return std::find(flag_list.begin(), flag_list.end(), f) !=
+             flag_list.end();
     };
     int lanes = 4;
     std::string simd = "sse";
@@ -109,11 +111,13 @@ class CpuBoard : public Board {
       simd = "avx2+fma";
     }
     double mhz = 0;
-    const std::string max_freq = absl::StrCat(
-        "/sys/devices/system/cpu/cpu", options_.cpus.front(), "/cpufreq/cpuinfo_max_freq");
+    const std::string max_freq =
+        absl::StrCat("/sys/devices/system/cpu/cpu", options_.cpus.front(),
+                     "/cpufreq/cpuinfo_max_freq");
     if (absl::StatusOr<std::string> khz = ReadFile(max_freq); khz.ok()) {
       double v = 0;
-      if (absl::SimpleAtod(absl::StripAsciiWhitespace(*khz), &v)) mhz = v / 1000.0;
+      if (absl::SimpleAtod(absl::StripAsciiWhitespace(*khz), &v))
+        mhz = v / 1000.0;
     }
     if (mhz <= 0) {
       double v = 0;
@@ -138,8 +142,8 @@ class CpuBoard : public Board {
     const absl::Status perf = ProbePerfCounters();
     (*caps.mutable_extra())["perf_counters"] =
         perf.ok() ? "available" : std::string(perf.message());
-    (*caps.mutable_extra())["peak_estimate"] =
-        absl::StrCat("cores x GHz x 2 FMA pipes x 2 flops x ", lanes, " fp32 lanes");
+    (*caps.mutable_extra())["peak_estimate"] = absl::StrCat(
+        "cores x GHz x 2 FMA pipes x 2 flops x ", lanes, " fp32 lanes");
     (*caps.mutable_extra())["bandwidth_estimate"] =
         "best of 3 single-thread 64 MiB memcpy, read+write bytes";
     info_.set_simulated(false);
@@ -166,8 +170,8 @@ class CpuBoard : public Board {
   absl::StatusOr<BuildRequest> MakeBuildRequest(const v1::OperatorManifest& op,
                                                 const ParamMap& params) const;
   // The backend's sources as absolute paths inside the package, checked.
-  absl::StatusOr<std::vector<std::string>> Sources(const v1::OperatorManifest& op,
-                                                   const v1::BackendEntry& be) const;
+  absl::StatusOr<std::vector<std::string>> Sources(
+      const v1::OperatorManifest& op, const v1::BackendEntry& be) const;
 
   CpuBoardOptions options_;
   std::string cpu_list_;
@@ -177,26 +181,28 @@ class CpuBoard : public Board {
 absl::StatusOr<std::vector<std::string>> CpuBoard::Sources(
     const v1::OperatorManifest& op, const v1::BackendEntry& be) const {
   if (be.sources().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "operator ", op.name(), ": cpu backend lists no sources (the cpu board "
-        "compiles every variant)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("operator ", op.name(),
+                     ": cpu backend lists no sources (the cpu board "
+                     "compiles every variant)"));
   }
   if (op.package_dir().empty() || op.package_dir()[0] != '/') {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "operator ", op.name(), ": package_dir \"", op.package_dir(),
-        "\" is not an absolute path"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("operator ", op.name(), ": package_dir \"",
+                     op.package_dir(), "\" is not an absolute path"));
   }
   std::vector<std::string> out;
   for (const std::string& s : be.sources()) {
     if (s.empty() || s[0] == '/' || s.find('\0') != std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "operator ", op.name(), ": source \"", s,
-          "\" must be a path relative to the package"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("operator ", op.name(), ": source \"", s,
+                       "\" must be a path relative to the package"));
     }
     for (absl::string_view c : absl::StrSplit(s, '/')) {
       if (c == "..") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "operator ", op.name(), ": source \"", s, "\" escapes its package"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("operator ", op.name(), ": source \"", s,
+                         "\" escapes its package"));
       }
     }
     out.push_back(absl::StrCat(op.package_dir(), "/", s));
@@ -220,7 +226,8 @@ absl::StatusOr<BuildRequest> CpuBoard::MakeBuildRequest(
   req.params = params;
   req.cache_dir = options_.cache_dir;
   req.timeout = options_.build_timeout;
-  if (!options_.harness_dir.empty()) req.extra_include_dirs.push_back(options_.harness_dir);
+  if (!options_.harness_dir.empty())
+    req.extra_include_dirs.push_back(options_.harness_dir);
   req.extra_include_dirs.push_back(op.package_dir());
   return req;
 }
@@ -248,42 +255,28 @@ absl::StatusOr<Evaluation> CpuBoard::Evaluate(const v1::WorkItem& work,
   StagePlan plan;
   plan.command = {build.binary};
   if (work.has_reference()) {
-    // A/B: the parent variant's binary (usually a build-cache hit).
-    absl::StatusOr<BuildRequest> parent_req =
-        MakeBuildRequest(op, work.reference_params());
-    absl::StatusOr<BuildResult> parent =
-        parent_req.ok() ? BuildVariant(*parent_req, cancel)
-                        : absl::StatusOr<BuildResult>(parent_req.status());
-    if (!parent.ok() && absl::IsCancelled(parent.status())) {
-      return parent.status();
-    }
-    if (parent.ok() && parent->ok) {
-      plan.reference_command = {parent->binary};
-    } else {
-      plan.no_reference_reason =
-          parent.ok()
-              ? "the parent variant did not compile here"
-              : absl::StrCat("the parent variant did not compile here: ",
-                             parent.status().message());
-    }
+    TF_RETURN_IF_ERROR(UseParentVariant(
+        MakeBuildRequest(op, work.reference_params()), cancel, &plan));
   }
   plan.work_dir = WorkDirFor(options_.work_root, work);
   TF_RETURN_IF_ERROR(PrepareWorkDir(plan.work_dir, work));
   plan.seed = work.seed() != 0 ? work.seed() : options_.seed;
   plan.timeout = options_.stage_timeout;
-  plan.env = {{"TF_CPU_LIST", cpu_list_},
-              {"OMP_WAIT_POLICY", "PASSIVE"}};
+  plan.env = {{"TF_CPU_LIST", cpu_list_}, {"OMP_WAIT_POLICY", "PASSIVE"}};
   plan.run_build_stage = true;
   plan.pass_flush_cache = true;
+  plan.pass_output_flag = true;
   plan.simulated = false;
-  plan.policy_note = absl::StrCat("measured on ", info_.chip(), ", cpus ", cpu_list_,
-                                  ", steady_clock; variant ", build.key.substr(0, 12));
+  plan.policy_note =
+      absl::StrCat("measured on ", info_.chip(), ", cpus ", cpu_list_,
+                   ", steady_clock; variant ", build.key.substr(0, 12));
   plan.board_id = options_.board_id;
   plan.board_kind = kKind;
   plan.chip = info_.chip();
   plan.profiler = "perf";
   plan.capabilities = info_.capabilities();
-  plan.read_profile = [](const std::string& dir) -> absl::StatusOr<v1::ProfileBundle> {
+  plan.read_profile =
+      [](const std::string& dir) -> absl::StatusOr<v1::ProfileBundle> {
     const std::string prof = dir + "/PROF_cpu";
     absl::StatusOr<std::string> counters = ReadFile(prof + "/counters.csv");
     if (counters.ok()) {
@@ -310,7 +303,8 @@ std::unique_ptr<Board> NewCpuBoard(CpuBoardOptions options) {
 
 std::vector<std::vector<int>> SplitAllowedCpus(int boards) {
   const std::vector<int> cpus = AllowedCpus();
-  const int n = std::max(1, std::min<int>(boards, static_cast<int>(cpus.size())));
+  const int n =
+      std::max(1, std::min<int>(boards, static_cast<int>(cpus.size())));
   std::vector<std::vector<int>> out(n);
   for (size_t i = 0; i < cpus.size(); ++i) {
     out[i * n / cpus.size()].push_back(cpus[i]);

@@ -376,21 +376,12 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
   plan.policy_note =
       "cuda events around each launch, L2 flushed (256 MiB memset) before each "
       "sample";
+  plan.pass_output_flag = true;
   if (work.has_reference()) {
-    absl::StatusOr<BuildRequest> parent_req =
-        MakeBuildRequest(op, work.reference_params());
-    absl::StatusOr<BuildResult> parent =
-        parent_req.ok() ? BuildVariant(*parent_req, cancel)
-                        : absl::StatusOr<BuildResult>(parent_req.status());
-    if (cancel.load()) return cancelled();
-    if (parent.ok() && parent->ok) {
-      plan.reference_command = {parent->binary};
-    } else {
-      plan.no_reference_reason =
-          parent.ok() ? "the parent variant did not build here"
-                      : absl::StrCat("the parent variant did not build here: ",
-                                     parent.status().message());
-    }
+    absl::Status parent =
+        UseParentVariant(MakeBuildRequest(op, work.reference_params()), cancel, &plan);
+    if (absl::IsCancelled(parent)) return cancelled();
+    TF_RETURN_IF_ERROR(parent);
   }
   TF_ASSIGN_OR_RETURN(
       bool measured, MeasureRunStage(plan, work, ref.out_dir + "/reference.bin",

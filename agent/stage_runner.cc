@@ -66,8 +66,8 @@ absl::StatusOr<Stage> RunOne(const StagePlan& plan, const std::string& stage,
 std::string SafeComponent(const std::string& id) {
   std::string out;
   for (char c : id.substr(0, 128)) {
-    const bool ok = absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' ||
-                    c == '_' || c == '-';
+    const bool ok = absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+                    c == '.' || c == '_' || c == '-';
     out.push_back(ok ? c : '_');
   }
   if (out.empty() || out == "." || out == "..") out = "_" + out;
@@ -94,7 +94,8 @@ absl::Status PrepareWorkDir(const std::string& work_dir,
   return WriteFileAtomic(work_dir + "/workload.json", Dump(workload));
 }
 
-void ResolvePolicy(const v1::MeasurementPolicy& policy, int* warmup, int* samples) {
+void ResolvePolicy(const v1::MeasurementPolicy& policy, int* warmup,
+                   int* samples) {
   const ResolvedPolicy r = ResolveMeasurementPolicy(policy);
   *warmup = r.warmup;
   *samples = r.samples;
@@ -105,11 +106,10 @@ bool StageOk(const ProcessResult& r) {
 }
 
 std::string StageFailure(const std::string& stage, const ProcessResult& r) {
-  std::string what =
-      r.term_signal != 0
-          ? absl::StrCat("killed by signal ", r.term_signal, " (",
-                         SignalName(r.term_signal), ")")
-          : absl::StrCat("exited with code ", r.exit_code);
+  std::string what = r.term_signal != 0
+                         ? absl::StrCat("killed by signal ", r.term_signal,
+                                        " (", SignalName(r.term_signal), ")")
+                         : absl::StrCat("exited with code ", r.exit_code);
   std::string tail(absl::StripTrailingAsciiWhitespace(r.stderr_tail));
   return absl::StrCat(stage, " ", what, tail.empty() ? "" : ": ", tail);
 }
@@ -124,7 +124,8 @@ absl::StatusOr<v1::ProfileBundle> ReadFilesIntoBundle(const std::string& dir) {
     }
   }
   if (ec) {
-    return absl::NotFoundError(absl::StrCat("cannot walk ", dir, ": ", ec.message()));
+    return absl::NotFoundError(
+        absl::StrCat("cannot walk ", dir, ": ", ec.message()));
   }
   std::sort(files.begin(), files.end());
   v1::ProfileBundle bundle;
@@ -199,6 +200,11 @@ absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
       args.push_back("--flush_cache");
       args.push_back(work.measurement().flush_cache() ? "1" : "0");
     }
+    const bool checked = !reference && index == 0;
+    if (plan.pass_output_flag) {
+      args.push_back("--output");
+      args.push_back(checked ? "1" : "0");
+    }
     for (const std::string& a : plan.run_extra_args) args.push_back(a);
     if (plan.block_args) {
       for (std::string& a : plan.block_args(reference, index)) {
@@ -232,7 +238,7 @@ absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
     if (!StageOk(run->result)) {
       return fail(v1::OUTCOME_RUN_CRASHED, StageFailure(what, run->result));
     }
-    if (!reference && index == 0) {
+    if (checked) {
       *result->mutable_precision() =
           ComparePrecision(run->out_dir + "/output.bin", reference_bin,
                            work.operator_().tolerances());
@@ -269,8 +275,31 @@ absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
   return true;
 }
 
-absl::StatusOr<Evaluation> RunStages(const StagePlan& plan, const v1::WorkItem& work,
-                                     const std::atomic<bool>& cancel, Evaluation eval) {
+absl::Status UseParentVariant(
+    const absl::StatusOr<BuildRequest>& parent_request,
+    const std::atomic<bool>& cancel, StagePlan* plan) {
+  absl::StatusOr<BuildResult> parent =
+      parent_request.ok()
+          ? BuildVariant(*parent_request, cancel)
+          : absl::StatusOr<BuildResult>(parent_request.status());
+  if (cancel.load() || (!parent.ok() && absl::IsCancelled(parent.status()))) {
+    return absl::CancelledError("cancelled while building the parent variant");
+  }
+  if (parent.ok() && parent->ok) {
+    plan->reference_command = {parent->binary};
+  } else {
+    plan->no_reference_reason =
+        parent.ok() ? "the parent variant did not build here"
+                    : absl::StrCat("the parent variant did not build here: ",
+                                   parent.status().message());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Evaluation> RunStages(const StagePlan& plan,
+                                     const v1::WorkItem& work,
+                                     const std::atomic<bool>& cancel,
+                                     Evaluation eval) {
   v1::RoundResult& result = eval.result;
   auto cancelled = [&] {
     return absl::CancelledError(absl::StrCat("evaluation of ", work.sweep_id(),
@@ -382,7 +411,8 @@ absl::StatusOr<Evaluation> RunStages(const StagePlan& plan, const v1::WorkItem& 
   bundle->set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
   result.set_bundle_id(bundle_id);
   result.set_outcome(v1::OUTCOME_OK);
-  result.set_detail(absl::StrCat("ok: median ", result.measurement().median_us(), " us",
+  result.set_detail(absl::StrCat("ok: median ",
+                                 result.measurement().median_us(), " us",
                                  plan.simulated ? " (simulated)" : ""));
   eval.bundle = *std::move(bundle);
   return eval;

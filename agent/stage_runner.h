@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "agent/board.h"
 #include "agent/process_runner.h"
+#include "agent/variant_build.h"
 #include "common/params.h"
 
 namespace tunefarm {
@@ -47,7 +48,8 @@ absl::Status PrepareWorkDir(const std::string& work_dir,
                             const ParamMap* params = nullptr);
 
 // The warm-up and sample counts of a policy (ResolveMeasurementPolicy).
-void ResolvePolicy(const v1::MeasurementPolicy& policy, int* warmup, int* samples);
+void ResolvePolicy(const v1::MeasurementPolicy& policy, int* warmup,
+                   int* samples);
 
 // True when the child exited 0 without timeout, cancel or signal.
 bool StageOk(const ProcessResult& r);
@@ -64,6 +66,11 @@ struct StagePlan {
   // Extra args of the run and profile stages (beyond --warmup/--samples).
   std::vector<std::string> run_extra_args;
   bool pass_flush_cache = false;  // add --flush_cache 0|1 to run and profile
+  // The program takes --output 0|1 on the run stage. Only the candidate's
+  // first block is checked against the reference; the others (and every
+  // parent block) get --output 0 and skip writing output.bin, which for a
+  // large operator (softmax 8192^2: 256 MB) cost more than the timing.
+  bool pass_output_flag = false;
   // Args added to one timed block of the run stage: `reference` says which
   // variant, `block` counts that variant's blocks from 0 (sim: noise seeds).
   std::function<std::vector<std::string>(bool reference, int block)> block_args;
@@ -83,14 +90,16 @@ struct StagePlan {
   v1::BoardCapabilities capabilities;
   // Reads the profile stage's folder into a bundle (files only; RunStages
   // fills the identity fields). A non-OK status → PROFILE_FAILED.
-  std::function<absl::StatusOr<v1::ProfileBundle>(const std::string& profile_dir)>
+  std::function<absl::StatusOr<v1::ProfileBundle>(
+      const std::string& profile_dir)>
       read_profile;
 };
 
 // Runs the stages for `work` into `eval` (whose result may already hold
 // build_s). See the header comment for outcomes. The run stage is timed by
 // MeasureRunStage.
-absl::StatusOr<Evaluation> RunStages(const StagePlan& plan, const v1::WorkItem& work,
+absl::StatusOr<Evaluation> RunStages(const StagePlan& plan,
+                                     const v1::WorkItem& work,
                                      const std::atomic<bool>& cancel,
                                      Evaluation eval = {});
 
@@ -108,6 +117,15 @@ absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
                                      const std::string& reference_bin,
                                      const std::atomic<bool>& cancel,
                                      v1::RoundResult* result);
+
+// A/B on a board that compiles variants: builds the parent variant from
+// `parent_request` (usually a build-cache hit) and points
+// plan->reference_command at its binary, or records in
+// plan->no_reference_reason why the parent cannot be timed here (the
+// candidate is then timed alone). Only a cancelled build is an error.
+absl::Status UseParentVariant(
+    const absl::StatusOr<BuildRequest>& parent_request,
+    const std::atomic<bool>& cancel, StagePlan* plan);
 
 // Regular files under `dir` (relative paths, sorted) read into a bundle,
 // at most 64 MiB in all.

@@ -286,6 +286,8 @@ struct StageArgs {
   std::string params_path, workload_path, out_dir;
   uint64_t seed = 0;
   int warmup = 3, samples = 20;
+  // --output 0: a timing-only block of the run stage (no output.bin).
+  bool write_output = true;
 };
 
 [[noreturn]] inline void Die(int code, const std::string& what) {
@@ -315,6 +317,7 @@ inline StageArgs ParseStageArgs(int argc, char** argv) {
     else if (flag == "--seed") a.seed = static_cast<uint64_t>(number(value()));
     else if (flag == "--warmup") a.warmup = static_cast<int>(std::min(number(value()), 100000LL));
     else if (flag == "--samples") a.samples = static_cast<int>(std::min(number(value()), 100000LL));
+    else if (flag == "--output") a.write_output = number(value()) != 0;
     else if (flag == "--delay_ms") value();     // sim-board compatibility; unused
     else if (flag == "--flush_cache") value();  // harness.h's; the CUDA timing always flushes L2
     else Die(kExitBadInput, "unknown argument " + flag);

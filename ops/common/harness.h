@@ -9,13 +9,14 @@
 // generated tf_params.h, never argv):
 //   <program> --stage build|reference|run|profile --params params.json
 //             --workload workload.json --out DIR --seed N
-//             [--warmup W --samples S --flush_cache 0|1]
+//             [--warmup W --samples S --flush_cache 0|1 --output 0|1]
 //   build      checks the parameters against the workload; exit 0 or 2
 //   reference  writes DIR/reference.bin (raw little-endian float32, computed
 //              in double precision)
 //   run        writes DIR/output.bin from one checked run on NaN-poisoned
-//              output, then DIR/timing_us.txt: W + S lines, one µs sample
-//              each, warm-up first
+//              output (not with --output 0: a timing-only block), then
+//              DIR/timing_us.txt: W + S lines, one µs sample each, warm-up
+//              first
 //   profile    runs the timed loop again (min(S, 10) runs) under hardware
 //              counters and writes
 //              DIR/PROF_cpu/counters.csv, or DIR/PROF_cpu/
@@ -68,6 +69,7 @@ struct Args {
   int warmup = 3;
   int samples = 20;
   bool flush_cache = false;
+  bool write_output = true;  // --output 0: a timing-only run block
 };
 
 // Parses the stage contract; false with *error naming the argument.
@@ -119,6 +121,9 @@ inline bool ParseArgs(int argc, char** argv, Args* out, std::string* error) {
     } else if (flag == "--flush_cache") {
       if (!to_int(flag, v, 0, 1, &x)) return false;
       out->flush_cache = x != 0;
+    } else if (flag == "--output") {
+      if (!to_int(flag, v, 0, 1, &x)) return false;
+      out->write_output = x != 0;
     } else if (flag == "--delay_ms") {
       // Accepted for compatibility with the sim contract; ignored.
     } else {
@@ -553,10 +558,12 @@ inline int Main(int argc, char** argv, const Operator& op) {
   if (!op.prepare(w, args.seed, &error)) return Fail(op, kExitBadInput, error);
   std::vector<float>* out = op.output();
   if (args.stage == "run") {
-    PoisonNaN(out->data(), out->size());
-    op.run();
-    if (!WriteFloats(args.out_dir + "/output.bin", *out, &error)) {
-      return Fail(op, kExitInternal, error);
+    if (args.write_output) {  // --output 0: a timing-only block
+      PoisonNaN(out->data(), out->size());
+      op.run();
+      if (!WriteFloats(args.out_dir + "/output.bin", *out, &error)) {
+        return Fail(op, kExitInternal, error);
+      }
     }
     const std::vector<double> us = TimeLoop(op.run, args.warmup, args.samples,
                                             args.flush_cache);

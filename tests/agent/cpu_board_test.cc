@@ -6,18 +6,19 @@
 // which the board still evaluates the next variant fine.
 #include "agent/cpu_board.h"
 
-#include <cstdlib>
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
-#include <system_error>
 #include <map>
 #include <set>
 #include <string>
+#include <system_error>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/perf_counters.h"
+#include "agent/stage_runner.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
@@ -40,7 +41,8 @@ class CpuBoardTest : public ::testing::Test {
     // A private copy of the packages, so edits to the live tree during the
     // test cannot change the build keys under it.
     std::error_code ec;
-    for (const char* p : {"ops/common", "ops/gemm", "ops/softmax", "tests/agent/faulty_op"}) {
+    for (const char* p :
+         {"ops/common", "ops/gemm", "ops/softmax", "tests/agent/faulty_op"}) {
       std::filesystem::create_directories(dir_ + "/src/" + p, ec);
       std::filesystem::copy(kSource + "/" + p, dir_ + "/src/" + p,
                             std::filesystem::copy_options::recursive, ec);
@@ -100,7 +102,8 @@ class CpuBoardTest : public ::testing::Test {
     EXPECT_TRUE(absl::StrContains(facts, "median_us,")) << facts;
     const absl::Status probe = ProbePerfCounters();
     if (probe.ok()) {
-      absl::StatusOr<std::map<std::string, uint64_t>> c = ParseCountersCsv(counters);
+      absl::StatusOr<std::map<std::string, uint64_t>> c =
+          ParseCountersCsv(counters);
       ASSERT_TRUE(c.ok()) << c.status() << counters;
       EXPECT_GT(c->at("cycles"), 0u);
       EXPECT_GT(c->at("instructions"), 0u);
@@ -152,6 +155,44 @@ TEST_F(CpuBoardTest, GemmVariantIsMeasuredAndCached) {
   EXPECT_LT(again.build_s(), 0.5);
 }
 
+// A/B on real compiled variants: the parent variant (another build) is
+// timed in ABBA blocks in the same lease. Only the candidate's first block
+// writes output.bin for the precision check; every other block is timing
+// only (--output 0), which is what keeps a large operator's round cheap.
+TEST_F(CpuBoardTest, AbTimesTheParentAndChecksOnlyTheCandidatesFirstBlock) {
+  ParamMap fast, parent;
+  fast["mr"] = IntParam(4);
+  fast["nr"] = IntParam(32);
+  v1::WorkItem w = Work(src_ + "/ops/gemm", "cpu_256", fast, 4);
+  w.set_has_reference(true);
+  w.set_reference_round(3);
+  *w.mutable_reference_params() = DefaultParams(w.operator_());
+  v1::RoundResult r = Eval(w);
+  ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+  EXPECT_TRUE(r.precision().passed());
+  const v1::Measurement& m = r.measurement();
+  EXPECT_TRUE(m.paired());
+  EXPECT_GE(m.pairs(), 6);
+  EXPECT_EQ(m.reference_round(), 3);
+  EXPECT_GT(m.reference().median_us(), 0);
+  EXPECT_TRUE(absl::StrContains(m.policy(), "A/B interleaved")) << m.policy();
+
+  const std::string work = WorkDirFor(dir_ + "/work", w);
+  std::error_code ec;
+  EXPECT_TRUE(std::filesystem::exists(work + "/run/output.bin", ec));
+  int timed = 0, outputs = 0;
+  for (const std::string& d : {work, work + "/parent"}) {
+    for (const auto& e : std::filesystem::directory_iterator(d, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!e.is_directory() || !absl::StartsWith(name, "run")) continue;
+      timed += std::filesystem::exists(e.path() / "timing_us.txt", ec) ? 1 : 0;
+      outputs += std::filesystem::exists(e.path() / "output.bin", ec) ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(timed, 2 * m.pairs());
+  EXPECT_EQ(outputs, 1);
+}
+
 // Build/run overlap: Prefetch compiles the variant into the build cache
 // without running it, so the Evaluate that follows skips the compile.
 TEST_F(CpuBoardTest, PrefetchBuildsAheadSoEvaluateFindsTheBuild) {
@@ -165,8 +206,8 @@ TEST_F(CpuBoardTest, PrefetchBuildsAheadSoEvaluateFindsTheBuild) {
   // Built, not run: one cache entry, and no work directory yet.
   std::error_code ec;
   int entries = 0;
-  for (const auto& e : std::filesystem::directory_iterator(
-           dir_ + "/work/build_cache", ec)) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(dir_ + "/work/build_cache", ec)) {
     entries += e.is_directory() ? 1 : 0;
   }
   EXPECT_EQ(entries, 1);
@@ -183,7 +224,8 @@ TEST_F(CpuBoardTest, SoftmaxVariantsPass) {
   poly["vec"] = IntParam(16);
   for (const ParamMap& p : {ParamMap(), poly}) {
     Evaluation eval;
-    v1::RoundResult r = Eval(Work(src_ + "/ops/softmax", "cpu_small", p, 3), &eval);
+    v1::RoundResult r =
+        Eval(Work(src_ + "/ops/softmax", "cpu_small", p, 3), &eval);
     ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
     EXPECT_TRUE(r.precision().passed());
     EXPECT_FALSE(r.measurement().simulated());
@@ -260,7 +302,8 @@ TEST_F(CpuBoardTest, CrashHangWrongAndBrokenVariantsAreTypedAndBoardGoesOn) {
 
   v1::RoundResult broken = Eval(Work(pkg, "tiny", mode("broken"), 15));
   EXPECT_EQ(broken.outcome(), v1::OUTCOME_BUILD_FAILED);
-  EXPECT_TRUE(absl::StrContains(broken.detail(), "mode=broken does not compile"))
+  EXPECT_TRUE(
+      absl::StrContains(broken.detail(), "mode=broken does not compile"))
       << broken.detail();
   v1::RoundResult broken_again = Eval(Work(pkg, "tiny", mode("broken"), 16));
   EXPECT_EQ(broken_again.outcome(), v1::OUTCOME_BUILD_FAILED);
