@@ -228,6 +228,12 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
     result.set_detail(std::string(evaluation.status().message()));
   }
   if (options_.on_round) options_.on_round(result, absl::Now() - start);
+  // Where a round's time goes (build, the timed blocks, the rest: reference,
+  // profile), for an operator reading the agent's log.
+  spdlog::info("{}: round {} {} in {:.1f} s (build {:.1f} s, run {:.1f} s over {} A/B pair(s))",
+               board_id, work.round_id(), v1::Outcome_Name(result.outcome()),
+               absl::ToDoubleSeconds(absl::Now() - start), result.build_s(), result.run_s(),
+               result.measurement().pairs());
 
   if (slot.cancel.load() || stop.load()) {
     spdlog::info("{}: lease {} abandoned (revoked or stopping)", board_id,

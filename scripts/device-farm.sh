@@ -66,6 +66,8 @@ for spec in cuda_gemm cuda_softmax; do
     --no-profile "examples/$spec.yaml" >> "$farm_log" 2>&1
   echo "exit $?" >> "$farm_log"
   cp "$data"/reports/*.md "$out/${spec}_report.md" 2>/dev/null
+  echo "--- agent-1.log: where each round's time went" >> "$farm_log"
+  grep -E ": round [0-9]+ OUTCOME_" "$data/logs/agent-1.log" >> "$farm_log" 2>/dev/null
   for l in coordinator agent-1 analyzer; do
     echo "--- $l.log (tail)" >> "$farm_log"
     tail -n 25 "$data/logs/$l.log" >> "$farm_log" 2>/dev/null
