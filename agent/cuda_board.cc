@@ -35,20 +35,9 @@ constexpr char kKind[] = "cuda";
 constexpr size_t kMaxPendingPrefetch = 4;
 constexpr int64_t kMaxBundleFileBytes = 16 << 20;
 
-// A program name found in PATH, or "".
-std::string FindInPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return "";
-  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-    std::string candidate = absl::StrCat(dir, "/", name);
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 std::string ResolveTool(const std::string& configured, const std::string& name) {
   if (!configured.empty()) return configured;
-  std::string found = FindInPath(name);
+  std::string found = FindExecutable(name);
   if (!found.empty()) return found;
   const std::string cuda = "/usr/local/cuda/bin/" + name;
   if (::access(cuda.c_str(), X_OK) == 0) return cuda;

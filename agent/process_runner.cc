@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/files.h"
 
 extern char** environ;
 
@@ -31,15 +32,8 @@ enum ChildStep : int { kStepChdir = 1, kStepExec = 2, kStepDup = 3 };
 // Resolves argv[0] against PATH in the parent, because execvp may allocate
 // and is not async-signal-safe after fork in a multi-threaded program.
 std::string ResolveExecutable(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  for (absl::string_view dir : absl::StrSplit(dirs, ':')) {
-    std::string candidate =
-        absl::StrCat(dir.empty() ? "." : std::string(dir), "/", name);
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return name;  // exec fails with ENOENT and is reported
+  std::string found = FindExecutable(name);
+  return found.empty() ? name : found;  // else exec fails and is reported
 }
 
 std::vector<std::string> BuildEnvironment(
@@ -59,7 +53,8 @@ std::vector<std::string> BuildEnvironment(
   }
   std::vector<std::string> out;
   out.reserve(order.size());
-  for (const std::string& k : order) out.push_back(absl::StrCat(k, "=", vars[k]));
+  for (const std::string& k : order)
+    out.push_back(absl::StrCat(k, "=", vars[k]));
   return out;
 }
 
@@ -110,23 +105,40 @@ void NapFor(absl::Duration d) {
 
 std::string SignalName(int sig) {
   switch (sig) {
-    case SIGHUP: return "SIGHUP";
-    case SIGINT: return "SIGINT";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGILL: return "SIGILL";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGKILL: return "SIGKILL";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGALRM: return "SIGALRM";
-    case SIGTERM: return "SIGTERM";
-    case SIGXCPU: return "SIGXCPU";
-    case SIGXFSZ: return "SIGXFSZ";
-    case SIGSYS: return "SIGSYS";
-    default: return absl::StrCat("signal ", sig);
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGINT:
+      return "SIGINT";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGILL:
+      return "SIGILL";
+    case SIGTRAP:
+      return "SIGTRAP";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGALRM:
+      return "SIGALRM";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGXCPU:
+      return "SIGXCPU";
+    case SIGXFSZ:
+      return "SIGXFSZ";
+    case SIGSYS:
+      return "SIGSYS";
+    default:
+      return absl::StrCat("signal ", sig);
   }
 }
 
@@ -138,12 +150,14 @@ absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec) {
   const std::string exe = ResolveExecutable(spec.argv[0]);
   std::vector<char*> argv;
   argv.reserve(spec.argv.size() + 1);
-  for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : spec.argv)
+    argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   const std::vector<std::string> env_strings = BuildEnvironment(spec.env);
   std::vector<char*> envp;
   envp.reserve(env_strings.size() + 1);
-  for (const std::string& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+  for (const std::string& e : env_strings)
+    envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   const char* cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
 
@@ -217,11 +231,12 @@ absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec) {
     }
     const char* what = msg[0] == kStepChdir ? "chdir to " : "exec ";
     std::string target = msg[0] == kStepChdir ? spec.cwd : spec.argv[0];
-    absl::StatusCode code = msg[1] == ENOENT ? absl::StatusCode::kNotFound
-                                             : absl::StatusCode::kFailedPrecondition;
-    return absl::Status(code, absl::StrCat("cannot start ", spec.argv[0], ": ",
-                                           what, target, ": ",
-                                           strerror(msg[1])));
+    absl::StatusCode code = msg[1] == ENOENT
+                                ? absl::StatusCode::kNotFound
+                                : absl::StatusCode::kFailedPrecondition;
+    return absl::Status(
+        code, absl::StrCat("cannot start ", spec.argv[0], ": ", what, target,
+                           ": ", strerror(msg[1])));
   }
 
   ProcessResult result;
@@ -233,8 +248,8 @@ absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec) {
     pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) break;
     if (r < 0 && errno != EINTR) {
-      return absl::InternalError(absl::StrCat("waitpid for ", spec.argv[0],
-                                              ": ", strerror(errno)));
+      return absl::InternalError(
+          absl::StrCat("waitpid for ", spec.argv[0], ": ", strerror(errno)));
     }
     if (!killed) {
       if (spec.cancel != nullptr && spec.cancel->load()) {

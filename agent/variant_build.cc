@@ -54,7 +54,9 @@ bool IsCName(absl::string_view s) {
 // Length-prefixed fields, so that no two different inputs hash alike.
 class Hasher {
  public:
-  Hasher() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
+  Hasher() : ctx_(EVP_MD_CTX_new()) {
+    EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr);
+  }
   ~Hasher() { EVP_MD_CTX_free(ctx_); }
   Hasher(const Hasher&) = delete;
   Hasher& operator=(const Hasher&) = delete;
@@ -79,23 +81,10 @@ class Hasher {
 // through symlinks, so `c++` -> g++-12 and a different g++ earlier in PATH
 // are told apart. NOT_FOUND when it resolves to no executable file.
 absl::StatusOr<std::string> ResolveCompiler(const std::string& compiler) {
-  std::vector<std::string> candidates;
-  if (compiler.find('/') != std::string::npos) {
-    candidates.push_back(compiler);
-  } else {
-    const char* path = std::getenv("PATH");
-    for (absl::string_view dir :
-         absl::StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
-      candidates.push_back(
-          absl::StrCat(dir.empty() ? "." : dir, "/", compiler));
-    }
-  }
-  for (const std::string& c : candidates) {
-    if (access(c.c_str(), X_OK) != 0) continue;
-    std::error_code ec;
-    const fs::path real = fs::canonical(c, ec);
-    if (!ec && fs::is_regular_file(real, ec)) return real.string();
-  }
+  const std::string found = FindExecutable(compiler);
+  std::error_code ec;
+  const fs::path real = found.empty() ? fs::path() : fs::canonical(found, ec);
+  if (!found.empty() && !ec) return real.string();
   return absl::NotFoundError(
       absl::StrCat("compiler \"", compiler, "\" is not an executable file"));
 }
@@ -149,8 +138,8 @@ absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler,
   absl::StatusOr<std::string> err = ReadFile(spec.stderr_path);
   if (absl::StripAsciiWhitespace(out).empty() &&
       (!err.ok() || absl::StripAsciiWhitespace(*err).empty())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "compiler \"", compiler, "\" --version printed nothing"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("compiler \"", compiler, "\" --version printed nothing"));
   }
   std::string identity = absl::StrCat("path:", *resolved, "\nstdout:", out,
                                       "\nstderr:", err.ok() ? *err : "");
@@ -161,7 +150,8 @@ absl::StatusOr<std::string> CompilerIdentity(const std::string& compiler,
 
 // Header-like files: what an include dir contributes to a build.
 bool IsHeader(const fs::path& p) {
-  static const char* const kExt[] = {".h", ".hh", ".hpp", ".hxx", ".inc", ".inl", ".cuh"};
+  static const char* const kExt[] = {".h",   ".hh",  ".hpp", ".hxx",
+                                     ".inc", ".inl", ".cuh"};
   const std::string ext = p.extension().string();
   return std::any_of(std::begin(kExt), std::end(kExt),
                      [&](const char* e) { return ext == e; });
@@ -173,7 +163,8 @@ absl::Status ListFiles(const std::string& dir, bool recursive,
   std::error_code ec;
   std::vector<std::string> found;
   auto visit = [&](const fs::directory_entry& e) {
-    if (e.is_regular_file(ec) && !e.is_symlink(ec) && (!recursive || IsHeader(e.path()))) {
+    if (e.is_regular_file(ec) && !e.is_symlink(ec) &&
+        (!recursive || IsHeader(e.path()))) {
       found.push_back(e.path().string());
     }
   };
@@ -183,7 +174,8 @@ absl::Status ListFiles(const std::string& dir, bool recursive,
       visit(*it);
     }
   } else {
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+         it.increment(ec)) {
       visit(*it);
     }
   }
@@ -194,9 +186,9 @@ absl::Status ListFiles(const std::string& dir, bool recursive,
   std::sort(found.begin(), found.end());
   out->insert(out->end(), found.begin(), found.end());
   if (out->size() > kMaxDepFiles) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "more than ", kMaxDepFiles, " files to hash under ", dir,
-        "; point extra_include_dirs at a smaller folder"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("more than ", kMaxDepFiles, " files to hash under ", dir,
+                     "; point extra_include_dirs at a smaller folder"));
   }
   return absl::OkStatus();
 }
@@ -255,7 +247,8 @@ absl::StatusOr<std::string> ParamsHeader(const ParamMap& params) {
     if (!IsCName(name) || name.size() > 64) {
       return absl::InvalidArgumentError(absl::StrCat(
           "parameter name \"", absl::CHexEscape(name.substr(0, 64)),
-          "\" is not a C identifier; it cannot become a compile-time constant"));
+          "\" is not a C identifier; it cannot become a compile-time "
+          "constant"));
     }
     std::string text;
     switch (value->kind_case()) {
@@ -319,8 +312,8 @@ absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,
   }
   for (const std::string& s : request.sources) {
     if (s.empty() || s[0] != '/') {
-      return absl::InvalidArgumentError(
-          absl::StrCat("BuildVariant: source \"", s, "\" is not an absolute path"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "BuildVariant: source \"", s, "\" is not an absolute path"));
     }
   }
   TF_RETURN_IF_ERROR(MakeDirs(request.cache_dir));
@@ -355,7 +348,8 @@ absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,
   std::vector<std::string> deps;
   for (const std::string& s : request.sources) {
     deps.push_back(s);
-    TF_RETURN_IF_ERROR(ListFiles(fs::path(s).parent_path().string(), false, &deps));
+    TF_RETURN_IF_ERROR(
+        ListFiles(fs::path(s).parent_path().string(), false, &deps));
   }
   for (const std::string& d : request.extra_include_dirs) {
     TF_RETURN_IF_ERROR(ListFiles(d, true, &deps));
@@ -405,8 +399,9 @@ absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,
   spec.cancel = &cancel;
   absl::StatusOr<ProcessResult> run = RunProcess(spec);
   if (!run.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "compiler \"", request.compiler, "\" cannot be run: ", run.status().message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("compiler \"", request.compiler,
+                     "\" cannot be run: ", run.status().message()));
   }
   BuildResult out;
   out.key = key;
@@ -428,10 +423,11 @@ absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,
     absl::StrAppend(&out.log_tail, "\ncompiler exited 0 but wrote no binary");
   }
   if (!out.ok) {
-    TF_RETURN_IF_ERROR(WriteFileAtomic(build_dir + "/" + kLogName, out.log_tail));
+    TF_RETURN_IF_ERROR(
+        WriteFileAtomic(build_dir + "/" + kLogName, out.log_tail));
   }
-  TF_RETURN_IF_ERROR(
-      WriteFileAtomic(build_dir + "/" + kResultName, out.ok ? "ok\n" : "failed\n"));
+  TF_RETURN_IF_ERROR(WriteFileAtomic(build_dir + "/" + kResultName,
+                                     out.ok ? "ok\n" : "failed\n"));
   std::error_code ec;
   fs::rename(build_dir, entry_dir, ec);
   if (ec) {

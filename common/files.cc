@@ -53,9 +53,8 @@ absl::Status WriteFileAtomic(const std::string& path,
   ::fsync(fd);
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ",
-                                               path, ": ",
-                                               std::strerror(errno)));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -72,9 +71,8 @@ absl::Status MakeDirs(const std::string& path) {
 
 absl::StatusOr<std::string> MakeTempDir(const std::string& prefix) {
   const char* base = std::getenv("TMPDIR");
-  std::string templ =
-      absl::StrCat(base != nullptr && *base != '\0' ? base : "/tmp", "/",
-                   prefix, "XXXXXX");
+  std::string templ = absl::StrCat(
+      base != nullptr && *base != '\0' ? base : "/tmp", "/", prefix, "XXXXXX");
   if (::mkdtemp(templ.data()) == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("mkdtemp ", templ, ": ", std::strerror(errno)));
@@ -97,6 +95,28 @@ std::string ExecutableDir() {
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return ".";
   return exe.parent_path().string();
+}
+
+std::string FindExecutable(const std::string& name) {
+  auto runnable = [](const std::string& p) {
+    std::error_code ec;
+    return access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p, ec);
+  };
+  if (name.empty()) return "";
+  if (name.find('/') != std::string::npos) return runnable(name) ? name : "";
+  const char* path = std::getenv("PATH");
+  const std::string dirs =
+      path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t begin = 0;
+  while (begin <= dirs.size()) {
+    size_t end = dirs.find(':', begin);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = dirs.substr(begin, end - begin);
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (runnable(candidate)) return candidate;
+    begin = end + 1;
+  }
+  return "";
 }
 
 }  // namespace tunefarm

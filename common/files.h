@@ -24,6 +24,11 @@ absl::StatusOr<std::string> MakeTempDir(const std::string& prefix);
 absl::Status RemoveAll(const std::string& path);
 // The folder holding the running executable (for sibling binaries).
 std::string ExecutableDir();
+// The program execvp would run for `name`: `name` itself when it holds a
+// '/', else the first executable regular file named `name` in a $PATH
+// folder (an empty entry is the current folder; /usr/local/bin:/usr/bin:/bin
+// when PATH is unset). "" when there is none.
+std::string FindExecutable(const std::string& name);
 
 }  // namespace tunefarm
 

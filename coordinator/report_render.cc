@@ -657,17 +657,6 @@ std::string LineageDot(const json& report) {
   return dot;
 }
 
-// `dot` on $PATH, or "" when it is not there.
-std::string FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return "";
-  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-    std::string candidate = absl::StrCat(dir, "/", name);
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 // Renders `dot_file` to `svg_file`; "" on success, else why not.
 std::string RunDot(const std::string& program, const std::string& dot_file,
                    const std::string& svg_file, const std::string& log_file) {
@@ -892,7 +881,7 @@ absl::StatusOr<json> WriteReportFolder(json report, const std::string& dir,
   std::error_code ec;
   std::filesystem::remove(svg_file, ec);
   const std::string program =
-      options.dot_program.empty() ? FindOnPath("dot") : options.dot_program;
+      options.dot_program.empty() ? FindExecutable("dot") : options.dot_program;
   std::string note;
   if (program.empty() || ::access(program.c_str(), X_OK) != 0) {
     note =
