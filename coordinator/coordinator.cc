@@ -96,6 +96,13 @@ bool ParseLeaseId(const std::string& lease_id, std::string* sweep_id,
 
 std::string Us(double us) { return absl::StrFormat("%.1f µs", us); }
 
+// A round against its parent in words: a gain is 1 - candidate / parent, so
+// "-155%" read as a time change looked like a speed-up; say which way.
+std::string VsParent(double gain) {
+  if (gain >= 0) return absl::StrFormat("%.1f%% faster than its parent", gain * 100);
+  return absl::StrFormat("%.1f%% slower than its parent", -gain * 100);
+}
+
 // Whether two reservations name the same board or the same label pool.
 bool SameTarget(const v1::BoardReservation& a, const v1::BoardReservation& b) {
   if (a.board_id() != b.board_id() || a.labels_size() != b.labels_size()) {
@@ -1094,7 +1101,7 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     AddEvent(
         txn, s, v1::EVENT_KIND_ROUND_FINISHED,
         absl::StrCat(what, ": ", Us(median), sim, ", kept (",
-                     absl::StrFormat("%+.1f%%", v.gain * 100), " vs parent)"),
+                     VsParent(v.gain), ")"),
         &round);
     AddEvent(txn, s, v1::EVENT_KIND_BEST_IMPROVED,
              absl::StrFormat("best is now round %d: %.1f µs, %.2fx over the "
@@ -1112,7 +1119,7 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
   AddEvent(
       txn, s, v1::EVENT_KIND_ROUND_FINISHED,
       absl::StrCat(what, ": ", Us(median), sim, ", rolled back (",
-                   absl::StrFormat("%+.1f%%", v.gain * 100), " vs parent)"),
+                   VsParent(v.gain), ")"),
       &round);
 }
 

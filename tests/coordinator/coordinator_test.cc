@@ -1388,6 +1388,18 @@ TEST_F(CoordinatorTest, KeptPathLeadsFromBaselineToBest) {
     EXPECT_EQ(StoredRound(id, kept).decision(), v1::DECISION_KEPT);
   }
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_BEST_IMPROVED), 3);
+  // The events say which way each round went against its parent.
+  std::map<int64_t, std::string> finished;
+  for (const v1::SweepEvent& e : Events(id)) {
+    if (e.kind() == v1::EVENT_KIND_ROUND_FINISHED && e.has_round()) {
+      finished[e.round().round_id()] = e.message();
+    }
+  }
+  EXPECT_THAT(finished[1], HasSubstr("kept (10.0% faster than its parent)"));
+  EXPECT_THAT(finished[2],
+              HasSubstr("rolled back (5.6% slower than its parent)"));
+  EXPECT_THAT(finished[5],
+              HasSubstr("rolled back (1.4% faster than its parent)"));
 }
 
 
