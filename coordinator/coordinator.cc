@@ -913,6 +913,14 @@ void Coordinator::FreeBoard(const std::string& board_id,
   }
 }
 
+void Coordinator::RequeueLeaseAhead(Txn& txn, BoardRuntime& board,
+                                    const std::string& why) {
+  if (v1::Round* ahead = LiveLease(board.prefetch_lease_id)) {
+    Requeue(txn, *FindSweep(ahead->sweep_id()), *ahead, why);
+  }
+  board.prefetch_lease_id.clear();
+}
+
 void Coordinator::Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
                           const std::string& why) {
   FreeBoard(round.lease().board_id(), round.lease().lease_id());
@@ -1340,10 +1348,7 @@ absl::Status Coordinator::Tick() {
       auto b = boards_.find(board_id);
       if (b == boards_.end()) continue;
       // The lease held ahead first, so it is not promoted in its place.
-      if (v1::Round* ahead = LiveLease(b->second.prefetch_lease_id)) {
-        Requeue(txn, *FindSweep(ahead->sweep_id()), *ahead,
-                absl::StrCat("board lost: ", why));
-      }
+      RequeueLeaseAhead(txn, b->second, absl::StrCat("board lost: ", why));
       std::string sweep_id;
       int64_t round_id = 0, epoch = 0;
       if (!b->second.lease_id.empty() &&
@@ -1447,12 +1452,16 @@ absl::StatusOr<v1::BoardInfo> Coordinator::DrainBoard(
   if (it == boards_.end()) {
     return absl::NotFoundError(absl::StrCat("no board ", request.board_id()));
   }
-  // The round it runs now finishes; LeaseWork gives it nothing more.
+  // The round it runs now finishes; LeaseWork gives it nothing more, and
+  // a round it holds ahead goes back to the queue (its renewals now fail,
+  // so the agent drops it unrun): draining means no new variant starts.
   it->second.info.set_state(v1::BOARD_STATE_DRAINING);
   it->second.info.set_health_detail(
       absl::StrCat("drained by an admin", request.reason().empty() ? "" : ": ",
                    request.reason()));
   Txn txn;
+  RequeueLeaseAhead(txn, it->second,
+                    absl::StrCat("board ", request.board_id(), " drained"));
   txn.writes.PutBoard(it->second.info);
   TF_RETURN_IF_ERROR(Commit(txn));
   PublishBoardMetrics();

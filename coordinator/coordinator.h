@@ -180,6 +180,8 @@ class Coordinator {
   // Puts a leased round back in the queue (lease expired, board lost).
   void Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
                const std::string& why);
+  // Re-queues the round `board` holds ahead, if any (drain, board lost).
+  void RequeueLeaseAhead(Txn& txn, BoardRuntime& board, const std::string& why);
   void FreeBoard(const std::string& board_id, const std::string& lease_id);
   void Decide(Txn& txn, SweepRuntime& s, v1::Round& round);
   // Ends the sweep when a termination rule holds.

@@ -254,6 +254,44 @@ TEST_F(PrefetchLeaseTest, PlainLeaseRequeuesTheLeaseAheadToo) {
   EXPECT_FALSE(Renew("a1", ahead.work()));
 }
 
+// Draining a board means no new variant starts on it: the round it holds
+// ahead is re-queued (its renewals fail, so the agent drops it unrun) and
+// runs on another board; the round it runs now finishes and is recorded.
+TEST_F(PrefetchLeaseTest, DrainRequeuesTheLeaseAheadAndTheCurrentRoundFinishes) {
+  RegisterBoard("a1", "a1/sim0");
+  const std::string s1 = Submit(SimSpec("one", 3));
+  const std::string s2 = Submit(SimSpec("two", 3));
+  v1::LeaseWorkResponse current = Lease("a1", "a1/sim0", false);
+  v1::LeaseWorkResponse ahead = Lease("a1", "a1/sim0", true);
+  ASSERT_TRUE(current.granted() && ahead.granted());
+  ASSERT_EQ(ahead.work().sweep_id(), s2);
+  v1::BoardAdminRequest drain;
+  drain.set_board_id("a1/sim0");
+  drain.set_reason("maintenance");
+  ASSERT_TRUE(coord_->DrainBoard(drain).ok());
+  EXPECT_EQ(RoundState(s2, 0), v1::ROUND_STATE_QUEUED);
+  EXPECT_FALSE(Renew("a1", ahead.work()));
+  EXPECT_TRUE(Renew("a1", current.work()));
+  EXPECT_TRUE(ReportOk("a1", "a1/sim0", current.work()).accepted());
+  EXPECT_EQ(RoundState(s1, 0), v1::ROUND_STATE_DONE);
+  // Nothing was promoted in the lease ahead's place, and nothing new comes.
+  EXPECT_EQ(CurrentLease("a1/sim0"), "");
+  EXPECT_FALSE(Lease("a1", "a1/sim0", false).granted());
+  EXPECT_FALSE(Lease("a1", "a1/sim0", true).granted());
+  // s2's baseline runs on another board, as its second epoch.
+  RegisterBoard("a2", "a2/sim0");
+  v1::WorkItem moved;
+  for (int i = 0; i < 5 && moved.sweep_id() != s2; ++i) {
+    v1::LeaseWorkResponse r = Lease("a2", "a2/sim0", false);
+    ASSERT_TRUE(r.granted());
+    moved = r.work();
+    if (moved.sweep_id() != s2) ReportOk("a2", "a2/sim0", moved);
+  }
+  EXPECT_EQ(moved.sweep_id(), s2);
+  EXPECT_EQ(moved.round_id(), 0);
+  EXPECT_EQ(moved.epoch(), 2);
+}
+
 // --- the agent --------------------------------------------------------------
 
 // The agent's calls go straight to the core, one at a time.
