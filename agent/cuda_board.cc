@@ -343,16 +343,49 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
     return eval;
   }
 
-  // reference
-  TF_ASSIGN_OR_RETURN(Stage ref, RunStage(bin, work_dir, "reference", {}, seed, cancel));
-  if (ref.result.cancelled) return cancelled();
-  if (!StageOk(ref.result)) {
-    result.set_outcome(ref.result.timed_out ? v1::OUTCOME_RUN_TIMEOUT : v1::OUTCOME_RUN_CRASHED);
-    result.set_detail(ref.result.timed_out
-                          ? absl::StrCat("reference timed out after ",
-                                         absl::FormatDuration(options_.stage_timeout))
-                          : StageFailure("reference", ref.result));
-    return eval;
+  // reference: computed once per operator build inputs, workload and seed
+  // and kept beside the build cache. It never depends on the variant's
+  // parameters (docs/operators.md), and for a large workload it costs
+  // seconds of fp64 host work per round (softmax 8192^2: about 3 s).
+  std::string reference_bin;
+  std::string ref_entry;  // "" when no key could be made: not cached
+  {
+    absl::StatusOr<std::string> workload = ReadFile(work_dir + "/workload.json");
+    absl::StatusOr<std::string> key =
+        workload.ok() ? SharedBuildKey(*req, {*workload, absl::StrCat(seed)}, cancel)
+                      : absl::StatusOr<std::string>(workload.status());
+    if (cancel.load()) return cancelled();
+    if (key.ok()) ref_entry = absl::StrCat(options_.cache_dir, "/reference/", *key);
+  }
+  std::error_code ec;
+  if (!ref_entry.empty() && std::filesystem::is_regular_file(ref_entry + "/reference.bin", ec)) {
+    reference_bin = ref_entry + "/reference.bin";
+  } else {
+    TF_ASSIGN_OR_RETURN(Stage ref, RunStage(bin, work_dir, "reference", {}, seed, cancel));
+    if (ref.result.cancelled) return cancelled();
+    if (!StageOk(ref.result)) {
+      result.set_outcome(ref.result.timed_out ? v1::OUTCOME_RUN_TIMEOUT
+                                              : v1::OUTCOME_RUN_CRASHED);
+      result.set_detail(ref.result.timed_out
+                            ? absl::StrCat("reference timed out after ",
+                                           absl::FormatDuration(options_.stage_timeout))
+                            : StageFailure("reference", ref.result));
+      return eval;
+    }
+    reference_bin = ref.out_dir + "/reference.bin";
+    if (!ref_entry.empty()) {
+      // Published by rename, so a reader sees a whole file or none.
+      const std::string tmp = absl::StrCat(ref_entry, "/.reference.bin.", ::getpid(), ".",
+                                           std::hash<std::string>{}(work_dir));
+      std::filesystem::create_directories(ref_entry, ec);
+      if (!ec) std::filesystem::copy_file(reference_bin, tmp, ec);
+      if (!ec) std::filesystem::rename(tmp, ref_entry + "/reference.bin", ec);
+      if (ec) {
+        std::filesystem::remove(tmp, ec);
+        spdlog::warn("{}: reference not cached in {}: {}", info_.board_id(), ref_entry,
+                     ec.message());
+      }
+    }
   }
 
   // run (and, A/B, the parent variant's binary alternately)
@@ -373,7 +406,7 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
     TF_RETURN_IF_ERROR(parent);
   }
   TF_ASSIGN_OR_RETURN(
-      bool measured, MeasureRunStage(plan, work, ref.out_dir + "/reference.bin",
+      bool measured, MeasureRunStage(plan, work, reference_bin,
                                      cancel, &result));
   if (!measured) return eval;
   absl::StatusOr<std::string> note =

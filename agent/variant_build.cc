@@ -298,6 +298,52 @@ absl::StatusOr<std::string> ParamsHeader(const ParamMap& params) {
   return out;
 }
 
+// The cache key: everything that goes into the binary. `header` is the
+// generated tf_params.h, or nullptr for the key every variant of one
+// operator shares.
+absl::StatusOr<std::string> InputsKey(const BuildRequest& request,
+                                      const std::string* header,
+                                      const std::vector<std::string>& extra,
+                                      const std::string& scratch,
+                                      const std::atomic<bool>& cancel) {
+  absl::StatusOr<std::string> identity =
+      CompilerIdentity(request.compiler, scratch, cancel);
+  if (!identity.ok()) return identity.status();
+
+  Hasher h;
+  h.Add("compiler", request.compiler);
+  h.Add("identity", *identity);
+  for (const std::string& f : request.flags) h.Add("flag", f);
+  for (const std::string& d : request.extra_include_dirs) h.Add("include", d);
+  if (header != nullptr) h.Add("header", *header);
+  for (const std::string& e : extra) h.Add("extra", e);
+  std::vector<std::string> deps;
+  for (const std::string& s : request.sources) {
+    deps.push_back(s);
+    TF_RETURN_IF_ERROR(
+        ListFiles(fs::path(s).parent_path().string(), false, &deps));
+  }
+  for (const std::string& d : request.extra_include_dirs) {
+    TF_RETURN_IF_ERROR(ListFiles(d, true, &deps));
+  }
+  uintmax_t dep_bytes = 0;
+  for (const std::string& f : deps) {
+    absl::StatusOr<std::string> content = ReadFile(f);
+    if (!content.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot read build input ", f, ": ", content.status().message()));
+    }
+    dep_bytes += content->size();
+    if (dep_bytes > kMaxDepBytes) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "build inputs exceed ", kMaxDepBytes, " bytes (at ", f, ")"));
+    }
+    h.Add("file", f);
+    h.Add("content", *content);
+  }
+  return h.Hex().substr(0, 40);
+}
+
 absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,
                                          const std::atomic<bool>& cancel) {
   const absl::Time start = absl::Now();
@@ -335,41 +381,8 @@ absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,
     ~Cleanup() { (void)RemoveAll(dir); }
   } cleanup{scratch};
 
-  absl::StatusOr<std::string> identity =
-      CompilerIdentity(request.compiler, scratch, cancel);
-  if (!identity.ok()) return identity.status();
-
-  Hasher h;
-  h.Add("compiler", request.compiler);
-  h.Add("identity", *identity);
-  for (const std::string& f : request.flags) h.Add("flag", f);
-  for (const std::string& d : request.extra_include_dirs) h.Add("include", d);
-  h.Add("header", *header);
-  std::vector<std::string> deps;
-  for (const std::string& s : request.sources) {
-    deps.push_back(s);
-    TF_RETURN_IF_ERROR(
-        ListFiles(fs::path(s).parent_path().string(), false, &deps));
-  }
-  for (const std::string& d : request.extra_include_dirs) {
-    TF_RETURN_IF_ERROR(ListFiles(d, true, &deps));
-  }
-  uintmax_t dep_bytes = 0;
-  for (const std::string& f : deps) {
-    absl::StatusOr<std::string> content = ReadFile(f);
-    if (!content.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot read build input ", f, ": ", content.status().message()));
-    }
-    dep_bytes += content->size();
-    if (dep_bytes > kMaxDepBytes) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "build inputs exceed ", kMaxDepBytes, " bytes (at ", f, ")"));
-    }
-    h.Add("file", f);
-    h.Add("content", *content);
-  }
-  const std::string key = h.Hex().substr(0, 40);
+  TF_ASSIGN_OR_RETURN(const std::string key,
+                      InputsKey(request, &*header, {}, scratch, cancel));
   const std::string entry_dir = absl::StrCat(request.cache_dir, "/", key);
 
   std::shared_ptr<std::mutex> key_lock = KeyLock(key);
@@ -442,6 +455,25 @@ absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,
   if (out.ok) out.binary = entry_dir + "/" + kBinaryName;
   out.build_time = absl::Now() - start;
   return out;
+}
+
+absl::StatusOr<std::string> SharedBuildKey(
+    const BuildRequest& request, const std::vector<std::string>& extra,
+    const std::atomic<bool>& cancel) {
+  if (request.compiler.empty() || request.sources.empty() ||
+      request.cache_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "SharedBuildKey: needs a compiler, sources and a cache_dir");
+  }
+  TF_RETURN_IF_ERROR(MakeDirs(request.cache_dir));
+  const std::string scratch =
+      absl::StrCat(request.cache_dir, "/.tmp_", UniqueSuffix());
+  TF_RETURN_IF_ERROR(MakeDirs(scratch));
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { (void)RemoveAll(dir); }
+  } cleanup{scratch};
+  return InputsKey(request, nullptr, extra, scratch, cancel);
 }
 
 }  // namespace tunefarm

@@ -42,8 +42,8 @@
 namespace tunefarm {
 
 struct BuildRequest {
-  std::string compiler;             // a path, or a name looked up in PATH
-  std::vector<std::string> flags;   // passed after the sources
+  std::string compiler;              // a path, or a name looked up in PATH
+  std::vector<std::string> flags;    // passed after the sources
   std::vector<std::string> sources;  // absolute paths
   ParamMap params;
   std::string cache_dir;  // created when missing
@@ -55,8 +55,8 @@ struct BuildResult {
   bool ok = false;
   std::string binary;  // absolute path of the built program when ok
   bool cache_hit = false;
-  std::string log_tail;  // the compiler's last ~4 KiB of stderr
-  std::string key;       // the cache key (hex)
+  std::string log_tail;       // the compiler's last ~4 KiB of stderr
+  std::string key;            // the cache key (hex)
   absl::Duration build_time;  // wall time of this call
 };
 
@@ -66,6 +66,15 @@ struct BuildResult {
 // dir not writable) or CANCELLED when `cancel` became true.
 absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,
                                          const std::atomic<bool>& cancel);
+
+// The build key of `request` without its params: what every variant of one
+// operator shares (the compiler's identity, flags, include folders, the
+// sources and their folders' files). Output that depends only on this, the
+// workload and the seed (a reference stage's) may be cached under it;
+// `extra` (the workload, the seed) is hashed in too.
+absl::StatusOr<std::string> SharedBuildKey(
+    const BuildRequest& request, const std::vector<std::string>& extra,
+    const std::atomic<bool>& cancel);
 
 // The tf_params.h text for `params` (names sorted), or INVALID_ARGUMENT
 // naming the parameter that cannot be a compile-time constant.

@@ -359,6 +359,47 @@ TEST_F(FakeCudaBoardTest, OkVariantRunsEveryStageOnItsGpu) {
   EXPECT_TRUE(absl::StrContains(again.result.detail(), "build cache hit")) << again.result.detail();
 }
 
+// The reference depends on the operator's build inputs, the workload and
+// the seed, never on the variant: it is computed once and reused from the
+// board's cache (it costs seconds per round on a large workload), and a
+// wrong variant still fails against the cached one.
+TEST_F(FakeCudaBoardTest, ReferenceIsComputedOncePerWorkloadAndSeed) {
+  auto reference_entries = [&] {
+    int n = 0;
+    std::error_code ec;
+    for (const auto& e :
+         std::filesystem::directory_iterator(options_.cache_dir + "/reference", ec)) {
+      n += std::filesystem::is_regular_file(e.path() / "reference.bin") ? 1 : 0;
+    }
+    return n;
+  };
+  Evaluation first = Eval("ok", 1);
+  ASSERT_EQ(first.result.outcome(), v1::OUTCOME_OK) << first.result.detail();
+  EXPECT_TRUE(std::filesystem::exists(RunDir(1) + "/reference/reference.bin"));
+  EXPECT_EQ(reference_entries(), 1);
+
+  Evaluation other = Eval("other_variant", 2);
+  ASSERT_EQ(other.result.outcome(), v1::OUTCOME_OK) << other.result.detail();
+  EXPECT_TRUE(other.result.precision().passed());
+  EXPECT_FALSE(std::filesystem::exists(RunDir(2) + "/reference"));  // not run again
+  EXPECT_EQ(reference_entries(), 1);
+
+  Evaluation wrong = Eval("unwritten", 3);
+  EXPECT_EQ(wrong.result.outcome(), v1::OUTCOME_PRECISION_FAILED) << wrong.result.detail();
+  EXPECT_FALSE(std::filesystem::exists(RunDir(3) + "/reference"));
+
+  // Another seed is other inputs: its own reference.
+  std::unique_ptr<CudaBoard> board = NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
+  std::atomic<bool> cancel{false};
+  v1::WorkItem w = Work("ok", 4);
+  w.set_seed(8);
+  absl::StatusOr<Evaluation> reseeded = board->Evaluate(w, cancel);
+  ASSERT_TRUE(reseeded.ok()) << reseeded.status();
+  EXPECT_EQ(reseeded->result.outcome(), v1::OUTCOME_OK) << reseeded->result.detail();
+  EXPECT_TRUE(std::filesystem::exists(RunDir(4) + "/reference/reference.bin"));
+  EXPECT_EQ(reference_entries(), 2);
+}
+
 TEST_F(FakeCudaBoardTest, AbRunsTheParentBinaryAlternatelyInTheSameLease) {
   v1::WorkItem w = Work("ok", 3);
   w.set_has_reference(true);
