@@ -382,7 +382,7 @@ inline long long WorkloadDim(const std::string& workload_path, const std::string
   return v;
 }
 
-inline uint64_t Mix64(uint64_t x) {
+__host__ __device__ inline uint64_t Mix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -399,6 +399,24 @@ inline std::vector<float> SeededInputs(uint64_t seed, uint64_t salt, size_t coun
     v[i] = scale * static_cast<float>(static_cast<int64_t>(Mix64(base + i) % 129) - 64) / 64.0f;
   }
   return v;
+}
+
+__global__ void SeededInputsKernel(uint64_t base, size_t count, float scale, float* out) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    out[i] = scale * static_cast<float>(static_cast<int64_t>(Mix64(base + i) % 129) - 64) / 64.0f;
+  }
+}
+
+// SeededInputs' values, bit for bit (integers and exact k/64 steps), made on
+// the device: a run block then neither loops over the input on the host nor
+// copies it over (for softmax 8192^2, 256 MB per block).
+inline void FillSeededInputs(uint64_t seed, uint64_t salt, float* dst, size_t count,
+                             float scale = 1.f) {
+  const uint64_t base = Mix64(seed ^ (salt * 0x2545f4914f6cdd1dULL));
+  SeededInputsKernel<<<1024, 256>>>(base, count, scale, dst);
+  TF_CUDA_CHECK_LAUNCH("SeededInputsKernel");
+  TF_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 // The run stage's timing files: timing_us.txt (every sample, warm-up

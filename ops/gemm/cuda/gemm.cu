@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
   const size_t b_count = static_cast<size_t>(s.k) * s.n;
   const size_t c_count = static_cast<size_t>(s.m) * s.n;
   tf_cuda::DeviceBuffer<float> a(a_count), b(b_count), c(c_count);
-  a.Upload(tf_cuda::SeededInputs(args.seed, 1, a_count));
-  b.Upload(tf_cuda::SeededInputs(args.seed, 2, b_count));
+  tf_cuda::FillSeededInputs(args.seed, 1, a.get(), a_count);
+  tf_cuda::FillSeededInputs(args.seed, 2, b.get(), b_count);
 
   if (args.stage == "reference") {
     const dim3 grid((s.n + 15) / 16, (s.m + 15) / 16), block(16, 16);
