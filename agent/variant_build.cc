@@ -298,6 +298,15 @@ absl::StatusOr<std::string> ParamsHeader(const ParamMap& params) {
   return out;
 }
 
+// A private scratch folder under the cache, removed with this object.
+struct ScratchDir {
+  explicit ScratchDir(const std::string& cache_dir)
+      : path(absl::StrCat(cache_dir, "/.tmp_", UniqueSuffix())) {}
+  ~ScratchDir() { (void)RemoveAll(path); }
+  absl::Status Create() const { return MakeDirs(path); }
+  const std::string path;
+};
+
 // The cache key: everything that goes into the binary. `header` is the
 // generated tf_params.h, or nullptr for the key every variant of one
 // operator shares.
@@ -373,13 +382,9 @@ absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,
     return r;
   }
 
-  const std::string scratch =
-      absl::StrCat(request.cache_dir, "/.tmp_", UniqueSuffix());
-  TF_RETURN_IF_ERROR(MakeDirs(scratch));
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() { (void)RemoveAll(dir); }
-  } cleanup{scratch};
+  ScratchDir scratch_dir(request.cache_dir);
+  TF_RETURN_IF_ERROR(scratch_dir.Create());
+  const std::string& scratch = scratch_dir.path;
 
   TF_ASSIGN_OR_RETURN(const std::string key,
                       InputsKey(request, &*header, {}, scratch, cancel));
@@ -466,13 +471,9 @@ absl::StatusOr<std::string> SharedBuildKey(
         "SharedBuildKey: needs a compiler, sources and a cache_dir");
   }
   TF_RETURN_IF_ERROR(MakeDirs(request.cache_dir));
-  const std::string scratch =
-      absl::StrCat(request.cache_dir, "/.tmp_", UniqueSuffix());
-  TF_RETURN_IF_ERROR(MakeDirs(scratch));
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() { (void)RemoveAll(dir); }
-  } cleanup{scratch};
+  ScratchDir scratch_dir(request.cache_dir);
+  TF_RETURN_IF_ERROR(scratch_dir.Create());
+  const std::string& scratch = scratch_dir.path;
   return InputsKey(request, nullptr, extra, scratch, cancel);
 }
 
