@@ -32,8 +32,8 @@ namespace {
 using google::protobuf::util::MessageDifferencer;
 
 // Reads newline-terminated numbers from `fd`, waiting at most `timeout_ms`
-// for each chunk. Stops at EOF, on timeout, or once `want` numbers are in
-// (want < 0: read to EOF).
+// for each chunk. Stops at EOF, on timeout, or once at least `want` numbers
+// are in (want < 0: read to EOF); one read may bring in more than `want`.
 void ReadAcks(int fd, int want, int timeout_ms, std::string& partial,
               std::vector<int64_t>& acks) {
   char buf[4096];
@@ -89,7 +89,7 @@ TEST(StorageCrashTest, AcknowledgedCommitsSurviveSigkill) {
   std::string partial;
   std::vector<int64_t> acks;
   ReadAcks(fds[0], 20, 20000, partial, acks);
-  ASSERT_EQ(acks.size(), 20u) << "writer acknowledged too few commits";
+  ASSERT_GE(acks.size(), 20u) << "writer acknowledged too few commits";
 
   // While the child holds the database, another process cannot open it.
   {
@@ -102,7 +102,7 @@ TEST(StorageCrashTest, AcknowledgedCommitsSurviveSigkill) {
   }
 
   ReadAcks(fds[0], 300, 20000, partial, acks);
-  ASSERT_EQ(acks.size(), 300u) << "writer acknowledged too few commits";
+  ASSERT_GE(acks.size(), 300u) << "writer acknowledged too few commits";
   ASSERT_EQ(::kill(pid, SIGKILL), 0) << std::strerror(errno);
   int wstatus = 0;
   ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
