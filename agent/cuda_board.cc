@@ -38,10 +38,8 @@ constexpr int64_t kMaxBundleFileBytes = 16 << 20;
 std::string ResolveTool(const std::string& configured, const std::string& name) {
   if (!configured.empty()) return configured;
   std::string found = FindExecutable(name);
-  if (!found.empty()) return found;
-  const std::string cuda = "/usr/local/cuda/bin/" + name;
-  if (::access(cuda.c_str(), X_OK) == 0) return cuda;
-  return "";
+  // CUDA's installer puts its tools outside PATH.
+  return found.empty() ? FindExecutable("/usr/local/cuda/bin/" + name) : found;
 }
 
 class CudaBoardImpl : public CudaBoard {
