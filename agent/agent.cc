@@ -27,8 +27,8 @@ void SleepUnlessStopped(const std::atomic<bool>& stop, absl::Duration d) {
   }
 }
 
-Agent::Agent(AgentOptions options, CoordinatorClient* client,
-             BundleSink* sink, std::vector<std::unique_ptr<Board>> boards)
+Agent::Agent(AgentOptions options, CoordinatorClient* client, BundleSink* sink,
+             std::vector<std::unique_ptr<Board>> boards)
     : options_(std::move(options)), client_(client), sink_(sink) {
   for (auto& b : boards) {
     auto slot = std::make_unique<Slot>();
@@ -67,9 +67,8 @@ bool Agent::EnsureRegistered(const std::atomic<bool>& stop) {
     auto response = client_->RegisterAgent(request);
     if (response.ok()) {
       registered_ = true;
-      heartbeat_interval_ =
-          absl::Milliseconds(std::max<int64_t>(
-              10, response->heartbeat_interval_ms()));
+      heartbeat_interval_ = absl::Milliseconds(
+          std::max<int64_t>(10, response->heartbeat_interval_ms()));
       spdlog::info("registered {} board(s) with the coordinator",
                    slots_.size());
       break;
@@ -158,9 +157,8 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
     }
     backoff = absl::Milliseconds(100);
     if (!response->granted()) {
-      SleepUnlessStopped(
-          stop, absl::Milliseconds(
-                    std::clamp<int64_t>(response->retry_after_ms(), 10, 5000)));
+      SleepUnlessStopped(stop, absl::Milliseconds(std::clamp<int64_t>(
+                                   response->retry_after_ms(), 10, 5000)));
       continue;
     }
     RunLease(slot, response->work(), stop);
@@ -183,8 +181,8 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
   // ahead is renewed until this one is reported: it waits behind it.
   std::atomic<bool> evaluated{false}, done{false};
   std::thread renewer([&] {
-    const absl::Duration every = absl::Milliseconds(
-        std::max<int64_t>(10, work.lease_duration_ms() / 3));
+    const absl::Duration every =
+        absl::Milliseconds(std::max<int64_t>(10, work.lease_duration_ms() / 3));
     while (!done.load() && !stop.load()) {
       SleepUnlessStopped(done, every);
       if (done.load()) break;
@@ -211,7 +209,8 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
     });
   }
   const absl::Time start = absl::Now();
-  absl::StatusOr<Evaluation> evaluation = slot.board->Evaluate(work, slot.cancel);
+  absl::StatusOr<Evaluation> evaluation =
+      slot.board->Evaluate(work, slot.cancel);
   evaluated = true;
 
   v1::RoundResult result;
@@ -230,10 +229,12 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
   if (options_.on_round) options_.on_round(result, absl::Now() - start);
   // Where a round's time goes (build, the timed blocks, the rest: reference,
   // profile), for an operator reading the agent's log.
-  spdlog::info("{}: round {} {} in {:.1f} s (build {:.1f} s, run {:.1f} s over {} A/B pair(s))",
-               board_id, work.round_id(), v1::Outcome_Name(result.outcome()),
-               absl::ToDoubleSeconds(absl::Now() - start), result.build_s(), result.run_s(),
-               result.measurement().pairs());
+  spdlog::info(
+      "{}: round {} {} in {:.1f} s (build {:.1f} s, run {:.1f} s over {} A/B "
+      "pair(s))",
+      board_id, work.round_id(), v1::Outcome_Name(result.outcome()),
+      absl::ToDoubleSeconds(absl::Now() - start), result.build_s(),
+      result.run_s(), result.measurement().pairs());
 
   if (slot.cancel.load() || stop.load()) {
     spdlog::info("{}: lease {} abandoned (revoked or stopping)", board_id,
@@ -267,8 +268,8 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
       }
       if (absl::IsInvalidArgument(response.status()) ||
           absl::IsNotFound(response.status())) {
-        spdlog::error("{}: result of {} refused: {}", board_id,
-                      work.lease_id(), response.status().ToString());
+        spdlog::error("{}: result of {} refused: {}", board_id, work.lease_id(),
+                      response.status().ToString());
         break;
       }
       SleepUnlessStopped(stop, backoff);

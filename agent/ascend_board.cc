@@ -66,7 +66,9 @@ absl::Status AddTree(const std::string& root, const std::string& sub,
       }
     }
   }
-  if (ec) return absl::NotFoundError(absl::StrCat("cannot walk ", base.string(), ": ", ec.message()));
+  if (ec)
+    return absl::NotFoundError(
+        absl::StrCat("cannot walk ", base.string(), ": ", ec.message()));
   std::sort(files.begin(), files.end());
   for (const std::string& f : files) {
     TF_ASSIGN_OR_RETURN(std::string content, ReadFile(root + "/" + f));
@@ -85,7 +87,8 @@ absl::Status AddTree(const std::string& root, const std::string& sub,
 // Directories under `root` (recursively, at most `depth` levels) whose name
 // satisfies `match`, relative to root, sorted.
 template <typename Pred>
-std::vector<std::string> FindDirs(const std::string& root, int depth, Pred match) {
+std::vector<std::string> FindDirs(const std::string& root, int depth,
+                                  Pred match) {
   std::vector<std::string> out;
   std::error_code ec;
   fs::recursive_directory_iterator it(root, ec), end;
@@ -109,7 +112,9 @@ struct Child {
 class AscendBoardImpl : public AscendBoard {
  public:
   AscendBoardImpl(AscendBoardOptions options, NpuChip chip, int device_id)
-      : options_(std::move(options)), chip_(std::move(chip)), device_id_(device_id) {
+      : options_(std::move(options)),
+        chip_(std::move(chip)),
+        device_id_(device_id) {
     spec_ = AscendChipSpecFor(chip_.name);
     v1::BoardInfo info;
     info.set_board_id(absl::StrCat(options_.agent_id, "/ascend", device_id_));
@@ -130,8 +135,10 @@ class AscendBoardImpl : public AscendBoard {
     info.set_simulated(false);
     std::string health = absl::StrCat(
         "npu-smi: health ", chip_.health, ", ", chip_.temp_c, " C",
-        chip_.has_power ? absl::StrCat(", ", chip_.power_w, " W") : std::string(),
-        chip_.has_hbm ? absl::StrCat(", HBM ", chip_.hbm_used_mb, "/", chip_.hbm_total_mb, " MB")
+        chip_.has_power ? absl::StrCat(", ", chip_.power_w, " W")
+                        : std::string(),
+        chip_.has_hbm ? absl::StrCat(", HBM ", chip_.hbm_used_mb, "/",
+                                     chip_.hbm_total_mb, " MB")
                       : absl::StrCat(", memory ", chip_.memory_used_mb, "/",
                                      chip_.memory_total_mb, " MB"));
     if (chip_.health == "OK" || chip_.health == "Warning") {
@@ -171,7 +178,8 @@ class AscendBoardImpl : public AscendBoard {
   // reference from info() never dangles; they change only on quarantine and
   // readmission, so the list stays short.
   void PublishLocked(v1::BoardInfo info) {
-    snapshots_.push_back(std::make_unique<const v1::BoardInfo>(std::move(info)));
+    snapshots_.push_back(
+        std::make_unique<const v1::BoardInfo>(std::move(info)));
     current_.store(snapshots_.back().get());
   }
 
@@ -180,14 +188,17 @@ class AscendBoardImpl : public AscendBoard {
   absl::Status DeviceError(const std::string& stage, const AscendFailure& f) {
     std::lock_guard<std::mutex> lock(mu_);
     ++consecutive_device_errors_;
-    std::string what = absl::StrCat("ascend device ", device_id_, " (", chip_.name, "): ",
-                                     stage, ": ", f.summary, ": ", f.evidence);
-    if (consecutive_device_errors_ >= options_.quarantine_after && !quarantined_) {
+    std::string what =
+        absl::StrCat("ascend device ", device_id_, " (", chip_.name,
+                     "): ", stage, ": ", f.summary, ": ", f.evidence);
+    if (consecutive_device_errors_ >= options_.quarantine_after &&
+        !quarantined_) {
       quarantined_ = true;
       v1::BoardInfo info = *current_.load();
       info.set_state(v1::BOARD_STATE_QUARANTINED);
-      info.set_health_detail(absl::StrCat("quarantined after ", consecutive_device_errors_,
-                                          " device errors in a row; last: ", what));
+      info.set_health_detail(
+          absl::StrCat("quarantined after ", consecutive_device_errors_,
+                       " device errors in a row; last: ", what));
       PublishLocked(std::move(info));
       what = absl::StrCat(what, " (card quarantined)");
     }
@@ -204,8 +215,10 @@ class AscendBoardImpl : public AscendBoard {
     return {{"ASCEND_RT_VISIBLE_DEVICES", d}, {"TILE_FWK_DEVICE_ID", d}};
   }
 
-  absl::StatusOr<Child> RunChild(std::vector<std::string> argv, const std::string& work_dir,
-                                 const std::string& name, const std::string& out_dir,
+  absl::StatusOr<Child> RunChild(std::vector<std::string> argv,
+                                 const std::string& work_dir,
+                                 const std::string& name,
+                                 const std::string& out_dir,
                                  const std::string& cwd, absl::Duration timeout,
                                  const std::atomic<bool>& cancel) const {
     Child c;
@@ -227,24 +240,30 @@ class AscendBoardImpl : public AscendBoard {
   }
 
   std::vector<std::string> StageArgv(const std::vector<std::string>& command,
-                                     const std::string& work_dir, const std::string& stage,
-                                     const std::string& out_dir, uint64_t seed) const {
+                                     const std::string& work_dir,
+                                     const std::string& stage,
+                                     const std::string& out_dir,
+                                     uint64_t seed) const {
     std::vector<std::string> argv = command;
-    for (std::string a : {std::string("--stage"), stage, std::string("--params"),
-                          work_dir + "/params.json", std::string("--workload"),
-                          work_dir + "/workload.json", std::string("--out"), out_dir,
-                          std::string("--seed"), absl::StrCat(seed)}) {
+    for (std::string a :
+         {std::string("--stage"), stage, std::string("--params"),
+          work_dir + "/params.json", std::string("--workload"),
+          work_dir + "/workload.json", std::string("--out"), out_dir,
+          std::string("--seed"), absl::StrCat(seed)}) {
       argv.push_back(std::move(a));
     }
     return argv;
   }
 
-  absl::StatusOr<std::vector<std::string>> ExpandCommand(const v1::OperatorManifest& op) const;
+  absl::StatusOr<std::vector<std::string>> ExpandCommand(
+      const v1::OperatorManifest& op) const;
 
   // The bundle of one profile run, or why there is none.
-  absl::StatusOr<v1::ProfileBundle> CollectMsprof(const std::string& profile_root,
-                                                  const std::vector<std::string>& groups) const;
-  absl::StatusOr<v1::ProfileBundle> CollectTorchNpu(const std::string& dir) const;
+  absl::StatusOr<v1::ProfileBundle> CollectMsprof(
+      const std::string& profile_root,
+      const std::vector<std::string>& groups) const;
+  absl::StatusOr<v1::ProfileBundle> CollectTorchNpu(
+      const std::string& dir) const;
   absl::StatusOr<v1::ProfileBundle> CollectPypto(const std::string& dir) const;
 
   const AscendBoardOptions options_;
@@ -253,7 +272,8 @@ class AscendBoardImpl : public AscendBoard {
   AscendChipSpec spec_;
 
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<const v1::BoardInfo>> snapshots_;  // guarded by mu_
+  std::vector<std::unique_ptr<const v1::BoardInfo>>
+      snapshots_;  // guarded by mu_
   std::atomic<const v1::BoardInfo*> current_{nullptr};
   int consecutive_device_errors_ = 0;  // guarded by mu_
   std::atomic<bool> quarantined_{false};
@@ -269,14 +289,15 @@ absl::StatusOr<std::vector<std::string>> AscendBoardImpl::ExpandCommand(
   std::vector<std::string> argv;
   for (const std::string& part : it->second.command()) {
     if (absl::StrContains(part, "{pkg}") && op.package_dir().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "operator ", op.name(), ": command uses {pkg} but package_dir is empty"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("operator ", op.name(),
+                       ": command uses {pkg} but package_dir is empty"));
     }
     std::string expanded = absl::StrReplaceAll(
         part, {{"{python}", options_.python}, {"{pkg}", op.package_dir()}});
     if (expanded.find('\0') != std::string::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("operator ", op.name(), ": command argument holds a NUL byte"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "operator ", op.name(), ": command argument holds a NUL byte"));
     }
     argv.push_back(std::move(expanded));
   }
@@ -284,7 +305,8 @@ absl::StatusOr<std::vector<std::string>> AscendBoardImpl::ExpandCommand(
 }
 
 absl::StatusOr<v1::ProfileBundle> AscendBoardImpl::CollectMsprof(
-    const std::string& profile_root, const std::vector<std::string>& groups) const {
+    const std::string& profile_root,
+    const std::vector<std::string>& groups) const {
   v1::ProfileBundle bundle;
   int64_t total = 0;
   for (const std::string& group : groups) {
@@ -295,21 +317,24 @@ absl::StatusOr<v1::ProfileBundle> AscendBoardImpl::CollectMsprof(
                  absl::StartsWith(p.parent_path().filename().string(), "PROF_");
         });
     if (outs.empty()) {
-      return absl::NotFoundError(absl::StrCat("msprof (", group,
-                                              ") wrote no PROF_*/mindstudio_profiler_output under ",
-                                              root));
+      return absl::NotFoundError(absl::StrCat(
+          "msprof (", group,
+          ") wrote no PROF_*/mindstudio_profiler_output under ", root));
     }
     for (const std::string& o : outs) {
-      TF_RETURN_IF_ERROR(AddTree(profile_root, group + "/" + o, &bundle, &total));
+      TF_RETURN_IF_ERROR(
+          AddTree(profile_root, group + "/" + o, &bundle, &total));
     }
   }
   return bundle;
 }
 
-absl::StatusOr<v1::ProfileBundle> AscendBoardImpl::CollectTorchNpu(const std::string& dir) const {
-  std::vector<std::string> pts = FindDirs(dir, 2, [](const std::string& name, const fs::path&) {
-    return absl::EndsWith(name, "_ascend_pt");
-  });
+absl::StatusOr<v1::ProfileBundle> AscendBoardImpl::CollectTorchNpu(
+    const std::string& dir) const {
+  std::vector<std::string> pts =
+      FindDirs(dir, 2, [](const std::string& name, const fs::path&) {
+        return absl::EndsWith(name, "_ascend_pt");
+      });
   v1::ProfileBundle bundle;
   int64_t total = 0;
   std::error_code ec;
@@ -317,8 +342,8 @@ absl::StatusOr<v1::ProfileBundle> AscendBoardImpl::CollectTorchNpu(const std::st
     const std::string out = pt + "/ASCEND_PROFILER_OUTPUT";
     if (!fs::is_directory(fs::path(dir) / out, ec)) continue;
     TF_RETURN_IF_ERROR(AddTree(dir, out, &bundle, &total));
-    for (fs::directory_iterator it(fs::path(dir) / pt, ec), end; !ec && it != end;
-         it.increment(ec)) {
+    for (fs::directory_iterator it(fs::path(dir) / pt, ec), end;
+         !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
       if (it->is_regular_file(ec) && absl::StartsWith(name, "profiler_") &&
           absl::EndsWith(name, ".json")) {
@@ -327,34 +352,38 @@ absl::StatusOr<v1::ProfileBundle> AscendBoardImpl::CollectTorchNpu(const std::st
     }
   }
   if (bundle.files().empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "the torch_npu profiler wrote no *_ascend_pt/ASCEND_PROFILER_OUTPUT under ", dir));
+    return absl::NotFoundError(
+        absl::StrCat("the torch_npu profiler wrote no "
+                     "*_ascend_pt/ASCEND_PROFILER_OUTPUT under ",
+                     dir));
   }
   return bundle;
 }
 
-absl::StatusOr<v1::ProfileBundle> AscendBoardImpl::CollectPypto(const std::string& dir) const {
-  std::vector<std::string> outs =
-      FindDirs(dir + "/output", 0, [](const std::string& name, const fs::path&) {
+absl::StatusOr<v1::ProfileBundle> AscendBoardImpl::CollectPypto(
+    const std::string& dir) const {
+  std::vector<std::string> outs = FindDirs(
+      dir + "/output", 0, [](const std::string& name, const fs::path&) {
         return absl::StartsWith(name, "output_");
       });
   if (outs.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "the PyPTO run wrote no output/output_* folder under ", dir,
-        " (is runtime_debug_mode on?)"));
+    return absl::NotFoundError(
+        absl::StrCat("the PyPTO run wrote no output/output_* folder under ",
+                     dir, " (is runtime_debug_mode on?)"));
   }
   // Timestamps sort: the newest folder is the last.
   v1::ProfileBundle bundle;
   int64_t total = 0;
   TF_RETURN_IF_ERROR(AddTree(dir, "output/" + outs.back(), &bundle, &total));
   if (bundle.files().empty()) {
-    return absl::NotFoundError(absl::StrCat("output/", outs.back(), " under ", dir, " is empty"));
+    return absl::NotFoundError(
+        absl::StrCat("output/", outs.back(), " under ", dir, " is empty"));
   }
   return bundle;
 }
 
-absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(const v1::WorkItem& work,
-                                                     const std::atomic<bool>& cancel) {
+absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(
+    const v1::WorkItem& work, const std::atomic<bool>& cancel) {
   if (quarantined_.load()) {
     return absl::FailedPreconditionError(absl::StrCat(
         info().board_id(), " is quarantined (", info().health_detail(),
@@ -374,7 +403,8 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(const v1::WorkItem& work,
   absl::StatusOr<AscendProfilerPlan> plan = AscendProfilerPlanFor(*command);
   if (!plan.ok()) {
     result.set_outcome(v1::OUTCOME_BUILD_FAILED);
-    result.set_detail(absl::StrCat("operator ", op.name(), ": ", plan.status().message()));
+    result.set_detail(
+        absl::StrCat("operator ", op.name(), ": ", plan.status().message()));
     return eval;
   }
 
@@ -383,11 +413,13 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(const v1::WorkItem& work,
   TF_RETURN_IF_ERROR(PrepareWorkDir(work_dir, work));
 
   auto cancelled = [&] {
-    return absl::CancelledError(absl::StrCat("evaluation of ", work.sweep_id(), " round ",
-                                             work.round_id(), " cancelled (lease revoked)"));
+    return absl::CancelledError(absl::StrCat("evaluation of ", work.sweep_id(),
+                                             " round ", work.round_id(),
+                                             " cancelled (lease revoked)"));
   };
   // A failed child → its outcome, or a board fault. `timeout` names the limit.
-  auto failed = [&](const std::string& stage, const Child& c, absl::Duration timeout,
+  auto failed = [&](const std::string& stage, const Child& c,
+                    absl::Duration timeout,
                     v1::Outcome otherwise) -> absl::StatusOr<Evaluation> {
     if (c.result.cancelled) return cancelled();
     const AscendFailure f =
@@ -395,8 +427,9 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(const v1::WorkItem& work,
     if (f.fault == AscendFault::kDevice) return DeviceError(stage, f);
     DeviceOk();
     if (c.result.timed_out) {
-      result.set_outcome(otherwise == v1::OUTCOME_PROFILE_FAILED ? otherwise
-                                                                  : v1::OUTCOME_RUN_TIMEOUT);
+      result.set_outcome(otherwise == v1::OUTCOME_PROFILE_FAILED
+                             ? otherwise
+                             : v1::OUTCOME_RUN_TIMEOUT);
       result.set_detail(absl::StrCat(stage, " did not finish within ",
                                      absl::FormatDuration(timeout),
                                      "; its process group was killed"));
@@ -408,10 +441,11 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(const v1::WorkItem& work,
       case AscendFault::kCompile:
         if (otherwise != v1::OUTCOME_PROFILE_FAILED) {
           result.set_outcome(v1::OUTCOME_BUILD_FAILED);
-          result.set_detail(absl::StrCat(stage, ": ", f.summary,
-                                         f.fault == AscendFault::kCompile
-                                             ? std::string()
-                                             : absl::StrCat(" [", f.evidence, "]")));
+          result.set_detail(
+              absl::StrCat(stage, ": ", f.summary,
+                           f.fault == AscendFault::kCompile
+                               ? std::string()
+                               : absl::StrCat(" [", f.evidence, "]")));
           return eval;
         }
         break;
@@ -424,18 +458,19 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(const v1::WorkItem& work,
   };
 
   // 1. precision: compile + one launch, output and host reference.
-  TF_ASSIGN_OR_RETURN(
-      Child prec,
-      RunChild(StageArgv(*command, work_dir, "precision", work_dir + "/precision", seed),
-               work_dir, "precision", work_dir + "/precision", work_dir,
-               options_.precision_timeout, cancel));
+  TF_ASSIGN_OR_RETURN(Child prec,
+                      RunChild(StageArgv(*command, work_dir, "precision",
+                                         work_dir + "/precision", seed),
+                               work_dir, "precision", work_dir + "/precision",
+                               work_dir, options_.precision_timeout, cancel));
   result.set_build_s(absl::ToDoubleSeconds(prec.result.wall));
   if (!StageOk(prec.result)) {
-    return failed("precision", prec, options_.precision_timeout, v1::OUTCOME_RUN_CRASHED);
+    return failed("precision", prec, options_.precision_timeout,
+                  v1::OUTCOME_RUN_CRASHED);
   }
   *result.mutable_precision() =
-      ComparePrecision(prec.out_dir + "/output.bin", prec.out_dir + "/reference.bin",
-                       op.tolerances());
+      ComparePrecision(prec.out_dir + "/output.bin",
+                       prec.out_dir + "/reference.bin", op.tolerances());
   if (!result.precision().passed()) {
     DeviceOk();
     result.set_outcome(v1::OUTCOME_PRECISION_FAILED);
@@ -452,34 +487,39 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(const v1::WorkItem& work,
                         std::string("--samples"), absl::StrCat(samples)}) {
     run_argv.push_back(std::move(a));
   }
-  TF_ASSIGN_OR_RETURN(Child run, RunChild(run_argv, work_dir, "run", work_dir + "/run",
-                                          work_dir, options_.run_timeout, cancel));
+  TF_ASSIGN_OR_RETURN(Child run,
+                      RunChild(run_argv, work_dir, "run", work_dir + "/run",
+                               work_dir, options_.run_timeout, cancel));
   result.set_run_s(absl::ToDoubleSeconds(run.result.wall));
   if (!StageOk(run.result)) {
     return failed("run", run, options_.run_timeout, v1::OUTCOME_RUN_CRASHED);
   }
   DeviceOk();
-  absl::StatusOr<std::vector<double>> timing = ReadTimingSamples(run.out_dir + "/timing_us.txt");
+  absl::StatusOr<std::vector<double>> timing =
+      ReadTimingSamples(run.out_dir + "/timing_us.txt");
   if (!timing.ok()) {
     result.set_outcome(v1::OUTCOME_RUN_CRASHED);
-    result.set_detail(absl::StrCat("run wrote no usable timing: ", timing.status().message()));
+    result.set_detail(absl::StrCat("run wrote no usable timing: ",
+                                   timing.status().message()));
     return eval;
   }
   if (timing->size() != static_cast<size_t>(warmup + samples)) {
     result.set_outcome(v1::OUTCOME_RUN_CRASHED);
     result.set_detail(absl::StrCat("run wrote ", timing->size(),
-                                   " timing samples, expected warmup ", warmup, " + samples ",
-                                   samples));
+                                   " timing samples, expected warmup ", warmup,
+                                   " + samples ", samples));
     return eval;
   }
   *result.mutable_measurement() = Summarize(
       *std::move(timing), warmup, /*simulated=*/false,
-      absl::StrCat("warmup=", warmup, " samples=", samples,
-                   " median/p20/p80 of the samples the operator's run stage timed on ",
-                   chip_.name, " device ", device_id_, " (ASCEND_RT_VISIBLE_DEVICES=",
-                   device_id_, ")"));
+      absl::StrCat(
+          "warmup=", warmup, " samples=", samples,
+          " median/p20/p80 of the samples the operator's run stage timed on ",
+          chip_.name, " device ", device_id_,
+          " (ASCEND_RT_VISIBLE_DEVICES=", device_id_, ")"));
   result.set_outcome(v1::OUTCOME_OK);
-  result.set_detail(absl::StrCat("ok: median ", result.measurement().median_us(), " us"));
+  result.set_detail(
+      absl::StrCat("ok: median ", result.measurement().median_us(), " us"));
   if (!options_.profile) return eval;
 
   // 3. profile.
@@ -492,11 +532,12 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(const v1::WorkItem& work,
           StageArgv(*command, work_dir, "profile", out, seed);
       std::vector<std::string> quoted;
       for (const std::string& a : app) quoted.push_back(ShellQuote(a));
-      std::vector<std::string> argv = {options_.msprof,
-                                       "--application=" + absl::StrJoin(quoted, " "),
-                                       "--output=" + out, "--aic-metrics=" + group};
-      absl::StatusOr<Child> prof = RunChild(argv, work_dir, "profile_" + group, out, work_dir,
-                                            options_.profile_timeout, cancel);
+      std::vector<std::string> argv = {
+          options_.msprof, "--application=" + absl::StrJoin(quoted, " "),
+          "--output=" + out, "--aic-metrics=" + group};
+      absl::StatusOr<Child> prof =
+          RunChild(argv, work_dir, "profile_" + group, out, work_dir,
+                   options_.profile_timeout, cancel);
       if (!prof.ok()) {
         result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
         result.set_detail(absl::StrCat("msprof: ", prof.status().message()));
@@ -509,9 +550,11 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(const v1::WorkItem& work,
     }
     bundle = CollectMsprof(profile_root, plan->aic_metrics);
   } else {
-    std::vector<std::string> argv = StageArgv(*command, work_dir, "profile", profile_root, seed);
-    TF_ASSIGN_OR_RETURN(Child prof, RunChild(argv, work_dir, "profile", profile_root,
-                                             profile_root, options_.profile_timeout, cancel));
+    std::vector<std::string> argv =
+        StageArgv(*command, work_dir, "profile", profile_root, seed);
+    TF_ASSIGN_OR_RETURN(
+        Child prof, RunChild(argv, work_dir, "profile", profile_root,
+                             profile_root, options_.profile_timeout, cancel));
     if (!StageOk(prof.result)) {
       return failed(absl::StrCat("profile (", plan->profiler, ")"), prof,
                     options_.profile_timeout, v1::OUTCOME_PROFILE_FAILED);
@@ -526,8 +569,8 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(const v1::WorkItem& work,
   }
   const v1::BoardInfo& me = info();
   const std::string bundle_id =
-      absl::StrCat(SafeComponent(work.sweep_id()), ".r", work.round_id(), ".e", work.epoch(),
-                   ".", SafeComponent(me.board_id()));
+      absl::StrCat(SafeComponent(work.sweep_id()), ".r", work.round_id(), ".e",
+                   work.epoch(), ".", SafeComponent(me.board_id()));
   bundle->set_bundle_id(bundle_id);
   bundle->set_sweep_id(work.sweep_id());
   bundle->set_round_id(work.round_id());
@@ -566,19 +609,20 @@ absl::StatusOr<AscendProfilerPlan> AscendProfilerPlanFor(
   for (size_t i = 0; i < command.size(); ++i) {
     if (value(i, "--profiler", &v)) {
       if (v != "msprof" && v != "torch_npu" && v != "pypto") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "ascend command: --profiler \"", v, "\" is not one of msprof, torch_npu, pypto"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("ascend command: --profiler \"", v,
+                         "\" is not one of msprof, torch_npu, pypto"));
       }
       plan.profiler = v;
     } else if (value(i, "--aic_metrics", &v) || value(i, "--aic-metrics", &v)) {
       std::vector<std::string> groups;
       for (absl::string_view g : absl::StrSplit(v, ',', absl::SkipEmpty())) {
         const std::string group(g);
-        if (std::find(std::begin(kMetricGroups), std::end(kMetricGroups), group) ==
-            std::end(kMetricGroups)) {
+        if (std::find(std::begin(kMetricGroups), std::end(kMetricGroups),
+                      group) == std::end(kMetricGroups)) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "ascend command: --aic_metrics group \"", group, "\" is not one of ",
-              absl::StrJoin(kMetricGroups, ", ")));
+              "ascend command: --aic_metrics group \"", group,
+              "\" is not one of ", absl::StrJoin(kMetricGroups, ", ")));
         }
         if (std::find(groups.begin(), groups.end(), group) == groups.end()) {
           groups.push_back(group);
@@ -586,8 +630,9 @@ absl::StatusOr<AscendProfilerPlan> AscendProfilerPlanFor(
       }
       // PipeUtilization first: compute vs move vs scalar is the first
       // question; later groups answer narrower ones (MemoryUB: UB bandwidth).
-      std::stable_partition(groups.begin(), groups.end(),
-                            [](const std::string& g) { return g == "PipeUtilization"; });
+      std::stable_partition(
+          groups.begin(), groups.end(),
+          [](const std::string& g) { return g == "PipeUtilization"; });
       if (groups.empty() || groups[0] != "PipeUtilization") {
         groups.insert(groups.begin(), "PipeUtilization");
       }
@@ -598,7 +643,8 @@ absl::StatusOr<AscendProfilerPlan> AscendProfilerPlanFor(
 }
 
 std::unique_ptr<AscendBoard> NewAscendBoard(const AscendBoardOptions& options,
-                                            const NpuChip& chip, int device_id) {
+                                            const NpuChip& chip,
+                                            int device_id) {
   return std::make_unique<AscendBoardImpl>(options, chip, device_id);
 }
 
@@ -623,8 +669,8 @@ absl::StatusOr<std::vector<std::unique_ptr<Board>>> DiscoverAscendBoards(
   if (!out.ok()) return out.status();
   absl::StatusOr<std::vector<NpuChip>> chips = ParseNpuSmiInfo(*out);
   if (!chips.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(options.npu_smi, ": ",
-                                                   chips.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.npu_smi, ": ", chips.status().message()));
   }
   std::vector<std::unique_ptr<Board>> boards;
   std::vector<int> seen;
@@ -642,8 +688,8 @@ absl::StatusOr<std::vector<std::unique_ptr<Board>>> DiscoverAscendBoards(
   for (int d : options.devices) {
     if (std::find(seen.begin(), seen.end(), d) == seen.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "ascend device ", d, " is not listed by ", options.npu_smi, " info (devices: ",
-          absl::StrJoin(seen, ", "), ")"));
+          "ascend device ", d, " is not listed by ", options.npu_smi,
+          " info (devices: ", absl::StrJoin(seen, ", "), ")"));
     }
   }
   return boards;

@@ -36,24 +36,33 @@ constexpr DeviceCode kDeviceCodes[] = {
 };
 
 constexpr const char* kDevicePhrases[] = {
-    "device hang", "heartbeat lost", "set device failed", "device not found",
-    "device is unavailable", "hbm multi bit ecc", "hbm multi-bit ecc",
+    "device hang",       "heartbeat lost",        "set device failed",
+    "device not found",  "device is unavailable", "hbm multi bit ecc",
+    "hbm multi-bit ecc",
 };
 
 constexpr const char* kCompileMarkers[] = {
-    "MLIRCompilationError", "triton.compiler.errors", "CompilationError",
-    "Failed to run BishengHIR pipeline", "failed to legalize operation",
+    "MLIRCompilationError",
+    "triton.compiler.errors",
+    "CompilationError",
+    "Failed to run BishengHIR pipeline",
+    "failed to legalize operation",
 };
 
 }  // namespace
 
 const char* AscendFaultName(AscendFault f) {
   switch (f) {
-    case AscendFault::kCompile: return "compile failure";
-    case AscendFault::kUbOverflow: return "UB overflow";
-    case AscendFault::kGridLimit: return "grid limit";
-    case AscendFault::kDevice: return "device error";
-    case AscendFault::kUnknown: break;
+    case AscendFault::kCompile:
+      return "compile failure";
+    case AscendFault::kUbOverflow:
+      return "UB overflow";
+    case AscendFault::kGridLimit:
+      return "grid limit";
+    case AscendFault::kDevice:
+      return "device error";
+    case AscendFault::kUnknown:
+      break;
   }
   return "unknown failure";
 }
@@ -74,19 +83,22 @@ AscendFailure ClassifyAscendFailure(absl::string_view message) {
     f.requested_bytes = req_bits / 8;
     f.available_bytes = avail_bits / 8;
     f.evidence = LineAt(message, static_cast<size_t>(m.position(0)));
-    f.summary = absl::StrCat("UB overflow: the kernel requires ", f.requested_bytes,
-                             " bytes of UB, ", f.available_bytes, " bytes available (",
-                             req_bits, " > ", avail_bits, " bits)");
+    f.summary =
+        absl::StrCat("UB overflow: the kernel requires ", f.requested_bytes,
+                     " bytes of UB, ", f.available_bytes, " bytes available (",
+                     req_bits, " > ", avail_bits, " bits)");
     return f;
   }
 
-  static const std::regex kGrid(R"(coreDim=(\d+) can't be greater than UINT16_MAX)");
+  static const std::regex kGrid(
+      R"(coreDim=(\d+) can't be greater than UINT16_MAX)");
   if (std::regex_search(text, m, kGrid)) {
     f.fault = AscendFault::kGridLimit;
     (void)absl::SimpleAtoi(m[1].str(), &f.core_dim);
     f.evidence = LineAt(message, static_cast<size_t>(m.position(0)));
-    f.summary = absl::StrCat("grid limit: coreDim ", f.core_dim,
-                             " is over 65535 (UINT16_MAX); the launch was refused");
+    f.summary =
+        absl::StrCat("grid limit: coreDim ", f.core_dim,
+                     " is over 65535 (UINT16_MAX); the launch was refused");
     return f;
   }
 
@@ -97,13 +109,14 @@ AscendFailure ClassifyAscendFailure(absl::string_view message) {
     while ((pos = text.find(code, pos)) != std::string::npos) {
       const bool left_ok = pos == 0 || !absl::ascii_isdigit(text[pos - 1]);
       const size_t end = pos + code.size();
-      const bool right_ok = end >= text.size() || !absl::ascii_isdigit(text[end]);
+      const bool right_ok =
+          end >= text.size() || !absl::ascii_isdigit(text[end]);
       if (left_ok && right_ok) {
         f.fault = AscendFault::kDevice;
         f.acl_code = dc.code;
         f.evidence = LineAt(message, pos);
-        f.summary = absl::StrCat("device error: ACL runtime code ", dc.code, " (", dc.name,
-                                 ")");
+        f.summary = absl::StrCat("device error: ACL runtime code ", dc.code,
+                                 " (", dc.name, ")");
         return f;
       }
       pos = end;
@@ -131,7 +144,8 @@ AscendFailure ClassifyAscendFailure(absl::string_view message) {
     if (pos != std::string::npos) {
       f.fault = AscendFault::kCompile;
       // The most telling line: the first "error:" line, else the marker's.
-      size_t err = text.find("): error:", pos);  // an MLIR "loc(...): error:" line
+      size_t err =
+          text.find("): error:", pos);  // an MLIR "loc(...): error:" line
       if (err == std::string::npos) err = text.find("error:", pos);
       f.evidence = LineAt(message, err != std::string::npos ? err : pos);
       f.summary = absl::StrCat("compile failure: ", f.evidence);

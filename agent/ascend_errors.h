@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+
 #include "absl/strings/string_view.h"
 
 namespace tunefarm {
@@ -36,8 +37,8 @@ enum class AscendFault {
 
 struct AscendFailure {
   AscendFault fault = AscendFault::kUnknown;
-  std::string summary;        // one line, e.g. "UB overflow: requires 384032 B ..."
-  std::string evidence;       // the matched line of the message
+  std::string summary;   // one line, e.g. "UB overflow: requires 384032 B ..."
+  std::string evidence;  // the matched line of the message
   int64_t requested_bytes = 0;  // kUbOverflow
   int64_t available_bytes = 0;  // kUbOverflow
   int64_t core_dim = 0;         // kGridLimit

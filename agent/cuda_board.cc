@@ -35,7 +35,8 @@ constexpr char kKind[] = "cuda";
 constexpr size_t kMaxPendingPrefetch = 4;
 constexpr int64_t kMaxBundleFileBytes = 16 << 20;
 
-std::string ResolveTool(const std::string& configured, const std::string& name) {
+std::string ResolveTool(const std::string& configured,
+                        const std::string& name) {
   if (!configured.empty()) return configured;
   std::string found = FindExecutable(name);
   // CUDA's installer puts its tools outside PATH.
@@ -44,9 +45,11 @@ std::string ResolveTool(const std::string& configured, const std::string& name) 
 
 class CudaBoardImpl : public CudaBoard {
  public:
-  CudaBoardImpl(const CudaBoardOptions& options, const GpuInfo& gpu, const GpuSpec& spec)
+  CudaBoardImpl(const CudaBoardOptions& options, const GpuInfo& gpu,
+                const GpuSpec& spec)
       : options_(options), gpu_(gpu), spec_(spec) {
-    arch_ = options_.arch.empty() ? NvccArch(spec_.cc_major, spec_.cc_minor) : options_.arch;
+    arch_ = options_.arch.empty() ? NvccArch(spec_.cc_major, spec_.cc_minor)
+                                  : options_.arch;
     nvcc_ = ResolveTool(options_.nvcc, "nvcc");
     ncu_ = options_.profile ? ResolveTool(options_.ncu, "ncu") : "";
     local_name_ = absl::StrCat("cuda", gpu_.index);
@@ -62,9 +65,12 @@ class CudaBoardImpl : public CudaBoard {
     info_.set_simulated(false);
     info_.set_state(v1::BOARD_STATE_IDLE);
     info_.set_health_detail(absl::StrCat(
-        GpuHealthLine(gpu_), "; nvcc ", nvcc_.empty() ? "NOT FOUND" : nvcc_, "; ncu ",
-        ncu_.empty() ? (options_.profile ? "not found (profiles are evidence gaps)" : "off")
-                     : ncu_));
+        GpuHealthLine(gpu_), "; nvcc ", nvcc_.empty() ? "NOT FOUND" : nvcc_,
+        "; ncu ",
+        ncu_.empty()
+            ? (options_.profile ? "not found (profiles are evidence gaps)"
+                                : "off")
+            : ncu_));
     prefetcher_ = std::thread([this] { PrefetchLoop(); });
   }
 
@@ -82,7 +88,8 @@ class CudaBoardImpl : public CudaBoard {
   const std::string& arch() const override { return arch_; }
 
   void PrefetchBuild(const v1::WorkItem& work) override {
-    absl::StatusOr<BuildRequest> req = MakeBuildRequest(work.operator_(), work.params());
+    absl::StatusOr<BuildRequest> req =
+        MakeBuildRequest(work.operator_(), work.params());
     if (!req.ok()) return;  // Evaluate reports it
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || pending_.size() >= kMaxPendingPrefetch) return;
@@ -110,17 +117,20 @@ class CudaBoardImpl : public CudaBoard {
 
   absl::StatusOr<BuildRequest> MakeBuildRequest(const v1::OperatorManifest& op,
                                                 const ParamMap& params) const;
-  absl::StatusOr<Stage> RunStage(const std::string& binary, const std::string& work_dir,
-                                 const std::string& stage, std::vector<std::string> extra,
-                                 uint64_t seed, const std::atomic<bool>& cancel) const;
+  absl::StatusOr<Stage> RunStage(const std::string& binary,
+                                 const std::string& work_dir,
+                                 const std::string& stage,
+                                 std::vector<std::string> extra, uint64_t seed,
+                                 const std::atomic<bool>& cancel) const;
   // ncu profile + CSV exports into <work_dir>/profile; returns the bundle
   // files, or the reason profiling gave no profile.
-  void Profile(const std::string& binary, const std::string& work_dir, uint64_t seed,
-               const std::atomic<bool>& cancel, v1::ProfileBundle* bundle,
-               std::string* gap) const;
+  void Profile(const std::string& binary, const std::string& work_dir,
+               uint64_t seed, const std::atomic<bool>& cancel,
+               v1::ProfileBundle* bundle, std::string* gap) const;
   std::vector<std::pair<std::string, std::string>> StageEnv() const {
     return {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
-            {"CUDA_VISIBLE_DEVICES", gpu_.uuid.empty() ? absl::StrCat(gpu_.index) : gpu_.uuid}};
+            {"CUDA_VISIBLE_DEVICES",
+             gpu_.uuid.empty() ? absl::StrCat(gpu_.index) : gpu_.uuid}};
   }
   void PrefetchLoop();
 
@@ -151,7 +161,7 @@ void CudaBoardImpl::PrefetchLoop() {
     absl::StatusOr<BuildResult> r = BuildVariant(req, stop_builds_);
     if (!r.ok()) {
       spdlog::warn("cuda board {}: prefetch build failed: {}", info_.board_id(),
-                  std::string(r.status().message()));
+                   std::string(r.status().message()));
     }
   }
 }
@@ -160,16 +170,17 @@ std::vector<std::string> ExpandFlagsImpl(const std::vector<std::string>& flags,
                                          const std::string& arch) {
   std::vector<std::string> out;
   out.reserve(flags.size());
-  for (const std::string& f : flags) out.push_back(absl::StrReplaceAll(f, {{"{arch}", arch}}));
+  for (const std::string& f : flags)
+    out.push_back(absl::StrReplaceAll(f, {{"{arch}", arch}}));
   return out;
 }
 
-absl::StatusOr<BuildRequest> CudaBoardImpl::MakeBuildRequest(const v1::OperatorManifest& op,
-                                                             const ParamMap& params) const {
+absl::StatusOr<BuildRequest> CudaBoardImpl::MakeBuildRequest(
+    const v1::OperatorManifest& op, const ParamMap& params) const {
   auto it = op.backends().find(kKind);
   if (it == op.backends().end() || it->second.sources().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("operator ", op.name(), " has no sources for board kind \"cuda\""));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "operator ", op.name(), " has no sources for board kind \"cuda\""));
   }
   if (op.package_dir().empty()) {
     return absl::InvalidArgumentError(
@@ -177,20 +188,24 @@ absl::StatusOr<BuildRequest> CudaBoardImpl::MakeBuildRequest(const v1::OperatorM
   }
   const v1::BackendEntry& entry = it->second;
   BuildRequest req;
-  const std::string compiler = entry.compiler().empty() ? "nvcc" : entry.compiler();
+  const std::string compiler =
+      entry.compiler().empty() ? "nvcc" : entry.compiler();
   req.compiler = compiler == "nvcc" ? nvcc_ : compiler;
   if (req.compiler.empty()) {
-    return absl::FailedPreconditionError("nvcc not found (PATH, /usr/local/cuda/bin)");
+    return absl::FailedPreconditionError(
+        "nvcc not found (PATH, /usr/local/cuda/bin)");
   }
   for (const std::string& src : entry.sources()) {
     if (src.empty() || src[0] == '/' || absl::StrContains(src, "..")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "operator ", op.name(), ": cuda source \"", src, "\" must be relative to the package"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("operator ", op.name(), ": cuda source \"", src,
+                       "\" must be relative to the package"));
     }
     req.sources.push_back(absl::StrCat(op.package_dir(), "/", src));
   }
   req.flags = ExpandFlagsImpl(
-      std::vector<std::string>(entry.flags().begin(), entry.flags().end()), arch_);
+      std::vector<std::string>(entry.flags().begin(), entry.flags().end()),
+      arch_);
   req.params = params;
   req.cache_dir = options_.cache_dir;
   req.timeout = options_.build_timeout;
@@ -198,22 +213,33 @@ absl::StatusOr<BuildRequest> CudaBoardImpl::MakeBuildRequest(const v1::OperatorM
     req.extra_include_dirs = options_.include_dirs;
   } else {
     std::error_code ec;
-    const fs::path common = fs::weakly_canonical(fs::path(op.package_dir()) / ".." / "common", ec);
-    if (!ec && fs::is_directory(common, ec)) req.extra_include_dirs.push_back(common.string());
+    const fs::path common =
+        fs::weakly_canonical(fs::path(op.package_dir()) / ".." / "common", ec);
+    if (!ec && fs::is_directory(common, ec))
+      req.extra_include_dirs.push_back(common.string());
   }
   return req;
 }
 
 absl::StatusOr<CudaBoardImpl::Stage> CudaBoardImpl::RunStage(
-    const std::string& binary, const std::string& work_dir, const std::string& stage,
-    std::vector<std::string> extra, uint64_t seed, const std::atomic<bool>& cancel) const {
+    const std::string& binary, const std::string& work_dir,
+    const std::string& stage, std::vector<std::string> extra, uint64_t seed,
+    const std::atomic<bool>& cancel) const {
   Stage s;
   s.out_dir = absl::StrCat(work_dir, "/", stage);
   TF_RETURN_IF_ERROR(MakeDirs(s.out_dir));
   ProcessSpec spec;
-  spec.argv = {binary,     "--stage", stage, "--params", work_dir + "/params.json",
-               "--workload", work_dir + "/workload.json", "--out", s.out_dir,
-               "--seed",   absl::StrCat(seed)};
+  spec.argv = {binary,
+               "--stage",
+               stage,
+               "--params",
+               work_dir + "/params.json",
+               "--workload",
+               work_dir + "/workload.json",
+               "--out",
+               s.out_dir,
+               "--seed",
+               absl::StrCat(seed)};
   for (std::string& a : extra) spec.argv.push_back(std::move(a));
   spec.cwd = work_dir;
   spec.env = StageEnv();
@@ -225,11 +251,13 @@ absl::StatusOr<CudaBoardImpl::Stage> CudaBoardImpl::RunStage(
   return s;
 }
 
-void CudaBoardImpl::Profile(const std::string& binary, const std::string& work_dir,
-                            uint64_t seed, const std::atomic<bool>& cancel,
+void CudaBoardImpl::Profile(const std::string& binary,
+                            const std::string& work_dir, uint64_t seed,
+                            const std::atomic<bool>& cancel,
                             v1::ProfileBundle* bundle, std::string* gap) const {
   if (ncu_.empty()) {
-    *gap = options_.profile ? "ncu (Nsight Compute) was not found in PATH or /usr/local/cuda/bin"
+    *gap = options_.profile ? "ncu (Nsight Compute) was not found in PATH or "
+                              "/usr/local/cuda/bin"
                             : "profiling is turned off on this board";
     return;
   }
@@ -246,8 +274,9 @@ void CudaBoardImpl::Profile(const std::string& binary, const std::string& work_d
   // profiled one (-s 3 -c 1 counts kernel launches).
   ProcessSpec spec;
   spec.argv = NcuProfileArgv(
-      o, {binary, "--stage", "profile", "--params", work_dir + "/params.json", "--workload",
-          work_dir + "/workload.json", "--out", dir + "/out", "--seed", absl::StrCat(seed)});
+      o, {binary, "--stage", "profile", "--params", work_dir + "/params.json",
+          "--workload", work_dir + "/workload.json", "--out", dir + "/out",
+          "--seed", absl::StrCat(seed)});
   spec.cwd = work_dir;
   spec.env = StageEnv();
   spec.stdout_path = dir + "/profile.stdout";
@@ -264,9 +293,10 @@ void CudaBoardImpl::Profile(const std::string& binary, const std::string& work_d
   };
   if (log.ok()) add_file("ncu/ncu.log", *log);
   if (!r.ok() || !StageOk(*r)) {
-    *gap = absl::StrCat("ncu profile run failed: ",
-                        r.ok() ? StageFailure("ncu", *r) : std::string(r.status().message()),
-                        log.ok() ? absl::StrCat("; ncu.log: ", log->substr(0, 2000)) : "");
+    *gap = absl::StrCat(
+        "ncu profile run failed: ",
+        r.ok() ? StageFailure("ncu", *r) : std::string(r.status().message()),
+        log.ok() ? absl::StrCat("; ncu.log: ", log->substr(0, 2000)) : "");
     return;
   }
   for (const char* page : {"raw", "details"}) {
@@ -281,7 +311,8 @@ void CudaBoardImpl::Profile(const std::string& binary, const std::string& work_d
     absl::StatusOr<std::string> csv = ReadFile(ex.stdout_path);
     if (!er.ok() || !StageOk(*er) || !csv.ok()) {
       *gap = absl::StrCat("ncu --page ", page, " export failed: ",
-                          er.ok() ? StageFailure("ncu -i", *er) : std::string(er.status().message()));
+                          er.ok() ? StageFailure("ncu -i", *er)
+                                  : std::string(er.status().message()));
       return;
     }
     if (NcuCsvRecords(*csv).empty()) {
@@ -292,21 +323,23 @@ void CudaBoardImpl::Profile(const std::string& binary, const std::string& work_d
   }
 }
 
-absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
-                                                   const std::atomic<bool>& cancel) {
+absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(
+    const v1::WorkItem& work, const std::atomic<bool>& cancel) {
   Evaluation eval;
   v1::RoundResult& result = eval.result;
   const v1::OperatorManifest& op = work.operator_();
   const uint64_t seed = work.seed();
   auto cancelled = [&] {
-    return absl::CancelledError(absl::StrCat("evaluation of ", work.sweep_id(), " round ",
-                                             work.round_id(), " cancelled (lease revoked)"));
+    return absl::CancelledError(absl::StrCat("evaluation of ", work.sweep_id(),
+                                             " round ", work.round_id(),
+                                             " cancelled (lease revoked)"));
   };
 
   // build (compile)
   absl::StatusOr<BuildRequest> req = MakeBuildRequest(op, work.params());
   if (!req.ok()) {
-    if (absl::IsFailedPrecondition(req.status())) return req.status();  // no nvcc: the board's
+    if (absl::IsFailedPrecondition(req.status()))
+      return req.status();  // no nvcc: the board's
     result.set_outcome(v1::OUTCOME_BUILD_FAILED);
     result.set_detail(std::string(req.status().message()));
     return eval;
@@ -319,8 +352,9 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
   result.set_build_s(absl::ToDoubleSeconds(build->build_time));
   if (!build->ok) {
     result.set_outcome(v1::OUTCOME_BUILD_FAILED);
-    result.set_detail(absl::StrCat("nvcc (", arch_, ") failed: ",
-                                   absl::StripTrailingAsciiWhitespace(build->log_tail)));
+    result.set_detail(absl::StrCat(
+        "nvcc (", arch_,
+        ") failed: ", absl::StripTrailingAsciiWhitespace(build->log_tail)));
     return eval;
   }
 
@@ -331,10 +365,11 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
   const std::string& bin = build->binary;
 
   // check: can this variant run this workload on this device?
-  TF_ASSIGN_OR_RETURN(Stage check, RunStage(bin, work_dir, "build", {}, seed, cancel));
+  TF_ASSIGN_OR_RETURN(Stage check,
+                      RunStage(bin, work_dir, "build", {}, seed, cancel));
   if (check.result.cancelled) return cancelled();
   if (!StageOk(check.result)) {
-    result.set_outcome(check.result.timed_out ? v1::OUTCOME_RUN_TIMEOUT
+    result.set_outcome(check.result.timed_out        ? v1::OUTCOME_RUN_TIMEOUT
                        : check.result.exit_code == 2 ? v1::OUTCOME_BUILD_FAILED
                                                      : v1::OUTCOME_RUN_CRASHED);
     result.set_detail(StageFailure("variant check", check.result));
@@ -348,40 +383,47 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
   std::string reference_bin;
   std::string ref_entry;  // "" when no key could be made: not cached
   {
-    absl::StatusOr<std::string> workload = ReadFile(work_dir + "/workload.json");
+    absl::StatusOr<std::string> workload =
+        ReadFile(work_dir + "/workload.json");
     absl::StatusOr<std::string> key =
-        workload.ok() ? SharedBuildKey(*req, {*workload, absl::StrCat(seed)}, cancel)
-                      : absl::StatusOr<std::string>(workload.status());
+        workload.ok()
+            ? SharedBuildKey(*req, {*workload, absl::StrCat(seed)}, cancel)
+            : absl::StatusOr<std::string>(workload.status());
     if (cancel.load()) return cancelled();
-    if (key.ok()) ref_entry = absl::StrCat(options_.cache_dir, "/reference/", *key);
+    if (key.ok())
+      ref_entry = absl::StrCat(options_.cache_dir, "/reference/", *key);
   }
   std::error_code ec;
-  if (!ref_entry.empty() && std::filesystem::is_regular_file(ref_entry + "/reference.bin", ec)) {
+  if (!ref_entry.empty() &&
+      std::filesystem::is_regular_file(ref_entry + "/reference.bin", ec)) {
     reference_bin = ref_entry + "/reference.bin";
   } else {
-    TF_ASSIGN_OR_RETURN(Stage ref, RunStage(bin, work_dir, "reference", {}, seed, cancel));
+    TF_ASSIGN_OR_RETURN(Stage ref,
+                        RunStage(bin, work_dir, "reference", {}, seed, cancel));
     if (ref.result.cancelled) return cancelled();
     if (!StageOk(ref.result)) {
       result.set_outcome(ref.result.timed_out ? v1::OUTCOME_RUN_TIMEOUT
                                               : v1::OUTCOME_RUN_CRASHED);
-      result.set_detail(ref.result.timed_out
-                            ? absl::StrCat("reference timed out after ",
-                                           absl::FormatDuration(options_.stage_timeout))
-                            : StageFailure("reference", ref.result));
+      result.set_detail(
+          ref.result.timed_out
+              ? absl::StrCat("reference timed out after ",
+                             absl::FormatDuration(options_.stage_timeout))
+              : StageFailure("reference", ref.result));
       return eval;
     }
     reference_bin = ref.out_dir + "/reference.bin";
     if (!ref_entry.empty()) {
       // Published by rename, so a reader sees a whole file or none.
-      const std::string tmp = absl::StrCat(ref_entry, "/.reference.bin.", ::getpid(), ".",
-                                           std::hash<std::string>{}(work_dir));
+      const std::string tmp =
+          absl::StrCat(ref_entry, "/.reference.bin.", ::getpid(), ".",
+                       std::hash<std::string>{}(work_dir));
       std::filesystem::create_directories(ref_entry, ec);
       if (!ec) std::filesystem::copy_file(reference_bin, tmp, ec);
       if (!ec) std::filesystem::rename(tmp, ref_entry + "/reference.bin", ec);
       if (ec) {
         std::filesystem::remove(tmp, ec);
-        spdlog::warn("{}: reference not cached in {}: {}", info_.board_id(), ref_entry,
-                     ec.message());
+        spdlog::warn("{}: reference not cached in {}: {}", info_.board_id(),
+                     ref_entry, ec.message());
       }
     }
   }
@@ -398,14 +440,13 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
       "sample";
   plan.pass_output_flag = true;
   if (work.has_reference()) {
-    absl::Status parent =
-        UseParentVariant(MakeBuildRequest(op, work.reference_params()), cancel, &plan);
+    absl::Status parent = UseParentVariant(
+        MakeBuildRequest(op, work.reference_params()), cancel, &plan);
     if (absl::IsCancelled(parent)) return cancelled();
     TF_RETURN_IF_ERROR(parent);
   }
-  TF_ASSIGN_OR_RETURN(
-      bool measured, MeasureRunStage(plan, work, reference_bin,
-                                     cancel, &result));
+  TF_ASSIGN_OR_RETURN(bool measured, MeasureRunStage(plan, work, reference_bin,
+                                                     cancel, &result));
   if (!measured) return eval;
   absl::StatusOr<std::string> note =
       ReadFile(work_dir + "/run/timing_note.txt");
@@ -430,8 +471,8 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
     f->set_content(absl::StrCat("EVIDENCE GAP (ncu): ", gap, "\n"));
   }
   const std::string bundle_id =
-      absl::StrCat(SafeComponent(work.sweep_id()), ".r", work.round_id(), ".e", work.epoch(),
-                   ".", SafeComponent(info_.board_id()));
+      absl::StrCat(SafeComponent(work.sweep_id()), ".r", work.round_id(), ".e",
+                   work.epoch(), ".", SafeComponent(info_.board_id()));
   bundle.set_bundle_id(bundle_id);
   bundle.set_sweep_id(work.sweep_id());
   bundle.set_round_id(work.round_id());
@@ -447,9 +488,10 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(const v1::WorkItem& work,
   bundle.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
   result.set_bundle_id(bundle_id);
   result.set_outcome(v1::OUTCOME_OK);
-  result.set_detail(absl::StrCat("ok: median ", result.measurement().median_us(), " us on ",
-                                 gpu_.name, build->cache_hit ? " (build cache hit)" : "",
-                                 gap.empty() ? "" : absl::StrCat("; no profile: ", gap)));
+  result.set_detail(
+      absl::StrCat("ok: median ", result.measurement().median_us(), " us on ",
+                   gpu_.name, build->cache_hit ? " (build cache hit)" : "",
+                   gap.empty() ? "" : absl::StrCat("; no profile: ", gap)));
   eval.bundle = std::move(bundle);
   return eval;
 }
@@ -461,7 +503,8 @@ std::vector<std::string> ExpandCudaFlags(const std::vector<std::string>& flags,
   return ExpandFlagsImpl(flags, arch);
 }
 
-std::unique_ptr<CudaBoard> NewCudaBoard(const CudaBoardOptions& options, const GpuInfo& gpu,
+std::unique_ptr<CudaBoard> NewCudaBoard(const CudaBoardOptions& options,
+                                        const GpuInfo& gpu,
                                         const GpuSpec& spec) {
   return std::make_unique<CudaBoardImpl>(options, gpu, spec);
 }
@@ -470,22 +513,23 @@ absl::StatusOr<std::vector<std::unique_ptr<Board>>> DiscoverCudaBoards(
     const CudaBoardOptions& options) {
   TF_ASSIGN_OR_RETURN(std::vector<GpuInfo> gpus, QueryGpus(options.nvidia_smi));
   if (gpus.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(options.nvidia_smi, " lists no NVIDIA GPU on this machine"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        options.nvidia_smi, " lists no NVIDIA GPU on this machine"));
   }
   std::vector<const GpuInfo*> chosen;
   if (options.gpu_indices.empty()) {
     for (const GpuInfo& g : gpus) chosen.push_back(&g);
   } else {
     for (int index : options.gpu_indices) {
-      auto it = std::find_if(gpus.begin(), gpus.end(),
-                             [&](const GpuInfo& g) { return g.index == index; });
+      auto it = std::find_if(gpus.begin(), gpus.end(), [&](const GpuInfo& g) {
+        return g.index == index;
+      });
       if (it == gpus.end()) {
         std::vector<int> have;
         for (const GpuInfo& g : gpus) have.push_back(g.index);
-        return absl::InvalidArgumentError(absl::StrCat("cuda board: no GPU with index ", index,
-                                                       " (nvidia-smi lists ",
-                                                       absl::StrJoin(have, ","), ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("cuda board: no GPU with index ", index,
+                         " (nvidia-smi lists ", absl::StrJoin(have, ","), ")"));
       }
       chosen.push_back(&*it);
     }
@@ -495,10 +539,11 @@ absl::StatusOr<std::vector<std::unique_ptr<Board>>> DiscoverCudaBoards(
     std::optional<GpuSpec> spec = LookupGpuSpec(g->name);
     if (!spec) {
       if (options.arch.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "cuda board: GPU ", g->index, " \"", g->name,
-            "\" is not in the chip table (agent/gpu_discovery.cc); give its nvcc arch "
-            "(e.g. sm_90a) in the board options"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("cuda board: GPU ", g->index, " \"", g->name,
+                         "\" is not in the chip table "
+                         "(agent/gpu_discovery.cc); give its nvcc arch "
+                         "(e.g. sm_90a) in the board options"));
       }
       spec = GpuSpec{g->name, 0, 0, 0, 0, 128};
     }

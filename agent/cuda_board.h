@@ -87,7 +87,8 @@ absl::StatusOr<std::vector<std::unique_ptr<Board>>> DiscoverCudaBoards(
 
 // A board for one known GPU (tests, and DiscoverCudaBoards). board_id is
 // "<agent_id>/cuda<index>".
-std::unique_ptr<CudaBoard> NewCudaBoard(const CudaBoardOptions& options, const GpuInfo& gpu,
+std::unique_ptr<CudaBoard> NewCudaBoard(const CudaBoardOptions& options,
+                                        const GpuInfo& gpu,
                                         const GpuSpec& spec);
 
 // The "{arch}"-expanded flags of a manifest's cuda backend entry.

@@ -23,7 +23,8 @@ constexpr int kFields = 7;
 std::optional<double> Number(absl::string_view cell) {
   cell = absl::StripAsciiWhitespace(cell);
   double v = 0;
-  if (cell.empty() || cell[0] == '[' || !absl::SimpleAtod(cell, &v) || !std::isfinite(v)) {
+  if (cell.empty() || cell[0] == '[' || !absl::SimpleAtod(cell, &v) ||
+      !std::isfinite(v)) {
     return std::nullopt;
   }
   return v;
@@ -70,14 +71,17 @@ absl::StatusOr<std::vector<GpuInfo>> ParseNvidiaSmiGpus(std::string_view text) {
     if (line.empty()) continue;
     std::vector<absl::string_view> f = absl::StrSplit(line, ',');
     if (f.size() != kFields) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "nvidia-smi output line ", line_no, ": expected ", kFields, " fields (",
-          kNvidiaSmiQueryFields, "), got ", f.size(), ": \"", line, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("nvidia-smi output line ", line_no, ": expected ",
+                       kFields, " fields (", kNvidiaSmiQueryFields, "), got ",
+                       f.size(), ": \"", line, "\""));
     }
     GpuInfo g;
-    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(f[0]), &g.index) || g.index < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "nvidia-smi output line ", line_no, ": index \"", f[0], "\" is not a GPU index"));
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(f[0]), &g.index) ||
+        g.index < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("nvidia-smi output line ", line_no, ": index \"", f[0],
+                       "\" is not a GPU index"));
     }
     g.name = std::string(absl::StripAsciiWhitespace(f[1]));
     g.uuid = std::string(absl::StripAsciiWhitespace(f[2]));
@@ -101,14 +105,17 @@ absl::StatusOr<std::vector<GpuInfo>> QueryGpus(const std::string& nvidia_smi,
   absl::StatusOr<ProcessResult> r = RunProcess(spec);
   if (!r.ok()) {
     (void)RemoveAll(dir);
-    return absl::NotFoundError(absl::StrCat("cannot run ", nvidia_smi,
-                                            " (no NVIDIA driver here?): ", r.status().message()));
+    return absl::NotFoundError(
+        absl::StrCat("cannot run ", nvidia_smi,
+                     " (no NVIDIA driver here?): ", r.status().message()));
   }
   absl::StatusOr<std::string> out = ReadFile(dir + "/out");
   (void)RemoveAll(dir);
   if (r->timed_out || r->exit_code != 0) {
     return absl::UnavailableError(absl::StrCat(
-        nvidia_smi, r->timed_out ? " timed out" : absl::StrCat(" exited with code ", r->exit_code),
+        nvidia_smi,
+        r->timed_out ? " timed out"
+                     : absl::StrCat(" exited with code ", r->exit_code),
         ": ", absl::StripAsciiWhitespace(r->stderr_tail),
         out.ok() ? absl::StrCat(" ", absl::StripAsciiWhitespace(*out)) : ""));
   }
@@ -141,7 +148,8 @@ v1::BoardCapabilities GpuCapabilities(const GpuInfo& gpu, const GpuSpec& spec) {
   c.set_memory_bandwidth_gbps(spec.memory_bandwidth_gbps);
   const double clock = gpu.max_sm_clock_mhz.value_or(0);
   c.set_clock_mhz(clock);
-  c.set_peak_tflops(spec.sms * spec.fp32_lanes_per_sm * 2.0 * clock * 1e6 / 1e12);
+  c.set_peak_tflops(spec.sms * spec.fp32_lanes_per_sm * 2.0 * clock * 1e6 /
+                    1e12);
   c.set_launch_overhead_us(5.0);  // cuda-backend.md §2.3: ~5 µs per launch
   auto& extra = *c.mutable_extra();
   extra["uuid"] = gpu.uuid;
@@ -149,7 +157,8 @@ v1::BoardCapabilities GpuCapabilities(const GpuInfo& gpu, const GpuSpec& spec) {
   extra["compute_capability"] = absl::StrCat(spec.cc_major, ".", spec.cc_minor);
   extra["nvcc_arch"] = NvccArch(spec.cc_major, spec.cc_minor);
   extra["peak_precision"] = "fp32 (CUDA cores, FMA = 2 FLOP)";
-  if (gpu.memory_total_mib) extra["memory_total_mib"] = absl::StrCat(*gpu.memory_total_mib);
+  if (gpu.memory_total_mib)
+    extra["memory_total_mib"] = absl::StrCat(*gpu.memory_total_mib);
   return c;
 }
 
@@ -157,8 +166,9 @@ std::string GpuHealthLine(const GpuInfo& gpu) {
   auto opt = [](const std::optional<double>& v, const char* unit) {
     return v ? absl::StrFormat("%.1f %s", *v, unit) : absl::StrCat("? ", unit);
   };
-  return absl::StrCat("gpu ", gpu.index, " ", gpu.name, ": ", opt(gpu.temperature_c, "C"), ", ",
-                      opt(gpu.power_draw_w, "W"), ", ", opt(gpu.memory_total_mib, "MiB"));
+  return absl::StrCat(
+      "gpu ", gpu.index, " ", gpu.name, ": ", opt(gpu.temperature_c, "C"), ", ",
+      opt(gpu.power_draw_w, "W"), ", ", opt(gpu.memory_total_mib, "MiB"));
 }
 
 }  // namespace tunefarm

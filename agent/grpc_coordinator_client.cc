@@ -65,8 +65,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorClient>> NewGrpcCoordinatorClient(
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
       MakeChannel(target, security);
   if (!channel.ok()) return channel.status();
-  return std::unique_ptr<CoordinatorClient>(new GrpcCoordinatorClient(
-      std::move(*channel), security, rpc_timeout));
+  return std::unique_ptr<CoordinatorClient>(
+      new GrpcCoordinatorClient(std::move(*channel), security, rpc_timeout));
 }
 
 }  // namespace tunefarm

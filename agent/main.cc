@@ -231,8 +231,8 @@ int Main(int argc, char** argv) {
       o.agent_id = agent_id;
       o.node = node;
       o.bin_dir = bin_dir;
-      o.work_root = absl::StrCat(work_dir, "/", agent_id, "/sim",
-                                 boards.size());
+      o.work_root =
+          absl::StrCat(work_dir, "/", agent_id, "/sim", boards.size());
       o.seed = seed + boards.size();
       o.run_delay = absl::Milliseconds(sim_delay_ms);
       o.stage_timeout = absl::Seconds(stage_timeout_s);
@@ -251,8 +251,8 @@ int Main(int argc, char** argv) {
           .Name("tunefarm_agent_evaluation_seconds")
           .Help("Wall time of build + precision + timing + profile")
           .Register(*registry)
-          .Add({}, prometheus::Histogram::BucketBoundaries{
-                       0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300});
+          .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.5,
+                                                           1, 5, 10, 60, 300});
   auto metrics_server = MetricsServer::Start(metrics_address, registry);
   if (!metrics_server.ok()) {
     spdlog::critical("{}", metrics_server.status().ToString());
@@ -305,8 +305,7 @@ int Main(int argc, char** argv) {
     rounds.Add({{"outcome", outcome}}).Increment();
     eval_seconds.Observe(absl::ToDoubleSeconds(d));
   };
-  Agent agent(std::move(options), client->get(), sink.get(),
-              std::move(boards));
+  Agent agent(std::move(options), client->get(), sink.get(), std::move(boards));
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
   ::sigaction(SIGTERM, &sa, nullptr);

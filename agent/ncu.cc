@@ -10,8 +10,8 @@ namespace tunefarm {
 
 const std::vector<std::string>& DefaultNcuSections() {
   static const auto* kSections = new std::vector<std::string>{
-      "SpeedOfLight",   "LaunchStats",           "Occupancy",
-      "WarpStateStats", "SchedulerStats",        "ComputeWorkloadAnalysis",
+      "SpeedOfLight",          "LaunchStats",    "Occupancy",
+      "WarpStateStats",        "SchedulerStats", "ComputeWorkloadAnalysis",
       "MemoryWorkloadAnalysis"};
   return *kSections;
 }
@@ -36,7 +36,8 @@ const std::vector<std::string>& DefaultNcuMetrics() {
         "dram__cycles_elapsed.avg.per_second",
         "smsp__issue_active.avg.pct_of_peak_sustained_active",
         "smsp__warps_eligible.avg.per_cycle_active",
-        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_"
+        "active",
         "sm__inst_executed_pipe_tensor_op_gmma.sum",
         "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
         "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
@@ -48,11 +49,11 @@ const std::vector<std::string>& DefaultNcuMetrics() {
         "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
     };
     for (const char* stall :
-         {"long_scoreboard", "short_scoreboard", "wait", "barrier", "mio_throttle",
-          "lg_throttle", "math_pipe_throttle", "not_selected", "selected", "dispatch_stall",
-          "no_instruction", "membar", "gmma"}) {
-      m->push_back(
-          absl::StrCat("smsp__average_warps_issue_stalled_", stall, "_per_issue_active.ratio"));
+         {"long_scoreboard", "short_scoreboard", "wait", "barrier",
+          "mio_throttle", "lg_throttle", "math_pipe_throttle", "not_selected",
+          "selected", "dispatch_stall", "no_instruction", "membar", "gmma"}) {
+      m->push_back(absl::StrCat("smsp__average_warps_issue_stalled_", stall,
+                                "_per_issue_active.ratio"));
     }
     m->push_back("smsp__average_warp_latency_per_inst_issued.ratio");
     return m;
@@ -60,22 +61,21 @@ const std::vector<std::string>& DefaultNcuMetrics() {
   return *kMetrics;
 }
 
-std::vector<std::string> NcuProfileArgv(const NcuProfileOptions& options,
-                                        const std::vector<std::string>& program_argv) {
+std::vector<std::string> NcuProfileArgv(
+    const NcuProfileOptions& options,
+    const std::vector<std::string>& program_argv) {
   std::vector<std::string> argv = {
-      options.ncu,
-      "--target-processes", "all",
-      "--clock-control", "none",
-      "--cache-control", "all",
-      "--replay-mode", "kernel",
-      "--kernel-name-base", "function",
+      options.ncu, "--target-processes", "all",      "--clock-control",
+      "none",      "--cache-control",    "all",      "--replay-mode",
+      "kernel",    "--kernel-name-base", "function",
   };
   if (!options.kernel_regex.empty()) {
     argv.push_back("-k");
     argv.push_back(absl::StrCat("regex:", options.kernel_regex));
   }
-  for (std::string a : {std::string("-s"), absl::StrCat(options.launch_skip), std::string("-c"),
-                        absl::StrCat(options.launch_count)}) {
+  for (std::string a :
+       {std::string("-s"), absl::StrCat(options.launch_skip), std::string("-c"),
+        absl::StrCat(options.launch_count)}) {
     argv.push_back(std::move(a));
   }
   for (const std::string& s :
@@ -84,8 +84,8 @@ std::vector<std::string> NcuProfileArgv(const NcuProfileOptions& options,
     argv.push_back(s);
   }
   argv.push_back("--metrics");
-  argv.push_back(absl::StrJoin(options.metrics.empty() ? DefaultNcuMetrics() : options.metrics,
-                               ","));
+  argv.push_back(absl::StrJoin(
+      options.metrics.empty() ? DefaultNcuMetrics() : options.metrics, ","));
   argv.push_back("-f");
   argv.push_back("-o");
   argv.push_back(options.report_base);
@@ -97,13 +97,15 @@ std::vector<std::string> NcuProfileArgv(const NcuProfileOptions& options,
   return argv;
 }
 
-std::vector<std::string> NcuExportArgv(const std::string& ncu, const std::string& report_path,
+std::vector<std::string> NcuExportArgv(const std::string& ncu,
+                                       const std::string& report_path,
                                        const std::string& page) {
-  std::vector<std::string> argv = {ncu,     "-i",           report_path, "--csv",
-                                   "--page", page,          "--print-units", "base",
+  std::vector<std::string> argv = {ncu,         "-i", report_path,     "--csv",
+                                   "--page",    page, "--print-units", "base",
                                    "--print-fp"};
   if (page == "details") {
-    for (const char* a : {"--print-details", "all", "--print-metric-name", "label-name"}) {
+    for (const char* a :
+         {"--print-details", "all", "--print-metric-name", "label-name"}) {
       argv.push_back(a);
     }
   }
@@ -135,12 +137,14 @@ int CountFields(absl::string_view line) {
 
 std::string NcuCsvRecords(std::string_view console) {
   absl::string_view console_text(console.data(), console.size());
-  if (absl::StartsWith(console_text, "\xEF\xBB\xBF")) console_text.remove_prefix(3);
+  if (absl::StartsWith(console_text, "\xEF\xBB\xBF"))
+    console_text.remove_prefix(3);
   std::string out;
   int header_fields = 0;
   for (absl::string_view line : absl::StrSplit(console_text, '\n')) {
     absl::ConsumeSuffix(&line, "\r");
-    if (!absl::StartsWith(line, "\"") || !absl::StrContains(line, "\",\"")) continue;
+    if (!absl::StartsWith(line, "\"") || !absl::StrContains(line, "\",\""))
+      continue;
     // Every ncu field is quoted, so a line ending in `",` has one empty
     // unquoted field too many (details-page metric rows).
     if (absl::EndsWith(line, "\",")) line.remove_suffix(1);
@@ -151,7 +155,8 @@ std::string NcuCsvRecords(std::string_view console) {
     } else {
       // Metric rows of a details page with rules stop before the five rule
       // columns: give them empty cells.
-      for (int i = fields; i < header_fields; ++i) absl::StrAppend(&out, ",\"\"");
+      for (int i = fields; i < header_fields; ++i)
+        absl::StrAppend(&out, ",\"\"");
     }
     absl::StrAppend(&out, "\n");
   }

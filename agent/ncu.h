@@ -42,8 +42,9 @@ const std::vector<std::string>& DefaultNcuSections();
 const std::vector<std::string>& DefaultNcuMetrics();
 
 // ncu <flags> <program_argv...>.
-std::vector<std::string> NcuProfileArgv(const NcuProfileOptions& options,
-                                        const std::vector<std::string>& program_argv);
+std::vector<std::string> NcuProfileArgv(
+    const NcuProfileOptions& options,
+    const std::vector<std::string>& program_argv);
 
 // ncu -i <report> --csv --page <page> --print-units base --print-fp
 // (details also gets --print-details all --print-metric-name label-name).

@@ -32,10 +32,11 @@ std::vector<std::string> Tokens(const std::string& cell) {
 
 bool Int(const std::string& s, int64_t* v) { return absl::SimpleAtoi(s, v); }
 
-absl::Status RowError(int line_no, absl::string_view line, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("npu-smi info line ", line_no, ": ",
-                                                 why, ": \"",
-                                                 absl::StripAsciiWhitespace(line), "\""));
+absl::Status RowError(int line_no, absl::string_view line,
+                      absl::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("npu-smi info line ", line_no, ": ", why, ": \"",
+                   absl::StripAsciiWhitespace(line), "\""));
 }
 
 // "<used> / <total>" starting at tokens[i]; advances i.
@@ -88,21 +89,27 @@ absl::StatusOr<std::vector<NpuChip>> ParseNpuSmiInfo(absl::string_view text) {
       cur.npu_id = static_cast<int>(npu);
       cur.name = c0[1];
       cur.health = cells[1];
-      if (c2.size() < 2) return RowError(line_no, line, "expected power and temperature");
-      cur.has_power = absl::SimpleAtod(c2[0], &cur.power_w);  // "NA" / "-" = unknown
+      if (c2.size() < 2)
+        return RowError(line_no, line, "expected power and temperature");
+      cur.has_power =
+          absl::SimpleAtod(c2[0], &cur.power_w);  // "NA" / "-" = unknown
       if (!cur.has_power) cur.power_w = 0;
       if (!absl::SimpleAtod(c2[1], &cur.temp_c)) {
-        return RowError(line_no, line, absl::StrCat("temperature \"", c2[1], "\" is not a number"));
+        return RowError(
+            line_no, line,
+            absl::StrCat("temperature \"", c2[1], "\" is not a number"));
       }
       pending = true;
     } else {
-      // | <chip> [<device>] | <bus-id> | <aicore%> <mem> / <total> [<hbm> / <total>] |
+      // | <chip> [<device>] | <bus-id> | <aicore%> <mem> / <total> [<hbm> /
+      // <total>] |
       int64_t chip = 0, dev = 0;
       if (c0.empty() || !Int(c0[0], &chip)) {
         return RowError(line_no, line, "expected \"<chip id> [<device id>]\"");
       }
       cur.chip_id = static_cast<int>(chip);
-      if (c0.size() >= 2 && Int(c0[1], &dev)) cur.device_id = static_cast<int>(dev);
+      if (c0.size() >= 2 && Int(c0[1], &dev))
+        cur.device_id = static_cast<int>(dev);
       cur.bus_id = cells[1];
       if (c2.empty() || !absl::SimpleAtod(c2[0], &cur.aicore_pct)) {
         return RowError(line_no, line, "expected AICore(%)");
@@ -122,11 +129,13 @@ absl::StatusOr<std::vector<NpuChip>> ParseNpuSmiInfo(absl::string_view text) {
     }
   }
   if (pending) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "npu-smi info: NPU ", cur.npu_id, " has no second (chip / bus-id) row"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("npu-smi info: NPU ", cur.npu_id,
+                     " has no second (chip / bus-id) row"));
   }
   if (chips.empty()) {
-    return absl::NotFoundError("npu-smi info printed no chip table (no NPU rows)");
+    return absl::NotFoundError(
+        "npu-smi info printed no chip table (no NPU rows)");
   }
   return chips;
 }
@@ -151,9 +160,11 @@ AscendChipSpec AscendChipSpecFor(const std::string& chip_name) {
   if (n == "910B1") {
     a2(24, 1850, "A2A3.ini (SoC Ascend910B1): 24/48 cores, cube_freq 1850");
   } else if (n == "910B2" || n == "910B2C") {
-    a2(24, 1800, "910B2 ini cube_freq 1800; 24 AIC confirmed by a real msprof profile");
+    a2(24, 1800,
+       "910B2 ini cube_freq 1800; 24 AIC confirmed by a real msprof profile");
   } else if (n == "910B3") {
-    a2(20, 1800, "catlass AscendC910B3: 20 AIC / 40 AIV; clock 1800 assumed (A2 family)");
+    a2(20, 1800,
+       "catlass AscendC910B3: 20 AIC / 40 AIV; clock 1800 assumed (A2 family)");
   } else if (n == "910B4") {
     a2(20, 1800, "inferred: 20 AIC like 910B3; HBM bandwidth unknown");
     s.hbm_gbps = 0;
@@ -169,7 +180,8 @@ AscendChipSpec AscendChipSpecFor(const std::string& chip_name) {
     s.l2_bytes = 201326592;
     s.hbm_gbps = 0;
     s.cube_mhz = 1850;
-    s.note = "A3 per die: 910PR ini 24/48, cube_freq 1850; HBM bandwidth not found";
+    s.note =
+        "A3 per die: 910PR ini 24/48, cube_freq 1850; HBM bandwidth not found";
   } else if (absl::StartsWith(n, "950") || absl::StartsWith(n, "95")) {
     const bool small = absl::StrContains(n, "957") || n == "950PR";
     s.known = true;
@@ -182,11 +194,14 @@ AscendChipSpec AscendChipSpecFor(const std::string& chip_name) {
     s.l2_bytes = 134217728;
     s.hbm_gbps = 1600;
     s.cube_mhz = 1650;
-    s.note = small ? "950PR_957x ini: 28/56, cube_freq 1650, usable UB 248 KiB"
-                   : "950DT_9581 / 958x ini: 32/64, cube_freq 1650, usable UB 248 KiB";
+    s.note =
+        small
+            ? "950PR_957x ini: 28/56, cube_freq 1650, usable UB 248 KiB"
+            : "950DT_9581 / 958x ini: 32/64, cube_freq 1650, usable UB 248 KiB";
   } else {
-    s.note = absl::StrCat("chip \"", chip_name,
-                          "\" is not in the A2/A3/950 table; no roofline figures");
+    s.note =
+        absl::StrCat("chip \"", chip_name,
+                     "\" is not in the A2/A3/950 table; no roofline figures");
     return s;
   }
   s.peak_tflops_fp16 = s.cube_cores * 4096.0 * 2.0 * s.cube_mhz * 1e6 / 1e12;

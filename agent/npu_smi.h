@@ -6,8 +6,9 @@
 // tests/ascend_standins/ (910B3 x8 with npu-smi 24.1.0.3; 310P3 with
 // 25.3.rc1, whose second header row is "Chip    Device"). Each chip is two
 // table rows between '+' rules:
-//   | <npu>  <name>  | <health>  | <power W|NA|->  <temp C>  <hp used> / <hp total> |
-//   | <chip> [<dev>] | <bus-id>  | <aicore %>  <mem used> / <total>  [<hbm used> / <total>] |
+//   | <npu>  <name>  | <health>  | <power W|NA|->  <temp C>  <hp used> / <hp
+//   total> | | <chip> [<dev>] | <bus-id>  | <aicore %>  <mem used> / <total>
+//   [<hbm used> / <total>] |
 // A3 parts list two chips per NPU (chip 0 and 1, the second with power "-").
 // The process table that follows ("Process id" header) is skipped. Numbers
 // may touch the slash ("54592/ 65536"). Cells are split on '|', never by
@@ -19,10 +20,10 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "tunefarm/v1/types.pb.h"
 
 namespace tunefarm {
@@ -56,7 +57,7 @@ struct AscendChipSpec {
   double hbm_gbps = 0;  // 0 = not known authoritatively
   double cube_mhz = 0;
   double peak_tflops_fp16 = 0;  // cube, n_AIC * 16*16*16 * 2 * f
-  std::string note;             // where the figures come from / what is inferred
+  std::string note;  // where the figures come from / what is inferred
 };
 AscendChipSpec AscendChipSpecFor(const std::string& chip_name);
 

@@ -35,9 +35,9 @@ absl::Status ProbePerfCounters() {
           "): ", std::strerror(err),
           err == EACCES || err == EPERM
               ? " (kernel.perf_event_paranoid or container policy forbids it)"
-              : err == ENOENT || err == ENODEV || err == EOPNOTSUPP
-                    ? " (no hardware PMU exposed, common in VMs and containers)"
-                    : ""));
+          : err == ENOENT || err == ENODEV || err == EOPNOTSUPP
+              ? " (no hardware PMU exposed, common in VMs and containers)"
+              : ""));
     }
     close(static_cast<int>(fd));
   }
@@ -54,16 +54,17 @@ absl::StatusOr<std::map<std::string, uint64_t>> ParseCountersCsv(
     if (line.empty()) continue;
     if (line_no == 1) {
       if (line != "counter,value") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("counters.csv line 1: expected header 'counter,value', got '",
-                         line, "'"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "counters.csv line 1: expected header 'counter,value', got '", line,
+            "'"));
       }
       continue;
     }
     std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
     if (cells.size() != 2 || cells[0].empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "counters.csv line ", line_no, ": expected 'name,value', got '", line, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("counters.csv line ", line_no,
+                       ": expected 'name,value', got '", line, "'"));
     }
     if (cells[1] == "unavailable") continue;
     uint64_t v = 0;

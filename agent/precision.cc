@@ -14,7 +14,8 @@ namespace {
 // only, as does every board kind tunefarm supports).
 std::vector<float> AsFloats(const std::string& bytes) {
   std::vector<float> out(bytes.size() / sizeof(float));
-  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  if (!out.empty())
+    std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
   return out;
 }
 
@@ -32,12 +33,13 @@ v1::PrecisionCheck ComparePrecision(const std::string& output_path,
   v1::PrecisionCheck check;
   absl::StatusOr<std::string> ref_bytes = ReadFile(reference_path);
   if (!ref_bytes.ok()) {
-    return Fail(check, absl::StrCat("reference output ", reference_path,
-                                    " unreadable: ", ref_bytes.status().message()));
+    return Fail(check,
+                absl::StrCat("reference output ", reference_path,
+                             " unreadable: ", ref_bytes.status().message()));
   }
   if (ref_bytes->size() % sizeof(float) != 0 || ref_bytes->empty()) {
-    return Fail(check, absl::StrCat("reference output ", reference_path, " has ",
-                                    ref_bytes->size(),
+    return Fail(check, absl::StrCat("reference output ", reference_path,
+                                    " has ", ref_bytes->size(),
                                     " bytes, not a non-empty float32 array"));
   }
   const std::vector<float> ref = AsFloats(*ref_bytes);
@@ -49,13 +51,13 @@ v1::PrecisionCheck ComparePrecision(const std::string& output_path,
                                     out_bytes.status().message()));
   }
   if (out_bytes->size() != ref_bytes->size()) {
-    return Fail(check,
-                absl::StrCat("output ", output_path, " has ", out_bytes->size(),
-                             " bytes (", out_bytes->size() / sizeof(float),
-                             " elements), reference has ", ref.size(),
-                             " elements: output ",
-                             out_bytes->size() < ref_bytes->size() ? "short"
-                                                                   : "too long"));
+    return Fail(
+        check,
+        absl::StrCat(
+            "output ", output_path, " has ", out_bytes->size(), " bytes (",
+            out_bytes->size() / sizeof(float), " elements), reference has ",
+            ref.size(), " elements: output ",
+            out_bytes->size() < ref_bytes->size() ? "short" : "too long"));
   }
   const std::vector<float> out = AsFloats(*out_bytes);
   int64_t mismatches = 0, nans = 0, ref_nans = 0;
@@ -104,9 +106,9 @@ v1::PrecisionCheck ComparePrecision(const std::string& output_path,
     return Fail(check, detail);
   }
   check.set_passed(true);
-  check.set_detail(absl::StrCat(ref.size(), " elements within atol=", tol.atol(),
-                                " rtol=", tol.rtol(), " (max abs err ", max_abs,
-                                ")"));
+  check.set_detail(
+      absl::StrCat(ref.size(), " elements within atol=", tol.atol(),
+                   " rtol=", tol.rtol(), " (max abs err ", max_abs, ")"));
   return check;
 }
 

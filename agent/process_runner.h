@@ -22,8 +22,9 @@
 namespace tunefarm {
 
 struct ProcessSpec {
-  std::vector<std::string> argv;  // argv[0]: a path, or a name looked up in PATH
-  std::string cwd;                // "" = inherit
+  std::vector<std::string>
+      argv;         // argv[0]: a path, or a name looked up in PATH
+  std::string cwd;  // "" = inherit
   // Added to (or overriding in) the inherited environment.
   std::vector<std::pair<std::string, std::string>> env;
   // Files the child's output goes to ("" = /dev/null); truncated first.
@@ -34,8 +35,8 @@ struct ProcessSpec {
 };
 
 struct ProcessResult {
-  int exit_code = -1;    // -1 when killed by a signal
-  int term_signal = 0;   // the signal that ended the child, 0 if it exited
+  int exit_code = -1;   // -1 when killed by a signal
+  int term_signal = 0;  // the signal that ended the child, 0 if it exited
   bool timed_out = false;
   bool cancelled = false;
   absl::Duration wall;

@@ -18,7 +18,8 @@ double Quantile(const std::vector<double>& sorted, double q) {
   const double pos = q * static_cast<double>(sorted.size() - 1);
   const size_t lo = static_cast<size_t>(std::floor(pos));
   const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+  return sorted[lo] +
+         (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
 uint64_t Fnv(const std::string& s, uint64_t h) {
@@ -52,12 +53,12 @@ class ReplayBoard : public Board {
 
   const v1::BoardInfo& info() const override { return info_; }
 
-  absl::StatusOr<Evaluation> Evaluate(const v1::WorkItem& work,
-                                      const std::atomic<bool>& cancel) override {
+  absl::StatusOr<Evaluation> Evaluate(
+      const v1::WorkItem& work, const std::atomic<bool>& cancel) override {
     if (cancel.load()) {
-      return absl::CancelledError(absl::StrCat(
-          "evaluation of ", work.sweep_id(), " round ", work.round_id(),
-          " cancelled (lease revoked)"));
+      return absl::CancelledError(
+          absl::StrCat("evaluation of ", work.sweep_id(), " round ",
+                       work.round_id(), " cancelled (lease revoked)"));
     }
     Evaluation ev;
     v1::RoundResult& r = ev.result;
@@ -79,16 +80,17 @@ class ReplayBoard : public Board {
     }
     if (c->outcome != SpaceOutcome::kOk) {
       const bool compile = c->outcome == SpaceOutcome::kCompileFailed;
-      r.set_outcome(compile ? v1::OUTCOME_BUILD_FAILED : v1::OUTCOME_RUN_CRASHED);
-      r.set_detail(absl::StrCat("recorded as ", c->failure, " in ",
-                                space_->file));
+      r.set_outcome(compile ? v1::OUTCOME_BUILD_FAILED
+                            : v1::OUTCOME_RUN_CRASHED);
+      r.set_detail(
+          absl::StrCat("recorded as ", c->failure, " in ", space_->file));
       return ev;
     }
     // Deterministic noise per (seed, work seed, configuration, epoch).
-    std::mt19937_64 rng(Fnv(absl::StrCat(options_.seed, "/", work.seed(), "/",
-                                         ParamsKey(work.params()), "/",
-                                         work.epoch()),
-                            1469598103934665603ull));
+    std::mt19937_64 rng(
+        Fnv(absl::StrCat(options_.seed, "/", work.seed(), "/",
+                         ParamsKey(work.params()), "/", work.epoch()),
+            1469598103934665603ull));
     auto noisy = [&](double x) {
       if (options_.noise <= 0) return x;
       // Box-Muller from raw 53-bit draws: the same numbers everywhere.
@@ -134,7 +136,8 @@ class ReplayBoard : public Board {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Board>> NewReplayBoard(ReplayBoardOptions options) {
+absl::StatusOr<std::unique_ptr<Board>> NewReplayBoard(
+    ReplayBoardOptions options) {
   if (!(options.noise >= 0) || !std::isfinite(options.noise)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "replay board ", options.board_id, ": noise ", options.noise,

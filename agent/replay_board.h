@@ -54,7 +54,8 @@ struct ReplayBoardOptions {
 
 // INVALID_ARGUMENT / NOT_FOUND when the space file cannot be loaded, or for
 // a negative or non-finite noise.
-absl::StatusOr<std::unique_ptr<Board>> NewReplayBoard(ReplayBoardOptions options);
+absl::StatusOr<std::unique_ptr<Board>> NewReplayBoard(
+    ReplayBoardOptions options);
 
 }  // namespace tunefarm
 

@@ -60,8 +60,9 @@ absl::StatusOr<std::vector<std::string>> SimBoard::ExpandCommand(
   std::vector<std::string> argv;
   for (const std::string& part : it->second.command()) {
     if (absl::StrContains(part, "{pkg}") && op.package_dir().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "operator ", op.name(), ": command uses {pkg} but package_dir is empty"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("operator ", op.name(),
+                       ": command uses {pkg} but package_dir is empty"));
     }
     std::string expanded = absl::StrReplaceAll(
         part, {{"{bin}", options_.bin_dir}, {"{pkg}", op.package_dir()}});
@@ -74,15 +75,15 @@ absl::StatusOr<std::vector<std::string>> SimBoard::ExpandCommand(
   *from_bin = absl::StartsWith(it->second.command(0), "{bin}");
   const std::string& exe = argv[0];
   if (exe.empty() || exe[0] != '/') {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "operator ", op.name(), ": sim command \"", exe,
-        "\" is not an absolute path after expanding {bin}/{pkg}"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("operator ", op.name(), ": sim command \"", exe,
+                     "\" is not an absolute path after expanding {bin}/{pkg}"));
   }
   for (absl::string_view c : absl::StrSplit(exe, '/')) {
     if (c == "..") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "operator ", op.name(), ": sim command \"", exe,
-          "\" escapes its folder (\"..\")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("operator ", op.name(), ": sim command \"", exe,
+                       "\" escapes its folder (\"..\")"));
     }
   }
   return argv;
@@ -102,12 +103,12 @@ absl::StatusOr<v1::ProfileBundle> ReadMsprofFolder(
     }
   }
   if (ec) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot list profile folder ", profile_dir, ": ", ec.message()));
+    return absl::NotFoundError(absl::StrCat("cannot list profile folder ",
+                                            profile_dir, ": ", ec.message()));
   }
   if (prof_dirs.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("profile stage wrote no PROF_* folder under ", profile_dir));
+    return absl::NotFoundError(absl::StrCat(
+        "profile stage wrote no PROF_* folder under ", profile_dir));
   }
   bool has_summary = false;
   for (const std::string& d : prof_dirs) {

@@ -14,11 +14,11 @@ namespace {
 // tiles waste fractals and pay per-k-step overheads, one buffer serialises
 // load and compute, more buffers cost sync and UB, block_dim above the core
 // count runs in two uneven waves.
-constexpr double kDmaSetupCycles = 64;      // per MTE2 transfer
+constexpr double kDmaSetupCycles = 64;  // per MTE2 transfer
 constexpr double kMte1SetupCycles = 8;
-constexpr double kScalarStepCycles = 24;    // loop and address bookkeeping
+constexpr double kScalarStepCycles = 24;  // loop and address bookkeeping
 constexpr double kScalarPerBufferCycles = 6;
-constexpr double kSyncPerBufferCycles = 12; // set_flag / wait_flag per buffer
+constexpr double kSyncPerBufferCycles = 12;  // set_flag / wait_flag per buffer
 constexpr double kTileSetupCycles = 200;
 constexpr double kFixpipeSetupCycles = 40;
 constexpr int64_t kMaxDim = int64_t{1} << 20;
@@ -28,10 +28,14 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // How much of the smaller of load and compute hides under the larger one.
 double OverlapFraction(int64_t buffers) {
   switch (buffers) {
-    case 1: return 0.0;
-    case 2: return 0.80;
-    case 3: return 0.92;
-    default: return 0.96;
+    case 1:
+      return 0.0;
+    case 2:
+      return 0.80;
+    case 3:
+      return 0.92;
+    default:
+      return 0.96;
   }
 }
 
@@ -77,7 +81,8 @@ v1::BoardCapabilities SimChipCapabilities(const SimChip& chip) {
   caps.set_ub_bytes(chip.ub_bytes);
   caps.set_memory_bandwidth_gbps(chip.hbm_gbps);
   caps.set_clock_mhz(chip.clock_mhz);
-  const double f3 = static_cast<double>(chip.fractal) * chip.fractal * chip.fractal;
+  const double f3 =
+      static_cast<double>(chip.fractal) * chip.fractal * chip.fractal;
   caps.set_peak_tflops(chip.cube_cores * f3 * 2 * chip.clock_mhz * 1e6 / 1e12);
   caps.set_launch_overhead_us(chip.launch_overhead_us);
   (*caps.mutable_extra())["l1_bytes"] = absl::StrCat(chip.l1_bytes);
@@ -117,9 +122,9 @@ absl::StatusOr<MatmulConfig> ParseMatmulConfig(const ParamMap& params) {
           absl::StrCat("parameter ", d.name, " is missing"));
     }
     if (it->second.kind_case() != v1::ParamValue::kIntValue) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter ", d.name, " must be an integer, got \"",
-          ParamValueToString(it->second).substr(0, 64), "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter ", d.name, " must be an integer, got \"",
+                       ParamValueToString(it->second).substr(0, 64), "\""));
     }
     const int64_t v = it->second.int_value();
     if (std::find(d.values.begin(), d.values.end(), v) == d.values.end()) {
@@ -147,8 +152,8 @@ absl::StatusOr<MatmulShape> ParseMatmulShape(const v1::Workload& workload) {
   for (const char* dim : {"m", "n", "k"}) {
     auto it = workload.dims().find(dim);
     if (it == workload.dims().end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("workload ", workload.name(), ": dim ", dim, " is missing"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "workload ", workload.name(), ": dim ", dim, " is missing"));
     }
     if (it->second < 1 || it->second > kMaxDim) {
       return absl::InvalidArgumentError(
@@ -176,8 +181,8 @@ absl::Status CheckMatmulBuild(const SimChip& chip, const MatmulConfig& c) {
   const int64_t need = MatmulUbBytes(c);
   if (need > chip.ub_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "UB overflow: tile_m=", c.tile_m, " tile_n=", c.tile_n, " tile_k=",
-        c.tile_k, " buffer_count=", c.buffer_count, " needs ", need,
+        "UB overflow: tile_m=", c.tile_m, " tile_n=", c.tile_n,
+        " tile_k=", c.tile_k, " buffer_count=", c.buffer_count, " needs ", need,
         " bytes, UB holds ", chip.ub_bytes, " bytes"));
   }
   return absl::OkStatus();
@@ -198,8 +203,10 @@ absl::StatusOr<SimKernelTiming> ModelMatmul(const SimChip& chip,
   const double load_bytes =
       static_cast<double>(c.tile_m * c.tile_k + c.tile_k * c.tile_n) * 2;
   const double mte2 = load_bytes / chip.l2_bytes_per_cycle + kDmaSetupCycles;
-  const double mte1 = load_bytes / chip.l1_to_l0_bytes_per_cycle + kMte1SetupCycles;
-  const double scalar = kScalarStepCycles + kScalarPerBufferCycles * c.buffer_count;
+  const double mte1 =
+      load_bytes / chip.l1_to_l0_bytes_per_cycle + kMte1SetupCycles;
+  const double scalar =
+      kScalarStepCycles + kScalarPerBufferCycles * c.buffer_count;
   const double sync = kSyncPerBufferCycles * c.buffer_count;
   const double compute = std::max(mac, mte1);
   const double ov = OverlapFraction(c.buffer_count);
@@ -207,9 +214,9 @@ absl::StatusOr<SimKernelTiming> ModelMatmul(const SimChip& chip,
                       (1 - ov) * std::min(mte2, compute) + scalar + sync;
   const int64_t k_steps = CeilDiv(s.k, c.tile_k);
   const double prologue = c.buffer_count > 1 ? mte2 : 0;
-  const double fixpipe =
-      static_cast<double>(c.tile_m * c.tile_n * 2) / chip.fixpipe_bytes_per_cycle +
-      kFixpipeSetupCycles;
+  const double fixpipe = static_cast<double>(c.tile_m * c.tile_n * 2) /
+                             chip.fixpipe_bytes_per_cycle +
+                         kFixpipeSetupCycles;
   const double tile_cycles =
       k_steps * step + prologue + fixpipe + kTileSetupCycles;
 
@@ -228,7 +235,8 @@ absl::StatusOr<SimKernelTiming> ModelMatmul(const SimChip& chip,
   t.mac_us = t.waves * k_steps * mac / f_mhz;
   t.mte1_us = t.waves * k_steps * mte1 / f_mhz;
   t.mte2_us = t.waves * (k_steps * mte2 + prologue) / f_mhz;
-  t.scalar_us = t.waves * (k_steps * (scalar + sync) + kTileSetupCycles) / f_mhz;
+  t.scalar_us =
+      t.waves * (k_steps * (scalar + sync) + kTileSetupCycles) / f_mhz;
   t.fixpipe_us = t.waves * fixpipe / f_mhz;
   const double unique_bytes =
       static_cast<double>(s.m * s.k + s.k * s.n + s.m * s.n) * 2;

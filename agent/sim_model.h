@@ -27,8 +27,9 @@ struct SimChip {
   double hbm_gbps = 0;
   double clock_mhz = 0;
   double launch_overhead_us = 0;
-  int fractal = 16;                 // cube MAC shape: fractal^3 fp16 MACs/cycle/core
-  double l2_bytes_per_cycle = 0;    // per-core GM→L1 (MTE2) rate when data is in L2
+  int fractal = 16;  // cube MAC shape: fractal^3 fp16 MACs/cycle/core
+  double l2_bytes_per_cycle =
+      0;  // per-core GM→L1 (MTE2) rate when data is in L2
   double l1_to_l0_bytes_per_cycle = 0;  // MTE1
   double fixpipe_bytes_per_cycle = 0;   // L0C→GM
 };
@@ -86,13 +87,13 @@ struct SimKernelTiming {
   double mac_ratio = 0, mte1_ratio = 0, mte2_ratio = 0, scalar_ratio = 0,
          fixpipe_ratio = 0;
   double icache_miss_rate = 0;
-  int64_t block_dim = 0;      // blocks launched
-  int64_t cores_used = 0;     // min(block_dim, cube cores)
+  int64_t block_dim = 0;   // blocks launched
+  int64_t cores_used = 0;  // min(block_dim, cube cores)
   int64_t tiles = 0;
-  int64_t waves = 0;          // tile rounds on the busiest core
-  int64_t total_cycles = 0;   // aic_total_cycles: sum over blocks
+  int64_t waves = 0;                // tile rounds on the busiest core
+  int64_t total_cycles = 0;         // aic_total_cycles: sum over blocks
   double cube_utilization_pct = 0;  // msprof's whole-chip occupancy
-  double hbm_bound_us = 0;    // compulsory HBM traffic / bandwidth
+  double hbm_bound_us = 0;          // compulsory HBM traffic / bandwidth
 };
 
 // The modelled latency of one launch of sim_matmul.

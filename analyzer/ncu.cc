@@ -72,19 +72,31 @@ void Normalise(NcuMetric& m) {
     std::string_view base;
   };
   static const Scale kScales[] = {
-      {"ns", 1e-3, "us"},       {"nsecond", 1e-3, "us"},
-      {"us", 1, "us"},          {"usecond", 1, "us"},
-      {"ms", 1e3, "us"},        {"msecond", 1e3, "us"},
-      {"s", 1e6, "us"},         {"second", 1e6, "us"},
-      {"kbyte", 1e3, "byte"},   {"mbyte", 1e6, "byte"},
-      {"gbyte", 1e9, "byte"},   {"tbyte", 1e12, "byte"},
-      {"kbyte/s", 1e3, "byte/s"}, {"mbyte/s", 1e6, "byte/s"},
-      {"gbyte/s", 1e9, "byte/s"}, {"tbyte/s", 1e12, "byte/s"},
-      {"byte/second", 1, "byte/s"}, {"kbyte/second", 1e3, "byte/s"},
-      {"mbyte/second", 1e6, "byte/s"}, {"gbyte/second", 1e9, "byte/s"},
+      {"ns", 1e-3, "us"},
+      {"nsecond", 1e-3, "us"},
+      {"us", 1, "us"},
+      {"usecond", 1, "us"},
+      {"ms", 1e3, "us"},
+      {"msecond", 1e3, "us"},
+      {"s", 1e6, "us"},
+      {"second", 1e6, "us"},
+      {"kbyte", 1e3, "byte"},
+      {"mbyte", 1e6, "byte"},
+      {"gbyte", 1e9, "byte"},
+      {"tbyte", 1e12, "byte"},
+      {"kbyte/s", 1e3, "byte/s"},
+      {"mbyte/s", 1e6, "byte/s"},
+      {"gbyte/s", 1e9, "byte/s"},
+      {"tbyte/s", 1e12, "byte/s"},
+      {"byte/second", 1, "byte/s"},
+      {"kbyte/second", 1e3, "byte/s"},
+      {"mbyte/second", 1e6, "byte/s"},
+      {"gbyte/second", 1e9, "byte/s"},
       {"tbyte/second", 1e12, "byte/s"},
-      {"khz", 1e3, "hz"},       {"mhz", 1e6, "hz"},
-      {"ghz", 1e9, "hz"},       {"cycle/nsecond", 1e9, "hz"},
+      {"khz", 1e3, "hz"},
+      {"mhz", 1e6, "hz"},
+      {"ghz", 1e9, "hz"},
+      {"cycle/nsecond", 1e9, "hz"},
   };
   for (const Scale& s : kScales) {
     if (u == s.unit) {
@@ -130,8 +142,9 @@ absl::StatusOr<NcuReport> ParseNcuCsv(std::string_view text,
   out.file = std::string(file);
   std::string csv = CsvLinesOnly(text, out.skipped_lines);
   if (csv.empty()) {
-    return Bad(file, "no Nsight Compute CSV header (a line starting "
-                     "\"ID\",...) found");
+    return Bad(file,
+               "no Nsight Compute CSV header (a line starting "
+               "\"ID\",...) found");
   }
   CsvReader reader(csv);
   std::vector<std::string_view> cells;
@@ -159,9 +172,9 @@ absl::StatusOr<NcuReport> ParseNcuCsv(std::string_view text,
   out.page = details ? "details" : "raw";
   // Raw page: metric columns are every column after the 11 fixed ones.
   static const std::vector<std::string> kFixed = {
-      "ID",        "Process ID", "Process Name", "Host Name",
-      "Kernel Name", "Context",  "Stream",       "Block Size",
-      "Grid Size", "Device",     "CC",           "Kernel Time"};
+      "ID",          "Process ID", "Process Name", "Host Name",
+      "Kernel Name", "Context",    "Stream",       "Block Size",
+      "Grid Size",   "Device",     "CC",           "Kernel Time"};
   std::vector<int> metric_cols;
   if (!details) {
     for (size_t i = 0; i < header.size(); ++i) {
@@ -220,8 +233,8 @@ absl::StatusOr<NcuReport> ParseNcuCsv(std::string_view text,
     } else {
       for (int c : metric_cols) {
         if (static_cast<size_t>(c) >= cells.size()) continue;
-        k.metrics[header[static_cast<size_t>(c)]] =
-            MakeMetric(cells[static_cast<size_t>(c)], units[static_cast<size_t>(c)]);
+        k.metrics[header[static_cast<size_t>(c)]] = MakeMetric(
+            cells[static_cast<size_t>(c)], units[static_cast<size_t>(c)]);
       }
     }
   }

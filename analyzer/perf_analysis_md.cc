@@ -40,8 +40,7 @@ void Findings(std::string& md, const v1::Diagnosis& d,
 std::string RenderPerfAnalysis(const v1::Diagnosis& d,
                                const v1::ProfileBundle& bundle,
                                const ProfileData& p, const Signals& s,
-                               const Thresholds& th,
-                               const ParentView* parent) {
+                               const Thresholds& th, const ParentView* parent) {
   std::string md = "# Round Performance Analysis\n\n";
   absl::StrAppend(&md, "Bundle `", Md(bundle.bundle_id()), "`");
   if (!bundle.sweep_id().empty()) {
@@ -55,17 +54,18 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
   if (!bundle.board_kind().empty()) kind.push_back(Md(bundle.board_kind()));
   if (!bundle.chip().empty()) kind.push_back(Md(bundle.chip()));
   if (!kind.empty()) absl::StrAppend(&md, " (", absl::StrJoin(kind, ", "), ")");
-  absl::StrAppend(&md, ". Formats read: ",
-                  d.formats_size() == 0 ? "none"
-                                        : absl::StrJoin(d.formats(), ", "),
-                  bundle.simulated() ? " (simulated)" : "",
-                  ". Thresholds: ", th.source, ".\n\n");
+  absl::StrAppend(
+      &md, ". Formats read: ",
+      d.formats_size() == 0 ? "none" : absl::StrJoin(d.formats(), ", "),
+      bundle.simulated() ? " (simulated)" : "", ". Thresholds: ", th.source,
+      ".\n\n");
 
   // ---------------------------------------------------------------------
   absl::StrAppend(&md, "## Executive Summary\n\n");
   if (d.hotspots_size() == 0) {
-    absl::StrAppend(&md, "No hotspot: no readable profile table gives per-op "
-                         "device time (see Evidence Gaps).\n\n");
+    absl::StrAppend(&md,
+                    "No hotspot: no readable profile table gives per-op "
+                    "device time (see Evidence Gaps).\n\n");
   } else {
     const v1::Hotspot& h = d.hotspots(0);
     absl::StrAppend(&md, "- Fact: hotspot `", Md(h.op_name()), "` takes ",
@@ -80,13 +80,11 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
                         : absl::StrCat(" (", Md(d.bound_evidence()), ")"),
                     ".\n");
     for (const v1::Suggestion& g : d.suggestions()) {
-      absl::StrAppend(&md, "- Next move: ", g.direction(), " `", g.parameter(),
-                      "`",
-                      g.has_value()
-                          ? absl::StrCat(" to ", ParamValueToString(g.value()))
-                          : "",
-                      " (rule `", Md(g.rule().substr(0, g.rule().find(':'))),
-                      "`).\n");
+      absl::StrAppend(
+          &md, "- Next move: ", g.direction(), " `", g.parameter(), "`",
+          g.has_value() ? absl::StrCat(" to ", ParamValueToString(g.value()))
+                        : "",
+          " (rule `", Md(g.rule().substr(0, g.rule().find(':'))), "`).\n");
     }
     if (parent != nullptr) {
       if (parent->hotspot_us > 0) {
@@ -131,13 +129,15 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
       for (const OpAggregate& op : p.tasks->ops) {
         if (!IsCommunicationOp(op)) continue;
         comm_us += op.total_us;
-        absl::StrAppend(&comm, "- `", Md(op.name), "` (", Md(op.core), "): ",
-                        F3(op.total_us), " us over ", op.count, " launches\n");
+        absl::StrAppend(&comm, "- `", Md(op.name), "` (", Md(op.core),
+                        "): ", F3(op.total_us), " us over ", op.count,
+                        " launches\n");
       }
       if (!comm.empty()) {
         absl::StrAppend(&md, "\nCommunication (HCCL) ops, ", F3(comm_us),
                         " us, excluded from the compute hotspots and their "
-                        "shares (`", Md(p.tasks->file), "`):\n\n", comm);
+                        "shares (`",
+                        Md(p.tasks->file), "`):\n\n", comm);
       }
     }
     if (p.op_statistic.has_value() && p.tasks.has_value()) {
@@ -167,20 +167,20 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
   } else if (s.side == "gpu") {
     absl::StrAppend(&md, "Nsight Compute throughput (% of peak), kernel `",
                     Md(s.hotspot), "`:\n\n");
-    for (const auto* c : {&s.ncu_compute_sol, &s.ncu_memory_sol, &s.ncu_dram,
-                          &s.ncu_l1, &s.ncu_l2, &s.ncu_tensor_pipe,
-                          &s.ncu_occupancy, &s.ncu_waves}) {
+    for (const auto* c :
+         {&s.ncu_compute_sol, &s.ncu_memory_sol, &s.ncu_dram, &s.ncu_l1,
+          &s.ncu_l2, &s.ncu_tensor_pipe, &s.ncu_occupancy, &s.ncu_waves}) {
       if (c->has_value()) absl::StrAppend(&md, "- ", (*c)->Text(2), "\n");
     }
     for (const NcuKernel& k : p.ncu->kernels) {
       if (k.name != s.hotspot) continue;
       for (const NcuRule& r : k.rules) {
-        absl::StrAppend(&md, "- ncu rule ", Md(r.name), " (", Md(r.type),
-                        r.speedup > 0
-                            ? absl::StrFormat(", est. speedup %.0f %%", r.speedup)
-                            : "",
-                        "): ", Md(r.description.substr(0, 200)),
-                        r.description.size() > 200 ? "..." : "", "\n");
+        absl::StrAppend(
+            &md, "- ncu rule ", Md(r.name), " (", Md(r.type),
+            r.speedup > 0 ? absl::StrFormat(", est. speedup %.0f %%", r.speedup)
+                          : "",
+            "): ", Md(r.description.substr(0, 200)),
+            r.description.size() > 200 ? "..." : "", "\n");
       }
       break;
     }
@@ -203,10 +203,10 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
   }
   if (tl.launches() > 0) {
     any_tl = true;
-    absl::StrAppend(&md, "- Launches joined to device tasks: ", tl.launches(),
-                    "; kernels shorter than their launch call: ",
-                    tl.short_kernels(), "; median launch delay ",
-                    F3(tl.median_launch_delay_us()), " us.\n");
+    absl::StrAppend(
+        &md, "- Launches joined to device tasks: ", tl.launches(),
+        "; kernels shorter than their launch call: ", tl.short_kernels(),
+        "; median launch delay ", F3(tl.median_launch_delay_us()), " us.\n");
   }
   if (p.tasks.has_value() && !p.tasks->wait_col.empty()) {
     any_tl = true;
@@ -227,8 +227,8 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
     any_tl = true;
     const PyptoSummary& py = *p.pypto;
     absl::StrAppend(
-        &md, "- PyPTO (`", Md(py.file), "`, ", py.source, ", ",
-        py.cores.size(), " cores): core utilisation ",
+        &md, "- PyPTO (`", Md(py.file), "`, ", py.source, ", ", py.cores.size(),
+        " cores): core utilisation ",
         absl::StrFormat("%.1f %% (AIC %.1f, AIV %.1f)", py.avg_utilization_pct,
                         py.aic_utilization_pct, py.aiv_utilization_pct),
         ", bubble rate ",
@@ -247,9 +247,9 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
   absl::StrAppend(&md, "\n### Host API Overhead\n\n");
   if (d.has_host_api() && d.host_api().top_size() > 0) {
     const v1::HostApiSignals& h = d.host_api();
-    absl::StrAppend(&md, "`", Md(h.file()), "` (API Name, Time(us), Count): ",
-                    F3(h.total_us()), " us host API time, of which ",
-                    F3(h.launch_related_us()),
+    absl::StrAppend(&md, "`", Md(h.file()),
+                    "` (API Name, Time(us), Count): ", F3(h.total_us()),
+                    " us host API time, of which ", F3(h.launch_related_us()),
                     " us launch / sync / memcpy related.\n\n| API | Level | "
                     "Time (us) | Count | Avg (us) |\n|---|---|---|---|---|\n");
     for (const v1::HostApi& a : h.top()) {
@@ -275,8 +275,8 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
         const NcuMetric* v = k.Find({m});
         if (v != nullptr) {
           any = true;
-          absl::StrAppend(&md, "- `", Md(p.ncu->file), "` ", m, "=",
-                          v->text, "\n");
+          absl::StrAppend(&md, "- `", Md(p.ncu->file), "` ", m, "=", v->text,
+                          "\n");
         }
       }
       absl::StrAppend(&md, "- Launch shape: block ", Md(k.block_size),
@@ -288,11 +288,13 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
     if (!any) absl::StrAppend(&md, "None.\n");
     absl::StrAppend(&md, "\n");
   } else {
-    absl::StrAppend(&md, "No msOpProf visualize_data.bin in the profile: no "
-                         "per-block pipe or memory-path evidence.\n\n");
+    absl::StrAppend(&md,
+                    "No msOpProf visualize_data.bin in the profile: no "
+                    "per-block pipe or memory-path evidence.\n\n");
   }
-  absl::StrAppend(&md, "## IR Signals\n\nNo IR dumps in the profile; "
-                       "attribution to IR stages not attempted.\n\n");
+  absl::StrAppend(&md,
+                  "## IR Signals\n\nNo IR dumps in the profile; "
+                  "attribution to IR stages not attempted.\n\n");
 
   // ---------------------------------------------------------------------
   absl::StrAppend(&md, "## Diagnosis\n\n### Operator Type Fit\n\n");
@@ -308,27 +310,24 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
                   "\n");
   const v1::RooflineSignals& r = d.roofline();
   if (r.peak_tflops() > 0) {
-    absl::StrAppend(&md, "Roofline (", Md(r.source()), "): peak ",
-                    absl::StrFormat("%.1f", r.peak_tflops()), " TFLOPS, ",
-                    absl::StrFormat("%.0f", r.bandwidth_gbps()),
-                    " GB/s, ridge ",
-                    absl::StrFormat("%.1f", r.ridge_flop_per_byte()),
-                    " FLOP/B");
+    absl::StrAppend(
+        &md, "Roofline (", Md(r.source()), "): peak ",
+        absl::StrFormat("%.1f", r.peak_tflops()), " TFLOPS, ",
+        absl::StrFormat("%.0f", r.bandwidth_gbps()), " GB/s, ridge ",
+        absl::StrFormat("%.1f", r.ridge_flop_per_byte()), " FLOP/B");
     if (r.arithmetic_intensity() > 0) {
-      absl::StrAppend(&md, "; kernel AI ",
-                      absl::StrFormat("%.2f", r.arithmetic_intensity()),
-                      " FLOP/B (",
-                      r.arithmetic_intensity() < r.ridge_flop_per_byte()
-                          ? "left of the ridge: memory side"
-                          : "right of the ridge: compute side",
-                      "), attainable ",
-                      absl::StrFormat("%.2f", r.attainable_tflops()),
-                      " TFLOPS");
+      absl::StrAppend(
+          &md, "; kernel AI ",
+          absl::StrFormat("%.2f", r.arithmetic_intensity()), " FLOP/B (",
+          r.arithmetic_intensity() < r.ridge_flop_per_byte()
+              ? "left of the ridge: memory side"
+              : "right of the ridge: compute side",
+          "), attainable ", absl::StrFormat("%.2f", r.attainable_tflops()),
+          " TFLOPS");
     }
     if (r.achieved_tflops() > 0) {
       absl::StrAppend(&md, "; achieved ",
-                      absl::StrFormat("%.3f", r.achieved_tflops()),
-                      " TFLOPS (",
+                      absl::StrFormat("%.3f", r.achieved_tflops()), " TFLOPS (",
                       absl::StrFormat("%.1f %%", 100 * r.achieved_tflops() /
                                                      r.peak_tflops()),
                       " of peak)");
@@ -355,13 +354,12 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
   absl::StrAppend(&md, "## Optimization Suggestions\n\n");
   if (d.suggestions_size() == 0) absl::StrAppend(&md, "None.\n\n");
   for (const v1::Suggestion& g : d.suggestions()) {
-    absl::StrAppend(&md, "- ", g.direction(), " `", g.parameter(), "`",
-                    g.has_value()
-                        ? absl::StrCat(" to ", ParamValueToString(g.value()))
-                        : "",
-                    ": ", Md(g.rule()), ". Evidence: ", Md(g.evidence()),
-                    ". Confidence ", absl::StrFormat("%.1f", g.confidence()),
-                    ".\n");
+    absl::StrAppend(
+        &md, "- ", g.direction(), " `", g.parameter(), "`",
+        g.has_value() ? absl::StrCat(" to ", ParamValueToString(g.value()))
+                      : "",
+        ": ", Md(g.rule()), ". Evidence: ", Md(g.evidence()), ". Confidence ",
+        absl::StrFormat("%.1f", g.confidence()), ".\n");
   }
   if (d.suggestions_size() > 0) absl::StrAppend(&md, "\n");
 

@@ -151,8 +151,9 @@ absl::StatusOr<PyptoSummary> ParseBubbleAnalysisLog(std::string_view text,
     return Bad(file, "no '[AIC_n] Execute task num:' / '[AIV_n] ...' blocks");
   }
   if (fields == 0) {
-    return Bad(file, "core blocks carry no 'Core Total Work Time:' lines "
-                     "(truncated?)");
+    return Bad(file,
+               "core blocks carry no 'Core Total Work Time:' lines "
+               "(truncated?)");
   }
   ComputePyptoAggregates(out);
   return out;
@@ -243,20 +244,23 @@ absl::StatusOr<PyptoSummary> ParsePyptoSwimlane(std::string_view text,
     } else if ((ph == "s" || ph == "f") && tid) {
       std::optional<double> ts = num(e, "ts");
       if (!ts) continue;
-      (ph == "s" ? src : dst)[id_of(e)] = FlowEnd{static_cast<int64_t>(*tid), *ts};
+      (ph == "s" ? src : dst)[id_of(e)] =
+          FlowEnd{static_cast<int64_t>(*tid), *ts};
     }
   }
   bool machine_view = false;
   for (const json& e : *events) {
     if (e.is_object() && e.value("ph", "") == "M" &&
         e.value("name", "") == "process_name" && e.contains("args") &&
-        e["args"].is_object() && e["args"].value("name", "") == "Machine View") {
+        e["args"].is_object() &&
+        e["args"].value("name", "") == "Machine View") {
       machine_view = true;
     }
   }
   if (!machine_view && lanes.empty()) {
-    return Bad(file, "not a PyPTO swim lane (no 'Machine View' process, no "
-                     "AIC_n / AIV_n lanes)");
+    return Bad(file,
+               "not a PyPTO swim lane (no 'Machine View' process, no "
+               "AIC_n / AIV_n lanes)");
   }
   if (tasks.empty()) return Bad(file, "no task events (ph 'X')");
 

@@ -66,8 +66,8 @@ Move MoveBy(const Signals& s, std::string_view param, std::string_view dir,
 
 std::string F(double v) { return absl::StrFormat("%.3g", v); }
 
-using RuleFn = std::function<std::optional<Finding>(const Signals&,
-                                                    const Thresholds&)>;
+using RuleFn =
+    std::function<std::optional<Finding>(const Signals&, const Thresholds&)>;
 struct RuleRow {
   std::string_view id;
   std::string_view category;
@@ -77,7 +77,7 @@ struct RuleRow {
 Finding Make(std::string_view id, std::string_view cat, std::string sev,
              std::string summary, std::string evidence,
              std::optional<Move> move = std::nullopt) {
-  return Finding{std::string(id), std::string(cat), std::move(sev),
+  return Finding{std::string(id),    std::string(cat),    std::move(sev),
                  std::move(summary), std::move(evidence), std::move(move)};
 }
 
@@ -86,14 +86,15 @@ const std::vector<RuleRow>& Rules() {
       {"pipe.memory_bound", "pipeline",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
          if (s.bound != "memory" || !s.memory || s.side == "gpu") return {};
-         return Make("pipe.memory_bound", "pipeline",
-                     s.memory->value >= t.pipe_bound ? "high" : "medium",
-                     "the load pipe (MTE2) dominates the hotspot; deeper "
-                     "buffering overlaps GM loads with compute",
-                     absl::StrCat(s.memory->Text(), " vs ",
-                                  s.compute ? s.compute->Text() : "no compute ratio",
-                                  "; bound threshold ", F(t.pipe_bound)),
-                     MoveBy(s, "buffer_count", "raise", 2, 0.6));
+         return Make(
+             "pipe.memory_bound", "pipeline",
+             s.memory->value >= t.pipe_bound ? "high" : "medium",
+             "the load pipe (MTE2) dominates the hotspot; deeper "
+             "buffering overlaps GM loads with compute",
+             absl::StrCat(s.memory->Text(), " vs ",
+                          s.compute ? s.compute->Text() : "no compute ratio",
+                          "; bound threshold ", F(t.pipe_bound)),
+             MoveBy(s, "buffer_count", "raise", 2, 0.6));
        }},
       {"pipe.memory_bound_reuse", "memory_hierarchy",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -205,12 +206,13 @@ const std::vector<RuleRow>& Rules() {
          int64_t b = static_cast<int64_t>(s.block_dim->value);
          if (b % s.cores == 0) return {};
          Move m{"block_dim", "set", (b / s.cores) * s.cores, 0.3};
-         return Make("sched.block_not_multiple", "concurrency", "low",
-                     "the last wave of blocks leaves cores idle (msprof-analyze "
-                     "BlockDimChecker)",
-                     absl::StrCat(s.block_dim->Text(0), " % ", s.cores,
-                                  " cores = ", b % s.cores),
-                     m);
+         return Make(
+             "sched.block_not_multiple", "concurrency", "low",
+             "the last wave of blocks leaves cores idle (msprof-analyze "
+             "BlockDimChecker)",
+             absl::StrCat(s.block_dim->Text(0), " % ", s.cores,
+                          " cores = ", b % s.cores),
+             m);
        }},
       {"sched.task_wait_high", "concurrency",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -218,33 +220,34 @@ const std::vector<RuleRow>& Rules() {
          return Make("sched.task_wait_high", "concurrency", "medium",
                      "the hotspot waits between launches (Helix symptom D); "
                      "pipelining stages overlaps the wait",
-                     absl::StrCat(s.wait->Text(), " of its duration >= ",
-                                  F(t.wait_share_high)),
+                     absl::StrCat(s.wait->Text(),
+                                  " of its duration >= ", F(t.wait_share_high)),
                      MoveBy(s, "buffer_count", "raise", 2, 0.4));
        }},
       {"timeline.idle_high", "concurrency",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
-         if (!s.idle_ratio || s.idle_ratio->value < t.idle_ratio_high) return {};
-         return Make("timeline.idle_high", "concurrency",
-                     s.idle_ratio->value >= 2 * t.idle_ratio_high ? "high"
-                                                                  : "medium",
-                     "the device is idle for much of the window: work is not "
-                     "issued fast enough (host, sync or dependencies)",
-                     absl::StrCat(s.idle_ratio->Text(), " >= ",
-                                  F(t.idle_ratio_high)));
+         if (!s.idle_ratio || s.idle_ratio->value < t.idle_ratio_high)
+           return {};
+         return Make(
+             "timeline.idle_high", "concurrency",
+             s.idle_ratio->value >= 2 * t.idle_ratio_high ? "high" : "medium",
+             "the device is idle for much of the window: work is not "
+             "issued fast enough (host, sync or dependencies)",
+             absl::StrCat(s.idle_ratio->Text(), " >= ", F(t.idle_ratio_high)));
        }},
       {"host.short_kernels", "host",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
-         if (!s.short_kernels || s.short_kernels->value < t.short_kernel_share) {
+         if (!s.short_kernels ||
+             s.short_kernels->value < t.short_kernel_share) {
            return {};
          }
          return Make("host.short_kernels", "host", "high",
                      "most kernels run shorter than their launch call: "
                      "launch-bound; more work per launch (bigger tiles) or "
                      "fusion / graphs",
-                     absl::StrCat(s.short_kernels->Text(), " >= ",
-                                  F(t.short_kernel_share), " over ", s.launches,
-                                  " launches"),
+                     absl::StrCat(s.short_kernels->Text(),
+                                  " >= ", F(t.short_kernel_share), " over ",
+                                  s.launches, " launches"),
                      MoveBy(s, "tile_m", "raise", 2, 0.4));
        }},
       {"host.launch_share_high", "host",
@@ -254,8 +257,8 @@ const std::vector<RuleRow>& Rules() {
          }
          return Make("host.launch_share_high", "host", "medium",
                      "launch / sync APIs dominate host time (Helix symptom E)",
-                     absl::StrCat(s.host_launch->Text(), " >= ",
-                                  F(t.host_launch_share)));
+                     absl::StrCat(s.host_launch->Text(),
+                                  " >= ", F(t.host_launch_share)));
        }},
       {"pypto.utilization_low", "concurrency",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -263,18 +266,18 @@ const std::vector<RuleRow>& Rules() {
            return {};
          }
          bool high = s.pypto_util->value < t.pypto_util_high;
-         return Make("pypto.utilization_low", "concurrency",
-                     high ? "high" : "medium",
-                     "cores sit idle (PyPTO perf-analyzer): bigger tiles / "
-                     "task granularity first (tune-frontend)",
-                     absl::StrCat(s.pypto_util->Text(1), " % < ",
-                                  F(high ? t.pypto_util_high
-                                         : t.pypto_util_medium)),
-                     MoveBy(s, "tile_m", "raise", 2, high ? 0.5 : 0.3));
+         return Make(
+             "pypto.utilization_low", "concurrency", high ? "high" : "medium",
+             "cores sit idle (PyPTO perf-analyzer): bigger tiles / "
+             "task granularity first (tune-frontend)",
+             absl::StrCat(s.pypto_util->Text(1), " % < ",
+                          F(high ? t.pypto_util_high : t.pypto_util_medium)),
+             MoveBy(s, "tile_m", "raise", 2, high ? 0.5 : 0.3));
        }},
       {"pypto.bubble_high", "concurrency",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
-         if (!s.pypto_bubble || s.pypto_bubble->value <= t.pypto_bubble_medium) {
+         if (!s.pypto_bubble ||
+             s.pypto_bubble->value <= t.pypto_bubble_medium) {
            return {};
          }
          bool high = s.pypto_bubble->value > t.pypto_bubble_high;
@@ -282,9 +285,9 @@ const std::vector<RuleRow>& Rules() {
                      high ? "high" : "medium",
                      "ready tasks wait for a free slot (bubbles): larger task "
                      "granularity / loop unroll, or L1 reuse",
-                     absl::StrCat(s.pypto_bubble->Text(2), " % > ",
-                                  F(high ? t.pypto_bubble_high
-                                         : t.pypto_bubble_medium)),
+                     absl::StrCat(
+                         s.pypto_bubble->Text(2), " % > ",
+                         F(high ? t.pypto_bubble_high : t.pypto_bubble_medium)),
                      MoveBy(s, "tile_k", "raise", 2, 0.3));
        }},
       {"pypto.load_imbalance", "concurrency",
@@ -294,13 +297,13 @@ const std::vector<RuleRow>& Rules() {
            return {};
          }
          bool high = s.pypto_balance->value < t.pypto_balance_high;
-         return Make("pypto.load_imbalance", "concurrency",
-                     high ? "high" : "medium",
-                     "AIC work is unevenly spread (load balance over AIC "
-                     "cores only): sort / rebalance sub-graphs (tune-swimlane)",
-                     absl::StrCat(s.pypto_balance->Text(1), " % < ",
-                                  F(high ? t.pypto_balance_high
-                                         : t.pypto_balance_medium)));
+         return Make(
+             "pypto.load_imbalance", "concurrency", high ? "high" : "medium",
+             "AIC work is unevenly spread (load balance over AIC "
+             "cores only): sort / rebalance sub-graphs (tune-swimlane)",
+             absl::StrCat(
+                 s.pypto_balance->Text(1), " % < ",
+                 F(high ? t.pypto_balance_high : t.pypto_balance_medium)));
        }},
       {"pypto.predecessor_wait", "concurrency",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -319,12 +322,12 @@ const std::vector<RuleRow>& Rules() {
              s.ncu_waves->value >= t.ncu_waves_small) {
            return {};
          }
-         return Make("ncu.small_grid", "concurrency", "high",
-                     "fewer than one wave of blocks: smaller tiles give more "
-                     "blocks (ncu SOLBottleneck 'Small Grid')",
-                     absl::StrCat(s.ncu_waves->Text(2), " < ",
-                                  F(t.ncu_waves_small)),
-                     MoveBy(s, "tile_m", "lower", 0.5, 0.5));
+         return Make(
+             "ncu.small_grid", "concurrency", "high",
+             "fewer than one wave of blocks: smaller tiles give more "
+             "blocks (ncu SOLBottleneck 'Small Grid')",
+             absl::StrCat(s.ncu_waves->Text(2), " < ", F(t.ncu_waves_small)),
+             MoveBy(s, "tile_m", "lower", 0.5, 0.5));
        }},
       {"ncu.latency_bound", "pipeline",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -398,8 +401,9 @@ Thresholds ThresholdsFor(std::string_view profiler, std::string_view chip) {
       continue;
     }
     row.apply(t);
-    absl::StrAppend(&t.source, "+",
-                    Av(row.chip_prefix.empty() ? row.profiler : row.chip_prefix));
+    absl::StrAppend(
+        &t.source, "+",
+        Av(row.chip_prefix.empty() ? row.profiler : row.chip_prefix));
   }
   return t;
 }
@@ -434,7 +438,8 @@ void Classify(Signals& s, const Thresholds& t) {
     double thr = s.side == "aic" ? t.op_type_cube : t.op_type_vector;
     if (s.compute->value >= thr) {
       s.operator_type = s.side == "aic" ? "cube" : "vector";
-      s.operator_type_evidence = absl::StrCat(s.compute->Text(), " >= ", F(thr));
+      s.operator_type_evidence =
+          absl::StrCat(s.compute->Text(), " >= ", F(thr));
     }
   }
   if (s.operator_type == "unknown" && !core.empty()) {
@@ -456,7 +461,8 @@ void Classify(Signals& s, const Thresholds& t) {
   // above the bound band is conclusive.
   if ((s.ncu_compute_sol || s.ncu_memory_sol) &&
       !(s.ncu_compute_sol && s.ncu_memory_sol)) {
-    const Cite& one = s.ncu_compute_sol ? *s.ncu_compute_sol : *s.ncu_memory_sol;
+    const Cite& one =
+        s.ncu_compute_sol ? *s.ncu_compute_sol : *s.ncu_memory_sol;
     if (one.value >= t.ncu_no_bound) {
       s.bound = s.ncu_compute_sol ? "compute" : "memory";
       s.bound_evidence = absl::StrCat(one.Text(1), " >= ", F(t.ncu_no_bound),
@@ -480,22 +486,22 @@ void Classify(Signals& s, const Thresholds& t) {
                                       " % (ncu 'Latency Issue')");
     } else if (std::abs(c - m) >= t.ncu_balanced) {
       s.bound = c > m ? "compute" : "memory";
-      s.bound_evidence = absl::StrCat(ev, "; gap >= ", F(t.ncu_balanced),
-                                      " points");
+      s.bound_evidence =
+          absl::StrCat(ev, "; gap >= ", F(t.ncu_balanced), " points");
     } else {
       s.bound = c >= m ? "compute" : "memory";
-      s.bound_evidence =
-          absl::StrCat(ev, "; balanced within ", F(t.ncu_balanced),
-                       " points (ncu 'Balanced Throughput'), larger side named");
+      s.bound_evidence = absl::StrCat(
+          ev, "; balanced within ", F(t.ncu_balanced),
+          " points (ncu 'Balanced Throughput'), larger side named");
     }
     return;
   }
   if (s.compute || s.memory) {
     double c = s.compute ? s.compute->value : 0;
     double m = s.memory ? s.memory->value : 0;
-    std::string ev = absl::StrCat(
-        s.memory ? s.memory->Text() : "no load ratio", " vs ",
-        s.compute ? s.compute->Text() : "no compute ratio");
+    std::string ev =
+        absl::StrCat(s.memory ? s.memory->Text() : "no load ratio", " vs ",
+                     s.compute ? s.compute->Text() : "no compute ratio");
     if (std::max(c, m) < t.pipe_busy) {
       s.bound = "latency";
       s.bound_evidence = absl::StrCat(ev, "; both < ", F(t.pipe_busy),
@@ -510,9 +516,9 @@ void Classify(Signals& s, const Thresholds& t) {
       s.idle_ratio->value >= t.idle_ratio_high &&
       s.short_kernels->value >= t.short_kernel_share) {
     s.bound = "latency";
-    s.bound_evidence = absl::StrCat(s.idle_ratio->Text(), ", ",
-                                    s.short_kernels->Text(),
-                                    ": launch-bound timeline");
+    s.bound_evidence =
+        absl::StrCat(s.idle_ratio->Text(), ", ", s.short_kernels->Text(),
+                     ": launch-bound timeline");
   }
 }
 

@@ -40,11 +40,11 @@ const ChipFacts* FindChip(std::string_view chip);
 
 struct Thresholds {
   // Pipe ratios (fractions).
-  double pipe_bound = 0.8;       // msprof-analyze operator_bound_ratio
-  double pipe_busy = 0.5;        // under this on both sides: latency-bound
-  double cube_mte2_bound = 0.95; // advisor: aic_mte2_ratio >= 0.95
-  double scalar_high = 0.2;      // Helix scalar-overhead (0..1 scale)
-  double op_type_cube = 0.2;     // Helix op-type guess, 0..1 scale
+  double pipe_bound = 0.8;        // msprof-analyze operator_bound_ratio
+  double pipe_busy = 0.5;         // under this on both sides: latency-bound
+  double cube_mte2_bound = 0.95;  // advisor: aic_mte2_ratio >= 0.95
+  double scalar_high = 0.2;       // Helix scalar-overhead (0..1 scale)
+  double op_type_cube = 0.2;      // Helix op-type guess, 0..1 scale
   double op_type_vector = 0.2;
   double op_type_mixed_vector = 0.3;
   double wait_share_high = 0.2;  // Task Wait Time / Duration of hotspot

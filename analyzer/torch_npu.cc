@@ -130,10 +130,12 @@ absl::StatusOr<ProfilerInfo> ParseProfilerInfo(std::string_view text,
     out.level = get("_profiler_level");
   }
   auto v = j.find("torch_npu_version");
-  if (v != j.end() && v->is_string()) out.torch_npu_version = v->get<std::string>();
+  if (v != j.end() && v->is_string())
+    out.torch_npu_version = v->get<std::string>();
   if (out.aic_metrics.empty() && out.level.empty()) {
-    return Bad(file, "no config.experimental_config._aic_metrics / "
-                     "_profiler_level");
+    return Bad(file,
+               "no config.experimental_config._aic_metrics / "
+               "_profiler_level");
   }
   return out;
 }

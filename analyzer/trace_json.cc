@@ -93,8 +93,9 @@ absl::StatusOr<TraceSummary> ParseChromeTrace(std::string_view text,
     if (it != j.end() && it->is_array()) events = &*it;
   }
   if (events == nullptr) {
-    return Bad(file, "neither a JSON array of trace events nor an object "
-                     "with a 'traceEvents' array");
+    return Bad(file,
+               "neither a JSON array of trace events nor an object "
+               "with a 'traceEvents' array");
   }
   TraceSummary out;
   out.file = std::string(file);
@@ -130,19 +131,21 @@ absl::StatusOr<TraceSummary> ParseChromeTrace(std::string_view text,
     if (name == "Machine View") machine_view = true;
   }
   if (machine_view) {
-    return Bad(file, "a PyPTO swim lane (process 'Machine View'); read it "
-                     "with the PyPTO parser");
+    return Bad(file,
+               "a PyPTO swim lane (process 'Machine View'); read it "
+               "with the PyPTO parser");
   }
-  const bool kineto = device_pids.empty() &&
-                      (any_kernel_cat ||
-                       (j.is_object() && j.contains("deviceProperties")));
+  const bool kineto =
+      device_pids.empty() &&
+      (any_kernel_cat || (j.is_object() && j.contains("deviceProperties")));
   if (kineto) {
     out.format = "kineto";
   } else if (!device_pids.empty()) {
     out.format = has_python ? "torch_npu" : "msprof";
   } else {
-    return Bad(file, "no device tasks: no 'Ascend Hardware' process and no "
-                     "events of cat 'kernel'");
+    return Bad(file,
+               "no device tasks: no 'Ascend Hardware' process and no "
+               "events of cat 'kernel'");
   }
 
   // Pass 2: device tasks, host calls, flows.
@@ -150,7 +153,7 @@ absl::StatusOr<TraceSummary> ParseChromeTrace(std::string_view text,
   std::map<std::string, std::vector<Span>> host_by_thread;  // pid/tid
   std::map<std::string, Span> kineto_launch_by_corr;
   std::map<std::string, std::pair<std::optional<long double>,
-                                   std::optional<long double>>>
+                                  std::optional<long double>>>
       flows;  // id -> (s.ts, f.ts)
   std::map<std::string, std::string> flow_src_thread;
   std::map<std::string, std::string> flow_dst_thread;
@@ -165,7 +168,8 @@ absl::StatusOr<TraceSummary> ParseChromeTrace(std::string_view text,
       auto a = e.find("args");
       if (a != e.end() && a->is_object()) {
         auto m = a->find("MHz");
-        if (m != a->end() && m->is_number()) out.aicore_freq_mhz = m->get<double>();
+        if (m != a->end() && m->is_number())
+          out.aicore_freq_mhz = m->get<double>();
       }
       continue;
     }

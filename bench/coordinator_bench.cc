@@ -31,6 +31,8 @@
 // The databases live in $TMPDIR (default /tmp): point TMPDIR at the disk the
 // farm's data_dir would use. Single-threaded except for gRPC's own threads
 // and the control loop in BM_RoundCycle_Grpc.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -41,8 +43,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <unistd.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -318,8 +318,8 @@ class Cycler {
       TF_RETURN_IF_ERROR(Submit());
       TF_ASSIGN_OR_RETURN(lease, api_->LeaseWork(lease_req));
       if (!lease.granted()) {
-        return absl::InternalError(absl::StrCat(
-            "no work for ", board.board_id, " after a fresh submission"));
+        return absl::InternalError(absl::StrCat("no work for ", board.board_id,
+                                                " after a fresh submission"));
       }
     }
     const v1::WorkItem& work = lease.work();
@@ -334,8 +334,8 @@ class Cycler {
     TF_ASSIGN_OR_RETURN(v1::ReportResultResponse ack,
                         api_->ReportResult(report));
     if (!ack.accepted() || ack.duplicate()) {
-      return absl::InternalError(absl::StrCat(
-          "result of ", work.lease_id(), " not recorded: ", ack.reason()));
+      return absl::InternalError(absl::StrCat("result of ", work.lease_id(),
+                                              " not recorded: ", ack.reason()));
     }
     return absl::OkStatus();
   }
@@ -354,10 +354,10 @@ class Cycler {
       }
     }
     if (kept != maker_.kept() || rolled_back != maker_.rolled_back()) {
-      return absl::InternalError(absl::StrCat(
-          "store records ", kept, " kept / ", rolled_back,
-          " rolled back; the results called for ", maker_.kept(), " / ",
-          maker_.rolled_back()));
+      return absl::InternalError(
+          absl::StrCat("store records ", kept, " kept / ", rolled_back,
+                       " rolled back; the results called for ", maker_.kept(),
+                       " / ", maker_.rolled_back()));
     }
     return absl::OkStatus();
   }
@@ -513,8 +513,7 @@ void BM_RoundCycle_Grpc(benchmark::State& state, const char* op_name) {
     }
   });
   loop.Start();
-  FarmService farm_service(&coordinator, &loop, (*farm)->store.get(),
-                           &notifier,
+  FarmService farm_service(&coordinator, &loop, (*farm)->store.get(), &notifier,
                            /*tokens=*/nullptr);
   AgentGrpcService agent_service(&coordinator, &loop, /*tokens=*/nullptr);
   grpc::ServerBuilder builder;
@@ -599,8 +598,9 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     const double commit = MeanUs("BM_SyncedWriteBatch_Reference");
     const double commit_cpu = MeanUs("BM_SyncedWriteBatch_Reference", true);
     const double grpc = MeanUs("BM_RoundCycle_Grpc/sim_matmul");
-    std::printf("\nSummary (one run, one disk; a round = lease + result, "
-                "2 synced commits):\n");
+    std::printf(
+        "\nSummary (one run, one disk; a round = lease + result, "
+        "2 synced commits):\n");
     if (commit > 0) {
       std::printf("  synced commit (reference)      %10.1f us  (CPU %.1f us)\n",
                   commit, commit_cpu);
@@ -608,8 +608,8 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     for (const char* op : {"sim_matmul", "wide6x10"}) {
       const double core = MeanUs(absl::StrCat("BM_RoundCycle_Core/", op));
       if (core <= 0) continue;
-      std::printf("  round cycle, core, %-10s  %10.1f us  %8.1f rounds/s",
-                  op, core, 1e6 / core);
+      std::printf("  round cycle, core, %-10s  %10.1f us  %8.1f rounds/s", op,
+                  core, 1e6 / core);
       if (commit > 0) {
         std::printf("  overhead %.2fx of 2 synced commits",
                     core / (2 * commit));

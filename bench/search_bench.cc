@@ -62,7 +62,8 @@ RunTrace RunSweep(const v1::OperatorManifest& op, Board& board,
     *work.mutable_params() = r.params();
     absl::StatusOr<Evaluation> ev = board.Evaluate(work, cancel);
     if (!ev.ok()) {
-      std::fprintf(stderr, "board failed: %s\n", ev.status().ToString().c_str());
+      std::fprintf(stderr, "board failed: %s\n",
+                   ev.status().ToString().c_str());
       std::exit(1);
     }
     *r.mutable_result() = ev->result;
@@ -151,12 +152,14 @@ int main(int argc, char** argv) {
   double min_gain = 0;
   int max_passes = 0;
   int escapes = GuidedOptions().escapes;
-  app.add_option("spaces", files, "space files (.kt.json[.gz], .t4.json.gz, .ktt.json[.gz])")
+  app.add_option("spaces", files,
+                 "space files (.kt.json[.gz], .t4.json.gz, .ktt.json[.gz])")
       ->required();
   app.add_option("--seeds", seeds, "runs per strategy and space");
   app.add_option("--budget", budget, "evaluations per run, baseline included");
   app.add_option("--min_gain", min_gain, "the sweeps' minimum gain");
-  app.add_option("--max_passes", max_passes, "guided max_passes (0 = unlimited)");
+  app.add_option("--max_passes", max_passes,
+                 "guided max_passes (0 = unlimited)");
   app.add_option(
       "--escapes", escapes,
       "guided escapes (escape rounds in a row without gain; 0 = none)");
@@ -185,9 +188,11 @@ int main(int argc, char** argv) {
       int reach5 = 0, reach1 = 0;
       const auto start = std::chrono::steady_clock::now();
       for (int seed = 1; seed <= seeds; ++seed) {
-        std::seed_seq seq{static_cast<uint32_t>(seed), 0x9e3779b9u, 0x85ebca6bu};
+        std::seed_seq seq{static_cast<uint32_t>(seed), 0x9e3779b9u,
+                          0x85ebca6bu};
         std::mt19937_64 rng(seq);
-        const ParamMap baseline = space->configs[valid[rng() % valid.size()]].params;
+        const ParamMap baseline =
+            space->configs[valid[rng() % valid.size()]].params;
         std::unique_ptr<Strategy> s;
         if (strategy_name == std::string("grid")) s = NewGridStrategy();
         if (strategy_name == std::string("random")) s = NewRandomStrategy();
@@ -198,8 +203,12 @@ int main(int argc, char** argv) {
           o.escapes = escapes;
           s = NewGuidedStrategy(o);
         }
-        const RunTrace t = RunSweep(op, *board, *s, baseline, seed, budget, min_gain);
-        if (getenv("SEARCH_BENCH_DEBUG")) std::fprintf(stderr, "seed %d baseline %s: %.1f us (opt %.1f)\n", seed, ParamsKey(baseline).c_str(), t.best_after[0], space->best_us);
+        const RunTrace t =
+            RunSweep(op, *board, *s, baseline, seed, budget, min_gain);
+        if (getenv("SEARCH_BENCH_DEBUG"))
+          std::fprintf(stderr, "seed %d baseline %s: %.1f us (opt %.1f)\n",
+                       seed, ParamsKey(baseline).c_str(), t.best_after[0],
+                       space->best_us);
         e5.push_back(EvalsTo(t, space->best_us * 1.05));
         e1.push_back(EvalsTo(t, space->best_us * 1.01));
         reach5 += !std::isinf(e5.back());
@@ -211,9 +220,10 @@ int main(int argc, char** argv) {
       const double secs = std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - start)
                               .count();
-      std::fprintf(stderr, "%s %s: %.1f s\n", name.c_str(), strategy_name.c_str(), secs);
-      rows.push_back(Row{name, strategy_name, Median(e5), Median(e1), Median(b50),
-                         Median(b200), 100.0 * reach5 / seeds,
+      std::fprintf(stderr, "%s %s: %.1f s\n", name.c_str(),
+                   strategy_name.c_str(), secs);
+      rows.push_back(Row{name, strategy_name, Median(e5), Median(e1),
+                         Median(b50), Median(b200), 100.0 * reach5 / seeds,
                          100.0 * reach1 / seeds, Median(evals)});
     }
   }
@@ -221,15 +231,17 @@ int main(int argc, char** argv) {
       "Budget %d evaluations per run, %d seeds, min_gain %.3f, guided "
       "max_passes %d, escapes %d.\n\n",
       budget, seeds, min_gain, max_passes, escapes);
-  std::printf("| space | strategy | median evals to 5%% | reached 5%% | median "
-              "evals to 1%% | reached 1%% | best after 50 (x opt) | best after "
-              "200 (x opt) | median evals used |\n");
+  std::printf(
+      "| space | strategy | median evals to 5%% | reached 5%% | median "
+      "evals to 1%% | reached 1%% | best after 50 (x opt) | best after "
+      "200 (x opt) | median evals used |\n");
   std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Row& r : rows) {
-    std::printf("| %s | %s | %s | %.0f%% | %s | %.0f%% | %.3f | %.3f | %.0f |\n",
-                r.space.c_str(), r.strategy.c_str(), Evals(r.e5, budget).c_str(),
-                r.reach5, Evals(r.e1, budget).c_str(), r.reach1, r.b50, r.b200,
-                r.evals);
+    std::printf(
+        "| %s | %s | %s | %.0f%% | %s | %.0f%% | %.3f | %.3f | %.0f |\n",
+        r.space.c_str(), r.strategy.c_str(), Evals(r.e5, budget).c_str(),
+        r.reach5, Evals(r.e1, budget).c_str(), r.reach1, r.b50, r.b200,
+        r.evals);
   }
   // Guided against random, per space: the four figures above (lower is
   // better for each); guided beats random when it wins more than it loses.

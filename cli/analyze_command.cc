@@ -71,9 +71,8 @@ int RunAnalyze(const AnalyzeOptions& options) {
   }
   v1::Diagnosis d = Analyze(bundle, has_parent ? &parent : nullptr);
   if (d.formats_size() == 0) {
-    std::cerr << "tunefarm analyze: nothing readable in "
-              << options.profile_dir << " (" << bundle.files_size()
-              << " file(s))\n";
+    std::cerr << "tunefarm analyze: nothing readable in " << options.profile_dir
+              << " (" << bundle.files_size() << " file(s))\n";
     for (const v1::EvidenceGap& g : d.evidence_gaps()) {
       std::cerr << "  " << g.file() << ": " << g.reason() << "\n";
     }
@@ -96,7 +95,8 @@ int RunAnalyze(const AnalyzeOptions& options) {
     return 1;
   }
   absl::Status st = MakeDirs(out_dir);
-  if (st.ok()) st = WriteFileAtomic(out_dir + "/perf-analysis.md", d.perf_analysis_md());
+  if (st.ok())
+    st = WriteFileAtomic(out_dir + "/perf-analysis.md", d.perf_analysis_md());
   if (st.ok()) st = WriteFileAtomic(out_dir + "/diagnosis.json", json);
   if (!st.ok()) {
     std::cerr << "tunefarm analyze: " << st.message() << "\n";

@@ -17,10 +17,10 @@ namespace tunefarm {
 
 struct AnalyzeOptions {
   std::string profile_dir;
-  std::string parent_dir;  // empty: no parent comparison
-  std::string out_dir;     // empty: next to the profile
+  std::string parent_dir;       // empty: no parent comparison
+  std::string out_dir;          // empty: next to the profile
   std::string output = "text";  // text | json
-  std::string chip;        // optional: enables the chip's roofline / cores
+  std::string chip;             // optional: enables the chip's roofline / cores
 };
 
 int RunAnalyze(const AnalyzeOptions& options);

@@ -92,8 +92,7 @@ std::unique_ptr<grpc::ClientContext> FarmClient::Context(
 int FarmClient::Fail(const absl::Status& status, const std::string& what) {
   std::string msg = std::string(status.message());
   if (absl::IsUnavailable(status)) {
-    msg = absl::StrCat("coordinator ", ctx_.coordinator,
-                       " unreachable: ", msg);
+    msg = absl::StrCat("coordinator ", ctx_.coordinator, " unreachable: ", msg);
   }
   std::cerr << "tunefarm " << what << ": " << msg << "\n";
   return ExitCodeFor(status);
@@ -104,8 +103,7 @@ int FarmClient::Submit(const std::string& spec_path,
                        std::string* sweep_id_out) {
   auto yaml = ReadFile(spec_path);
   if (!yaml.ok()) {
-    return Fail(absl::InvalidArgumentError(yaml.status().message()),
-                "submit");
+    return Fail(absl::InvalidArgumentError(yaml.status().message()), "submit");
   }
   v1::SubmitSweepRequest request;
   request.set_spec_yaml(*yaml);
@@ -170,11 +168,10 @@ int FarmClient::Status(const std::string& sweep_id) {
   std::cout << absl::StrFormat("%-10s %-24s %-10s %-10s %7s %9s\n", "SWEEP",
                                "NAME", "TEAM", "STATE", "ROUNDS", "SPEEDUP");
   for (const v1::Sweep& s : response.sweeps()) {
-    std::cout << absl::StrFormat("%-10s %-24s %-10s %-10s %7d %9s%s\n",
-                                 s.sweep_id(), s.spec().name(),
-                                 s.spec().team(), StateName(s.state()),
-                                 s.rounds_finished(), SpeedupText(s),
-                                 s.simulated() ? " (simulated)" : "");
+    std::cout << absl::StrFormat(
+        "%-10s %-24s %-10s %-10s %7d %9s%s\n", s.sweep_id(), s.spec().name(),
+        s.spec().team(), StateName(s.state()), s.rounds_finished(),
+        SpeedupText(s), s.simulated() ? " (simulated)" : "");
   }
   return kExitOk;
 }
@@ -228,8 +225,7 @@ int FarmClient::Watch(const std::string& sweep_id) {
   return kExitOk;
 }
 
-int FarmClient::Cancel(const std::string& sweep_id,
-                       const std::string& reason) {
+int FarmClient::Cancel(const std::string& sweep_id, const std::string& reason) {
   v1::CancelSweepRequest request;
   request.set_sweep_id(sweep_id);
   request.set_reason(reason);
@@ -258,8 +254,8 @@ int FarmClient::Rounds(const std::string& sweep_id) {
     return kExitOk;
   }
   std::cout << absl::StrFormat("%5s %6s %-36s %-18s %-16s %11s %-11s %s\n",
-                               "ROUND", "PARENT", "CHANGE", "BOARD",
-                               "OUTCOME", "MEDIAN_US", "DECISION", "HOTSPOT");
+                               "ROUND", "PARENT", "CHANGE", "BOARD", "OUTCOME",
+                               "MEDIAN_US", "DECISION", "HOTSPOT");
   for (const v1::Round& r : response.rounds()) {
     std::string outcome =
         r.state() == v1::ROUND_STATE_DONE
@@ -272,8 +268,9 @@ int FarmClient::Rounds(const std::string& sweep_id) {
             : "-";
     std::string hotspot = "-";
     if (!r.diagnosis().hotspots().empty()) {
-      hotspot = absl::StrFormat("%s %.0f%%", r.diagnosis().hotspots(0).op_name(),
-                                r.diagnosis().hotspots(0).share() * 100);
+      hotspot =
+          absl::StrFormat("%s %.0f%%", r.diagnosis().hotspots(0).op_name(),
+                          r.diagnosis().hotspots(0).share() * 100);
     }
     std::cout << absl::StrFormat(
         "%5d %6s %-36s %-18s %-16s %11s %-11s %s\n", r.round_id(),
@@ -383,8 +380,8 @@ int FarmClient::Summary(const std::string& sweep_id) {
     std::cout << absl::StrFormat(
         "   best configuration: %s\n   best time: %.2f µs (round %d)%s\n"
         "   baseline: %.2f µs\n   speedup over the baseline: %.2fx%s\n",
-        ParamsKey(response.best().params()), s.best_us(), s.best_round(),
-        sim, s.baseline_us(), response.speedup(), sim);
+        ParamsKey(response.best().params()), s.best_us(), s.best_round(), sim,
+        s.baseline_us(), response.speedup(), sim);
   }
   std::cout << "   report: "
             << (response.report_path().empty() ? "(not written)"
@@ -410,7 +407,8 @@ int FarmClient::Teams() {
     std::cout << absl::StrFormat(
         "%-16s %7.2f %11s %13d %9s %14.1f\n", u.quota().team(),
         u.quota().weight(),
-        u.quota().max_boards() == 0 ? "-" : absl::StrCat(u.quota().max_boards()),
+        u.quota().max_boards() == 0 ? "-"
+                                    : absl::StrCat(u.quota().max_boards()),
         u.boards_in_use(),
         absl::StrCat(u.active_sweeps(), "/",
                      u.quota().max_active_sweeps() == 0

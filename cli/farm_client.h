@@ -17,12 +17,12 @@ namespace tunefarm {
 // failure.
 enum ExitCode {
   kExitOk = 0,
-  kExitFailure = 1,       // internal or storage failure
-  kExitBadInput = 2,      // usage, unreadable or invalid spec, bad argument
-  kExitNotFound = 3,      // unknown sweep
-  kExitDenied = 4,        // unauthenticated or permission denied
-  kExitUnavailable = 5,   // coordinator unreachable
-  kExitSweepFailed = 6,   // the watched sweep failed or was cancelled
+  kExitFailure = 1,      // internal or storage failure
+  kExitBadInput = 2,     // usage, unreadable or invalid spec, bad argument
+  kExitNotFound = 3,     // unknown sweep
+  kExitDenied = 4,       // unauthenticated or permission denied
+  kExitUnavailable = 5,  // coordinator unreachable
+  kExitSweepFailed = 6,  // the watched sweep failed or was cancelled
 };
 
 int ExitCodeFor(const absl::Status& status);

@@ -3,9 +3,9 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "absl/strings/numbers.h"
 #include <cstdio>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "common/status_macros.h"
@@ -23,7 +23,8 @@ absl::StatusOr<std::string> RandomToken() {
   std::fclose(f);
   if (n != sizeof(raw)) return absl::UnavailableError("short random read");
   std::string hex;
-  for (unsigned char c : raw) absl::StrAppend(&hex, absl::Hex(c, absl::kZeroPad2));
+  for (unsigned char c : raw)
+    absl::StrAppend(&hex, absl::Hex(c, absl::kZeroPad2));
   return hex;
 }
 
@@ -55,8 +56,7 @@ absl::Status LocalFarm::WriteTokens() {
   return WriteFileAtomic(agent_token_file_, agent_token + "\n");
 }
 
-LocalFarm::LocalFarm(LocalFarmOptions options)
-    : options_(std::move(options)) {
+LocalFarm::LocalFarm(LocalFarmOptions options) : options_(std::move(options)) {
   agents_.resize(options_.agents + (options_.cpu_boards > 0 ? 1 : 0));
 }
 
@@ -69,17 +69,25 @@ absl::Status LocalFarm::StartCoordinatorOn(const std::string& listen) {
   (void)::unlink((run + "/coordinator.port").c_str());
   (void)::unlink((run + "/diagnosis.endpoint").c_str());
   (void)::unlink((run + "/coordinator.metrics").c_str());
-  std::vector<std::string> argv = {
-      options_.bin_dir + "/tunefarm-coordinator",
-      "--data_dir", options_.data_dir,
-      "--listen", listen,
-      "--port_file", run + "/coordinator.port",
-      "--diagnosis_endpoint_file", run + "/diagnosis.endpoint",
-      "--metrics_port_file", run + "/coordinator.metrics",
-      "--lease_ms", absl::StrCat(options_.lease_ms),
-      "--heartbeat_ms", absl::StrCat(options_.heartbeat_ms),
-      "--agent_timeout_ms", absl::StrCat(options_.agent_timeout_ms),
-      "--log_level", options_.log_level};
+  std::vector<std::string> argv = {options_.bin_dir + "/tunefarm-coordinator",
+                                   "--data_dir",
+                                   options_.data_dir,
+                                   "--listen",
+                                   listen,
+                                   "--port_file",
+                                   run + "/coordinator.port",
+                                   "--diagnosis_endpoint_file",
+                                   run + "/diagnosis.endpoint",
+                                   "--metrics_port_file",
+                                   run + "/coordinator.metrics",
+                                   "--lease_ms",
+                                   absl::StrCat(options_.lease_ms),
+                                   "--heartbeat_ms",
+                                   absl::StrCat(options_.heartbeat_ms),
+                                   "--agent_timeout_ms",
+                                   absl::StrCat(options_.agent_timeout_ms),
+                                   "--log_level",
+                                   options_.log_level};
   // A restarted coordinator keeps its diagnosis endpoint, so analyzers
   // already connected to it keep delivering.
   if (!diagnosis_endpoint_.empty()) {
@@ -103,17 +111,17 @@ absl::Status LocalFarm::StartCoordinatorOn(const std::string& listen) {
                       Subprocess::Start(argv, log_dir() + "/coordinator.log"));
   auto port = WaitForFile(run + "/coordinator.port", absl::Seconds(30));
   if (!port.ok()) {
-    return absl::UnavailableError(absl::StrCat(
-        "the coordinator did not start (see ", log_dir(),
-        "/coordinator.log): ", port.status().message()));
+    return absl::UnavailableError(
+        absl::StrCat("the coordinator did not start (see ", log_dir(),
+                     "/coordinator.log): ", port.status().message()));
   }
   if (!absl::SimpleAtoi(*port, &port_)) {
     return absl::InternalError(absl::StrCat("bad port file: ", *port));
   }
   address_ = absl::StrCat("127.0.0.1:", port_);
-  TF_ASSIGN_OR_RETURN(diagnosis_endpoint_,
-                      WaitForFile(run + "/diagnosis.endpoint",
-                                  absl::Seconds(10)));
+  TF_ASSIGN_OR_RETURN(
+      diagnosis_endpoint_,
+      WaitForFile(run + "/diagnosis.endpoint", absl::Seconds(10)));
   auto metrics = WaitForFile(run + "/coordinator.metrics", absl::Seconds(10));
   if (metrics.ok()) (void)absl::SimpleAtoi(*metrics, &metrics_port_);
   return absl::OkStatus();
@@ -138,9 +146,9 @@ absl::Status LocalFarm::Start() {
                         log_dir() + "/analyzer.log"));
   auto endpoint = WaitForFile(endpoint_file, absl::Seconds(30));
   if (!endpoint.ok()) {
-    return absl::UnavailableError(absl::StrCat(
-        "the analyzer did not start (see ", log_dir(), "/analyzer.log): ",
-        endpoint.status().message()));
+    return absl::UnavailableError(
+        absl::StrCat("the analyzer did not start (see ", log_dir(),
+                     "/analyzer.log): ", endpoint.status().message()));
   }
   analyzer_endpoint_ = *endpoint;
   for (int i = 0; i < agent_count(); ++i) {
@@ -153,9 +161,8 @@ absl::Status LocalFarm::Start() {
       const std::string log = absl::StrCat(log_dir(), "/agent-", i + 1, ".log");
       std::string tail = ReadFile(log).value_or("");
       if (tail.size() > 2000) tail = tail.substr(tail.size() - 2000);
-      return absl::FailedPreconditionError(
-          absl::StrCat("agent-", i + 1, " exited at start (", log, "):\n",
-                       tail));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "agent-", i + 1, " exited at start (", log, "):\n", tail));
     }
   }
   return absl::OkStatus();
@@ -202,9 +209,9 @@ absl::Status LocalFarm::StartAgent(int i) {
   }
   argv.insert(argv.end(), options_.agent_flags.begin(),
               options_.agent_flags.end());
-  TF_ASSIGN_OR_RETURN(agents_[i],
-                      Subprocess::Start(argv, absl::StrCat(log_dir(), "/", id,
-                                                           ".log")));
+  TF_ASSIGN_OR_RETURN(
+      agents_[i],
+      Subprocess::Start(argv, absl::StrCat(log_dir(), "/", id, ".log")));
   return absl::OkStatus();
 }
 
@@ -216,9 +223,9 @@ std::map<std::string, int> LocalFarm::MetricsPorts() const {
     names.push_back(absl::StrCat("agent-", i + 1));
   }
   for (const std::string& name : names) {
-    auto text = WaitForFile(
-        absl::StrCat(options_.data_dir, "/run/", name, ".metrics"),
-        absl::Seconds(5));
+    auto text =
+        WaitForFile(absl::StrCat(options_.data_dir, "/run/", name, ".metrics"),
+                    absl::Seconds(5));
     int port = 0;
     if (text.ok() && absl::SimpleAtoi(*text, &port)) ports[name] = port;
   }

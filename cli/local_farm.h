@@ -21,8 +21,8 @@
 namespace tunefarm {
 
 struct LocalFarmOptions {
-  std::string bin_dir;   // where tunefarm-coordinator & co. live
-  std::string data_dir;  // RocksDB, reports, logs, run files
+  std::string bin_dir;                // where tunefarm-coordinator & co. live
+  std::string data_dir;               // RocksDB, reports, logs, run files
   std::vector<std::string> ops_dirs;  // "" = the coordinator's default
   int agents = 2;
   // Board kind of every agent: "sim" or "cpu" (boards_per_agent each), or

@@ -170,8 +170,9 @@ int Main(int argc, char** argv) {
   ReportOptions report_options;
   auto* report = app.add_subcommand("report", "a sweep's tuning report");
   report->add_option("sweep", sweep_id)->required();
-  report->add_option("--format", report_options.format,
-                     "md (default) or json (the report model)")
+  report
+      ->add_option("--format", report_options.format,
+                   "md (default) or json (the report model)")
       ->check(CLI::IsMember({"md", "json"}));
   report->add_option("--out", report_options.out_dir,
                      "write report.md, report.json, progress.svg, "
@@ -241,13 +242,13 @@ int Main(int argc, char** argv) {
   local->add_option("spec", local_specs,
                     "SPEC.yaml ... (default: the sim and cpu examples for "
                     "--boards sim, else the board kind's example)");
-  local->add_option("--agents", local_options.agents)
-      ->check(CLI::Range(1, 64));
+  local->add_option("--agents", local_options.agents)->check(CLI::Range(1, 64));
   local->add_option("--boards-per-agent", local_options.boards_per_agent)
       ->check(CLI::Range(1, 64));
   local->add_option("--data-dir", local_options.data_dir);
-  local->add_option("--boards", local_options.board_kind,
-                    "board kind of the agents: sim, cpu or cuda (all GPUs)")
+  local
+      ->add_option("--boards", local_options.board_kind,
+                   "board kind of the agents: sim, cpu or cuda (all GPUs)")
       ->check(CLI::IsMember({"sim", "cpu", "cuda"}));
   local
       ->add_option("--cpu-boards", cpu_boards,
@@ -259,8 +260,9 @@ int Main(int argc, char** argv) {
   bool no_profile = false;
   local->add_flag("--no-profile", no_profile,
                   "agents skip profiling (e.g. Nsight Compute on cuda boards)");
-  local->add_option("--sim-delay-ms", local_options.sim_delay_ms,
-                    "extra real time per simulated run")
+  local
+      ->add_option("--sim-delay-ms", local_options.sim_delay_ms,
+                   "extra real time per simulated run")
       ->check(CLI::Range(0, 600000));
   local->add_option("--log-level", local_options.log_level);
   local->add_flag("--keep-running", keep_running,

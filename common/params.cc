@@ -96,12 +96,11 @@ std::vector<v1::ParamChange> DiffParams(const ParamMap& parent,
 std::string DescribeChanges(
     const google::protobuf::RepeatedPtrField<v1::ParamChange>& changes) {
   if (changes.empty()) return "no change";
-  return absl::StrJoin(changes, ", ",
-                       [](std::string* out, const v1::ParamChange& c) {
-                         absl::StrAppend(out, c.name(), " ",
-                                         ParamValueToString(c.from()), "→",
-                                         ParamValueToString(c.to()));
-                       });
+  return absl::StrJoin(
+      changes, ", ", [](std::string* out, const v1::ParamChange& c) {
+        absl::StrAppend(out, c.name(), " ", ParamValueToString(c.from()), "→",
+                        ParamValueToString(c.to()));
+      });
 }
 
 nlohmann::json ParamsToJson(const ParamMap& params) {
@@ -133,9 +132,8 @@ absl::StatusOr<v1::ParamValue> ParamValueFromJson(const nlohmann::json& j) {
   if (j.is_number_integer()) return IntParam(j.get<int64_t>());
   if (j.is_number_float()) return DoubleParam(j.get<double>());
   if (j.is_string()) return StringParam(j.get<std::string>());
-  return absl::InvalidArgumentError(
-      absl::StrCat("parameter value must be a number, string or bool, got ",
-                   j.type_name()));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "parameter value must be a number, string or bool, got ", j.type_name()));
 }
 
 }  // namespace tunefarm

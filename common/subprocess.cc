@@ -21,9 +21,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
     const std::vector<std::string>& argv, const std::string& log_path) {
   if (argv.empty()) return absl::InvalidArgumentError("empty argv");
   if (::access(argv[0].c_str(), X_OK) != 0) {
-    return absl::NotFoundError(
-        absl::StrCat("not an executable: ", argv[0], ": ",
-                     std::strerror(errno)));
+    return absl::NotFoundError(absl::StrCat("not an executable: ", argv[0],
+                                            ": ", std::strerror(errno)));
   }
   // Everything the child needs is prepared before fork: only
   // async-signal-safe calls happen between fork and exec.
@@ -36,8 +35,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
     log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
                     0644);
     if (log_fd < 0) {
-      return absl::UnavailableError(absl::StrCat(
-          "cannot open log ", log_path, ": ", std::strerror(errno)));
+      return absl::UnavailableError(absl::StrCat("cannot open log ", log_path,
+                                                 ": ", std::strerror(errno)));
     }
   }
   const pid_t parent = ::getpid();

@@ -95,8 +95,8 @@ absl::StatusOr<TokenTable> TokenTable::Parse(absl::string_view yaml,
           absl::StrCat(where, ".team: a user needs a team"));
     }
     if (entry.token.size() < 16) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ".token: must be at least 16 characters"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".token: must be at least 16 characters"));
     }
     for (const Entry& other : table.entries_) {
       if (other.token == entry.token) {

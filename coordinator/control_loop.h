@@ -25,7 +25,9 @@ class ControlLoop {
       : tick_interval_(tick_interval), on_tick_(std::move(on_tick)) {}
   ~ControlLoop() { Stop(); }
 
-  void Start() { thread_ = std::thread([this] { Loop(); }); }
+  void Start() {
+    thread_ = std::thread([this] { Loop(); });
+  }
   // Runs what is queued, then stops the thread. Idempotent.
   void Stop() {
     {

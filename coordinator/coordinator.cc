@@ -99,7 +99,8 @@ std::string Us(double us) { return absl::StrFormat("%.1f µs", us); }
 // A round against its parent in words: a gain is 1 - candidate / parent, so
 // "-155%" read as a time change looked like a speed-up; say which way.
 std::string VsParent(double gain) {
-  if (gain >= 0) return absl::StrFormat("%.1f%% faster than its parent", gain * 100);
+  if (gain >= 0)
+    return absl::StrFormat("%.1f%% faster than its parent", gain * 100);
   return absl::StrFormat("%.1f%% slower than its parent", -gain * 100);
 }
 
@@ -1106,11 +1107,10 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     s.sweep.set_best_round(round.round_id());
     s.sweep.set_best_us(median);
     s.sweep.set_rounds_without_gain(0);
-    AddEvent(
-        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-        absl::StrCat(what, ": ", Us(median), sim, ", kept (",
-                     VsParent(v.gain), ")"),
-        &round);
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+             absl::StrCat(what, ": ", Us(median), sim, ", kept (",
+                          VsParent(v.gain), ")"),
+             &round);
     AddEvent(txn, s, v1::EVENT_KIND_BEST_IMPROVED,
              absl::StrFormat("best is now round %d: %.1f µs, %.2fx over the "
                              "baseline%s",
@@ -1124,11 +1124,10 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
       absl::StrFormat("rolled back: %s; parent round %d (%.1f µs)", v.reason,
                       round.parent_round(), parent_us));
   s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
-  AddEvent(
-      txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-      absl::StrCat(what, ": ", Us(median), sim, ", rolled back (",
-                   VsParent(v.gain), ")"),
-      &round);
+  AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+           absl::StrCat(what, ": ", Us(median), sim, ", rolled back (",
+                        VsParent(v.gain), ")"),
+           &round);
 }
 
 void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {

@@ -117,7 +117,8 @@ Knowledge Learn(const SearchHistory& h) {
   const v1::Round* best = FindRound(h, h.best_round);
   if (best != nullptr) {
     k.parent = best->params();
-    if (best->diagnosis().suggestions_size() > 0) k.diagnosis = &best->diagnosis();
+    if (best->diagnosis().suggestions_size() > 0)
+      k.diagnosis = &best->diagnosis();
   } else if (h.spec != nullptr && !h.spec->baseline_params().empty()) {
     k.parent = DefaultParams(op);
     for (const auto& [name, v] : h.spec->baseline_params()) k.parent[name] = v;
@@ -143,7 +144,8 @@ Knowledge Learn(const SearchHistory& h) {
       case v1::OUTCOME_BUILD_FAILED:
       case v1::OUTCOME_RUN_CRASHED:
       case v1::OUTCOME_RUN_TIMEOUT:
-        if (from >= 0 && to >= 0) k.failed_moves[c.name()].emplace_back(dir, from);
+        if (from >= 0 && to >= 0)
+          k.failed_moves[c.name()].emplace_back(dir, from);
         break;
       default:
         break;
@@ -239,10 +241,13 @@ std::vector<Move> Moves(const Knowledge& k, int stage, uint64_t seed) {
     Move m;
     m.param = pi;
     m.to = to;
-    m.rank = {deprioritised(name, from, dir) ? 1 : 0, source, -confidence,
+    m.rank = {deprioritised(name, from, dir) ? 1 : 0,
+              source,
+              -confidence,
               std::abs(to - from),
               g == k.last_gain_dir.end() ? 1 : -g->second,
-              q == k.last_gain_param.end() ? 1 : -q->second, tie};
+              q == k.last_gain_param.end() ? 1 : -q->second,
+              tie};
     m.why = std::move(why);
     seen.insert({pi, to});
     moves.push_back(std::move(m));
@@ -368,8 +373,9 @@ std::vector<std::pair<ParamMap, std::string>> EscapeMoves(
 }
 
 int Patience(const GuidedOptions& o, int stage) {
-  return stage == 0 ? o.tiling_patience
-                    : stage == 1 ? o.pipeline_patience : o.in_core_patience;
+  return stage == 0   ? o.tiling_patience
+         : stage == 1 ? o.pipeline_patience
+                      : o.in_core_patience;
 }
 
 std::string Limit(int patience) {
@@ -447,8 +453,8 @@ GuidedProgress Walk(const GuidedOptions& o, const SearchHistory& h, int n,
     g.in_flight = s.in_flight;
     g.patience = patience;
     const std::string where =
-        absl::StrCat("stage ", names[s.stage], ", pass ", s.pass, ", ",
-                     s.count, " of ", Limit(patience), " rounds without gain");
+        absl::StrCat("stage ", names[s.stage], ", pass ", s.pass, ", ", s.count,
+                     " of ", Limit(patience), " rounds without gain");
     const bool out_of_patience = patience > 0 && s.count >= patience;
     std::vector<Move> moves;
     if (!out_of_patience) moves = Moves(k, s.stage, o.seed);

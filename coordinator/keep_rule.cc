@@ -46,7 +46,8 @@ GainVerdict JudgeGain(const v1::Measurement& candidate,
   const double needed = parent_us * (1.0 - min_gain);
   if (median > needed) {
     v.reason = absl::StrFormat(
-        "%.1f µs vs parent %.1f µs (gain %+.1f%%), needs at most %.1f µs for the "
+        "%.1f µs vs parent %.1f µs (gain %+.1f%%), needs at most %.1f µs for "
+        "the "
         "%.1f%% minimum "
         "gain (no A/B data)",
         median, parent_us, v.gain * 100, needed, min_gain * 100);

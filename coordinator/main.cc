@@ -117,8 +117,9 @@ int Main(int argc, char** argv) {
     spdlog::info("authentication on: {} tokens from {}", tokens->size(),
                  tokens_file);
   } else {
-    spdlog::warn("authentication OFF (no --tokens_file): every caller is an "
-                 "admin; use this for local development only");
+    spdlog::warn(
+        "authentication OFF (no --tokens_file): every caller is an "
+        "admin; use this for local development only");
   }
   TeamPolicy policy;
   policy.default_quota.set_weight(1);
@@ -255,8 +256,7 @@ int Main(int argc, char** argv) {
     return Fail("gRPC", absl::UnavailableError(
                             absl::StrCat("cannot listen on ", listen)));
   }
-  spdlog::info("coordinator listening on port {} (data in {})", port,
-               data_dir);
+  spdlog::info("coordinator listening on port {} (data in {})", port, data_dir);
   if (!port_file.empty()) {
     (void)WriteFileAtomic(port_file, absl::StrCat(port, "\n"));
   }

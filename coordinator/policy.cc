@@ -42,9 +42,10 @@ absl::StatusOr<v1::TeamQuota> ParseQuota(const YAML::Node& node,
           q.set_max_active_sweeps(v);
         }
       } else {
-        return absl::InvalidArgumentError(absl::StrCat(
-            field, ": unknown key (known: weight, max_boards, "
-                   "max_active_sweeps)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(field,
+                         ": unknown key (known: weight, max_boards, "
+                         "max_active_sweeps)"));
       }
     } catch (const YAML::Exception&) {
       return absl::InvalidArgumentError(

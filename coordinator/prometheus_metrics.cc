@@ -95,8 +95,8 @@ class PrometheusFarmMetrics : public FarmMetrics {
 
   void RoundRecorded(const std::string& outcome,
                      double lease_to_result_s) override {
-    std::string label = absl::AsciiStrToLower(
-        absl::StripPrefix(outcome, "OUTCOME_"));
+    std::string label =
+        absl::AsciiStrToLower(absl::StripPrefix(outcome, "OUTCOME_"));
     rounds_.Add({{"outcome", label}}).Increment();
     lease_latency_.Observe(lease_to_result_s);
   }

@@ -32,8 +32,9 @@ absl::StatusOr<Principal> FarmService::Caller(
   absl::StatusOr<Principal> p = Authenticate(tokens_, *context);
   if (p.ok() && p->role == Role::kAgent) {
     return absl::PermissionDeniedError(
-        absl::StrCat(p->name, " is an agent: agents may not use the user "
-                              "service"));
+        absl::StrCat(p->name,
+                     " is an agent: agents may not use the user "
+                     "service"));
   }
   return p;
 }
@@ -50,8 +51,8 @@ absl::StatusOr<v1::Sweep> FarmService::VisibleSweep(
   return sweep;
 }
 
-#define TF_CALLER_OR_RETURN(caller, context)            \
-  absl::StatusOr<Principal> caller = Caller(context);   \
+#define TF_CALLER_OR_RETURN(caller, context)          \
+  absl::StatusOr<Principal> caller = Caller(context); \
   if (!caller.ok()) return ToGrpcStatus(caller.status())
 
 void EventNotifier::Notify() {
@@ -87,10 +88,9 @@ grpc::Status FarmService::SubmitSweep(grpc::ServerContext* context,
                                       const v1::SubmitSweepRequest* request,
                                       v1::SubmitSweepResponse* response) {
   TF_CALLER_OR_RETURN(caller, context);
-  return Reply(loop_->Call([&] {
-                 return coordinator_->SubmitSweep(*request, *caller);
-               }),
-               response);
+  return Reply(
+      loop_->Call([&] { return coordinator_->SubmitSweep(*request, *caller); }),
+      response);
 }
 
 grpc::Status FarmService::GetSweep(grpc::ServerContext* context,
@@ -107,9 +107,8 @@ grpc::Status FarmService::ListSweeps(grpc::ServerContext* context,
   v1::ListSweepsRequest scoped = *request;
   if (!caller->is_admin()) {
     if (!scoped.team().empty() && scoped.team() != caller->team) {
-      return ToGrpcStatus(absl::PermissionDeniedError(
-          absl::StrCat(caller->name, " may not list team '", scoped.team(),
-                       "'s sweeps")));
+      return ToGrpcStatus(absl::PermissionDeniedError(absl::StrCat(
+          caller->name, " may not list team '", scoped.team(), "'s sweeps")));
     }
     scoped.set_team(caller->team);  // a team sees its own sweeps only
   }
@@ -146,10 +145,9 @@ grpc::Status FarmService::CancelSweep(grpc::ServerContext* context,
                                       const v1::CancelSweepRequest* request,
                                       v1::Sweep* response) {
   TF_CALLER_OR_RETURN(caller, context);
-  return Reply(loop_->Call([&] {
-                 return coordinator_->CancelSweep(*request, *caller);
-               }),
-               response);
+  return Reply(
+      loop_->Call([&] { return coordinator_->CancelSweep(*request, *caller); }),
+      response);
 }
 
 grpc::Status FarmService::GetReport(grpc::ServerContext* context,
@@ -225,10 +223,9 @@ grpc::Status FarmService::SetTeamQuota(grpc::ServerContext* context,
   if (auto st = RequireAdmin(*caller, "change quotas"); !st.ok()) {
     return ToGrpcStatus(st);
   }
-  return Reply(loop_->Call([&] {
-                 return coordinator_->SetTeamQuota(request->quota());
-               }),
-               response);
+  return Reply(
+      loop_->Call([&] { return coordinator_->SetTeamQuota(request->quota()); }),
+      response);
 }
 
 grpc::Status FarmService::ListTeams(grpc::ServerContext* context,
@@ -276,9 +273,9 @@ absl::Status AgentGrpcService::CheckAgent(grpc::ServerContext* context) const {
   return absl::OkStatus();
 }
 
-#define TF_AGENT_OR_RETURN(context)                                  \
-  if (absl::Status st = CheckAgent(context); !st.ok()) {             \
-    return ToGrpcStatus(st);                                         \
+#define TF_AGENT_OR_RETURN(context)                      \
+  if (absl::Status st = CheckAgent(context); !st.ok()) { \
+    return ToGrpcStatus(st);                             \
   }
 
 grpc::Status AgentGrpcService::RegisterAgent(

@@ -42,8 +42,9 @@ constexpr size_t kMaxLabelBytes = 128;
 
 // Strategies a spec may name, with the options each accepts.
 const std::map<std::string, std::vector<std::string>>& StrategyOptions() {
-  static const auto* known = new std::map<std::string, std::vector<std::string>>{
-      {"grid", {}}, {"random", {}}, {"guided", GuidedOptionNames()}};
+  static const auto* known =
+      new std::map<std::string, std::vector<std::string>>{
+          {"grid", {}}, {"random", {}}, {"guided", GuidedOptionNames()}};
   return *known;
 }
 // Named in the design but not built yet: refused with a clear message.
@@ -69,9 +70,9 @@ absl::Status CheckSweepName(absl::string_view path, absl::string_view value) {
     ok = ok && (absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-');
   }
   if (!ok) {
-    return FieldError(path, absl::StrCat(
-                                "must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}, got ",
-                                Quote(value)));
+    return FieldError(
+        path, absl::StrCat("must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}, got ",
+                           Quote(value)));
   }
   return absl::OkStatus();
 }
@@ -81,19 +82,20 @@ absl::Status CheckLabel(absl::string_view path, absl::string_view value) {
   return yamlf::CheckText(path, value, kMaxLabelBytes);
 }
 
-absl::Status CheckInt(absl::string_view path, int64_t v, int64_t lo, int64_t hi) {
+absl::Status CheckInt(absl::string_view path, int64_t v, int64_t lo,
+                      int64_t hi) {
   if (v < lo || v > hi) {
-    return FieldError(path, absl::StrCat("must be between ", lo, " and ", hi,
-                                         ", got ", v));
+    return FieldError(
+        path, absl::StrCat("must be between ", lo, " and ", hi, ", got ", v));
   }
   return absl::OkStatus();
 }
 
 absl::Status CheckSpeedup(double v) {
   if (!std::isfinite(v) || v <= 1 || v > kMaxSpeedup) {
-    return FieldError("goal.speedup",
-                      absl::StrCat("must be a number > 1 and <= ", kMaxSpeedup,
-                                   ", got ", v));
+    return FieldError(
+        "goal.speedup",
+        absl::StrCat("must be a number > 1 and <= ", kMaxSpeedup, ", got ", v));
   }
   return absl::OkStatus();
 }
@@ -133,21 +135,24 @@ absl::Status CheckConfidence(double v) {
 
 absl::Status CheckTimeLimit(int64_t s) {
   if (s < 1 || s > kMaxTimeLimitS) {
-    return FieldError("budget.time_limit",
-                      absl::StrCat("must be between 1s and ",
-                                   FormatDuration(kMaxTimeLimitS), ", got ",
-                                   s < 1 ? absl::StrCat(s, "s") : FormatDuration(s)));
+    return FieldError(
+        "budget.time_limit",
+        absl::StrCat("must be between 1s and ", FormatDuration(kMaxTimeLimitS),
+                     ", got ",
+                     s < 1 ? absl::StrCat(s, "s") : FormatDuration(s)));
   }
   return absl::OkStatus();
 }
 
 // A map of user-chosen string keys to scalar values (labels, options).
-absl::Status ParseStringMap(const YAML::Node& node, absl::string_view path,
-                            google::protobuf::Map<std::string, std::string>* out) {
+absl::Status ParseStringMap(
+    const YAML::Node& node, absl::string_view path,
+    google::protobuf::Map<std::string, std::string>* out) {
   TF_RETURN_IF_ERROR(yamlf::CheckOpenMap(node, path));
   if (node.size() > kMaxMapEntries) {
-    return FieldError(path, absl::StrCat("has ", node.size(),
-                                         " entries; the limit is ", kMaxMapEntries));
+    return FieldError(
+        path, absl::StrCat("has ", node.size(), " entries; the limit is ",
+                           kMaxMapEntries));
   }
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string& key = it->first.Scalar();
@@ -158,11 +163,13 @@ absl::Status ParseStringMap(const YAML::Node& node, absl::string_view path,
   return absl::OkStatus();
 }
 
-absl::Status CheckStringMap(absl::string_view path,
-                            const google::protobuf::Map<std::string, std::string>& m) {
+absl::Status CheckStringMap(
+    absl::string_view path,
+    const google::protobuf::Map<std::string, std::string>& m) {
   if (m.size() > kMaxMapEntries) {
-    return FieldError(path, absl::StrCat("has ", m.size(),
-                                         " entries; the limit is ", kMaxMapEntries));
+    return FieldError(path,
+                      absl::StrCat("has ", m.size(), " entries; the limit is ",
+                                   kMaxMapEntries));
   }
   std::map<std::string, std::string> sorted(m.begin(), m.end());
   for (const auto& [key, value] : sorted) {
@@ -178,7 +185,8 @@ absl::Status ParseWorkload(const YAML::Node& node, v1::Workload* out) {
     out->set_name(node.Scalar());
     return absl::OkStatus();
   }
-  TF_RETURN_IF_ERROR(yamlf::CheckMap(node, "workload", {"name", "dtype", "dims"}));
+  TF_RETURN_IF_ERROR(
+      yamlf::CheckMap(node, "workload", {"name", "dtype", "dims"}));
   if (Has(node, "name")) {
     TF_ASSIGN_OR_RETURN(*out->mutable_name(),
                         yamlf::GetString(Get(node, "name"), "workload.name"));
@@ -217,7 +225,8 @@ absl::Status ParseStrategy(const YAML::Node& node, v1::StrategySpec* out) {
     out->set_name(node.Scalar());
     return absl::OkStatus();
   }
-  TF_RETURN_IF_ERROR(yamlf::CheckMap(node, "strategy", {"name", "seed", "options"}));
+  TF_RETURN_IF_ERROR(
+      yamlf::CheckMap(node, "strategy", {"name", "seed", "options"}));
   if (Has(node, "name")) {
     TF_ASSIGN_OR_RETURN(*out->mutable_name(),
                         yamlf::GetString(Get(node, "name"), "strategy.name"));
@@ -245,10 +254,11 @@ absl::Status ParseBudget(const YAML::Node& node, v1::Budget* out) {
   if (Has(node, "time_limit")) {
     const YAML::Node t = Get(node, "time_limit");
     if (!t.IsScalar()) {
-      return FieldError("budget.time_limit",
-                        absl::StrCat("expected a duration like 90s, 30m, 12h or "
-                                     "integer seconds, got ",
-                                     yamlf::Describe(t)));
+      return FieldError(
+          "budget.time_limit",
+          absl::StrCat("expected a duration like 90s, 30m, 12h or "
+                       "integer seconds, got ",
+                       yamlf::Describe(t)));
     }
     absl::StatusOr<int64_t> s = ParseDurationSeconds(t.Scalar());
     if (!s.ok()) return FieldError("budget.time_limit", s.status().message());
@@ -311,20 +321,21 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
                         yamlf::GetString(Get(doc, "operator"), "operator"));
   }
   if (Has(doc, "workload")) {
-    TF_RETURN_IF_ERROR(ParseWorkload(Get(doc, "workload"), spec->mutable_workload()));
+    TF_RETURN_IF_ERROR(
+        ParseWorkload(Get(doc, "workload"), spec->mutable_workload()));
   }
   if (Has(doc, "goal")) {
     const YAML::Node goal = Get(doc, "goal");
     TF_RETURN_IF_ERROR(yamlf::CheckMap(goal, "goal", {"speedup", "target_us"}));
     if (Has(goal, "speedup")) {
-      TF_ASSIGN_OR_RETURN(double v,
-                          yamlf::GetDouble(Get(goal, "speedup"), "goal.speedup"));
+      TF_ASSIGN_OR_RETURN(
+          double v, yamlf::GetDouble(Get(goal, "speedup"), "goal.speedup"));
       TF_RETURN_IF_ERROR(CheckSpeedup(v));
       spec->mutable_goal()->set_speedup(v);
     }
     if (Has(goal, "target_us")) {
-      TF_ASSIGN_OR_RETURN(double v,
-                          yamlf::GetDouble(Get(goal, "target_us"), "goal.target_us"));
+      TF_ASSIGN_OR_RETURN(
+          double v, yamlf::GetDouble(Get(goal, "target_us"), "goal.target_us"));
       TF_RETURN_IF_ERROR(CheckTargetUs(v));
       spec->mutable_goal()->set_target_us(v);
     }
@@ -332,14 +343,16 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
   spec->mutable_strategy()->set_name(kDefaultStrategy);
   spec->mutable_strategy()->set_seed(kDefaultSeed);
   if (Has(doc, "strategy")) {
-    TF_RETURN_IF_ERROR(ParseStrategy(Get(doc, "strategy"), spec->mutable_strategy()));
+    TF_RETURN_IF_ERROR(
+        ParseStrategy(Get(doc, "strategy"), spec->mutable_strategy()));
   }
   if (Has(doc, "budget")) {
     TF_RETURN_IF_ERROR(ParseBudget(Get(doc, "budget"), spec->mutable_budget()));
   }
   spec->set_min_gain(kDefaultMinGain);
   if (Has(doc, "min_gain")) {
-    TF_ASSIGN_OR_RETURN(double v, yamlf::GetDouble(Get(doc, "min_gain"), "min_gain"));
+    TF_ASSIGN_OR_RETURN(double v,
+                        yamlf::GetDouble(Get(doc, "min_gain"), "min_gain"));
     TF_RETURN_IF_ERROR(CheckMinGain(v));
     spec->set_min_gain(v);
   }
@@ -376,15 +389,16 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
                         {"warmup", "samples", "flush_cache", "mode",
                          "target_rel_spread", "max_samples", "confidence"}));
     if (Has(node, "warmup")) {
-      TF_ASSIGN_OR_RETURN(int64_t v, yamlf::GetIntInRange(Get(node, "warmup"),
-                                                          "measurement.warmup", 0,
-                                                          kMaxWarmup));
+      TF_ASSIGN_OR_RETURN(
+          int64_t v, yamlf::GetIntInRange(Get(node, "warmup"),
+                                          "measurement.warmup", 0, kMaxWarmup));
       m->set_warmup(static_cast<int32_t>(v));
     }
     if (Has(node, "samples")) {
-      TF_ASSIGN_OR_RETURN(int64_t v, yamlf::GetIntInRange(Get(node, "samples"),
-                                                          "measurement.samples",
-                                                          kMinSamples, kMaxSamples));
+      TF_ASSIGN_OR_RETURN(
+          int64_t v,
+          yamlf::GetIntInRange(Get(node, "samples"), "measurement.samples",
+                               kMinSamples, kMaxSamples));
       m->set_samples(static_cast<int32_t>(v));
     }
     if (Has(node, "flush_cache")) {
@@ -432,8 +446,9 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
     for (auto it = node.begin(); it != node.end(); ++it) {
       const std::string& key = it->first.Scalar();
       TF_RETURN_IF_ERROR(yamlf::CheckIdentifier(Child("baseline", key), key));
-      TF_ASSIGN_OR_RETURN(v1::ParamValue v,
-                          yamlf::GetParamValue(it->second, Child("baseline", key)));
+      TF_ASSIGN_OR_RETURN(
+          v1::ParamValue v,
+          yamlf::GetParamValue(it->second, Child("baseline", key)));
       (*spec->mutable_baseline_params())[key] = std::move(v);
     }
   }
@@ -442,9 +457,9 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
         ParseSaturation(Get(doc, "saturation"), spec->mutable_saturation()));
   }
   if (Has(doc, "priority")) {
-    TF_ASSIGN_OR_RETURN(int64_t v, yamlf::GetIntInRange(Get(doc, "priority"),
-                                                        "priority", -kMaxPriority,
-                                                        kMaxPriority));
+    TF_ASSIGN_OR_RETURN(int64_t v,
+                        yamlf::GetIntInRange(Get(doc, "priority"), "priority",
+                                             -kMaxPriority, kMaxPriority));
     spec->set_priority(static_cast<int32_t>(v));
   }
   return absl::OkStatus();
@@ -461,9 +476,9 @@ absl::Status ValidateWorkloadField(const v1::OperatorManifest& op,
   if (w->dims().empty()) {
     if (w->name().empty()) {
       if (op.workloads().empty()) {
-        return FieldError("workload", absl::StrCat("is required: operator ",
-                                                   op.name(),
-                                                   " declares no workloads"));
+        return FieldError("workload",
+                          absl::StrCat("is required: operator ", op.name(),
+                                       " declares no workloads"));
       }
       *w = op.workloads(0);
       return absl::OkStatus();
@@ -471,19 +486,19 @@ absl::Status ValidateWorkloadField(const v1::OperatorManifest& op,
     for (const v1::Workload& known : op.workloads()) {
       if (known.name() == w->name()) {
         if (!w->dtype().empty() && w->dtype() != known.dtype()) {
-          return FieldError("workload.dtype",
-                            absl::StrCat("workload ", known.name(), " is ",
-                                         known.dtype(), ", not ",
-                                         Quote(w->dtype())));
+          return FieldError(
+              "workload.dtype",
+              absl::StrCat("workload ", known.name(), " is ", known.dtype(),
+                           ", not ", Quote(w->dtype())));
         }
         *w = known;
         return absl::OkStatus();
       }
     }
-    return FieldError("workload",
-                      absl::StrCat("unknown workload ", Quote(w->name()),
-                                   " of operator ", op.name(), "; known: ",
-                                   JoinWorkloadNames(op)));
+    return FieldError(
+        "workload",
+        absl::StrCat("unknown workload ", Quote(w->name()), " of operator ",
+                     op.name(), "; known: ", JoinWorkloadNames(op)));
   }
   if (w->name().empty()) return FieldError("workload.name", "is required");
   if (w->dtype().empty()) return FieldError("workload.dtype", "is required");
@@ -547,8 +562,8 @@ absl::Status ValidateBoards(const v1::OperatorManifest& op,
   }
   if (!op.backends().contains(sel->kind())) {
     return FieldError("boards.kind",
-                      absl::StrCat("operator ", op.name(), " has no '", sel->kind(),
-                                   "' backend; it has: ",
+                      absl::StrCat("operator ", op.name(), " has no '",
+                                   sel->kind(), "' backend; it has: ",
                                    has.empty() ? std::string("(none)")
                                                : absl::StrJoin(has, ", ")));
   }
@@ -556,18 +571,20 @@ absl::Status ValidateBoards(const v1::OperatorManifest& op,
   return CheckStringMap("boards.labels", sel->labels());
 }
 
-absl::Status ValidateBaseline(const v1::OperatorManifest& op, ParamMap* params) {
+absl::Status ValidateBaseline(const v1::OperatorManifest& op,
+                              ParamMap* params) {
   ParamMap merged = DefaultParams(op);
-  std::map<std::string, v1::ParamValue> overrides(params->begin(), params->end());
+  std::map<std::string, v1::ParamValue> overrides(params->begin(),
+                                                  params->end());
   for (auto& [name, value] : overrides) {
     const std::string path = Child("baseline", name);
     const v1::ParameterDomain* p = FindParameter(op, name);
     if (p == nullptr) {
       std::vector<std::string> known;
       for (const auto& d : op.parameters()) known.push_back(d.name());
-      return FieldError(path, absl::StrCat("unknown parameter of operator ",
-                                           op.name(), "; known: ",
-                                           absl::StrJoin(known, ", ")));
+      return FieldError(
+          path, absl::StrCat("unknown parameter of operator ", op.name(),
+                             "; known: ", absl::StrJoin(known, ", ")));
     }
     // YAML reads "1" as an integer; in a domain of doubles it means 1.0.
     if (value.has_int_value() && p->values_size() > 0 &&
@@ -608,11 +625,20 @@ absl::StatusOr<int64_t> ParseDurationSeconds(std::string_view text_in) {
     if (digits == 0 || i == text.size()) return absl::InvalidArgumentError(bad);
     int64_t unit = 0;
     switch (text[i]) {
-      case 's': unit = 1; break;
-      case 'm': unit = 60; break;
-      case 'h': unit = 3600; break;
-      case 'd': unit = 86400; break;
-      default: return absl::InvalidArgumentError(bad);
+      case 's':
+        unit = 1;
+        break;
+      case 'm':
+        unit = 60;
+        break;
+      case 'h':
+        unit = 3600;
+        break;
+      case 'd':
+        unit = 86400;
+        break;
+      default:
+        return absl::InvalidArgumentError(bad);
     }
     ++i;
     total += n * unit;  // <= 10^12 * 86400 * 16 terms: fits in int64
@@ -621,25 +647,27 @@ absl::StatusOr<int64_t> ParseDurationSeconds(std::string_view text_in) {
 }
 
 absl::StatusOr<v1::SweepSpec> ParseSweepSpec(std::string_view yaml) {
-  TF_ASSIGN_OR_RETURN(YAML::Node doc, yamlf::ParseYamlDocument(
-                                          absl::string_view(yaml.data(), yaml.size())));
+  TF_ASSIGN_OR_RETURN(
+      YAML::Node doc,
+      yamlf::ParseYamlDocument(absl::string_view(yaml.data(), yaml.size())));
   v1::SweepSpec spec;
   try {
     TF_RETURN_IF_ERROR(ParseSpecNode(doc, &spec));
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "YAML error at line ", e.mark.line + 1, ", column ", e.mark.column + 1,
-        ": ", e.msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat("YAML error at line ", e.mark.line + 1, ", column ",
+                     e.mark.column + 1, ": ", e.msg));
   }
   return spec;
 }
 
-absl::StatusOr<v1::SweepSpec> ValidateSweepSpec(v1::SweepSpec spec,
-                                                const OperatorCatalog& catalog) {
+absl::StatusOr<v1::SweepSpec> ValidateSweepSpec(
+    v1::SweepSpec spec, const OperatorCatalog& catalog) {
   TF_RETURN_IF_ERROR(CheckSweepName("name", spec.name()));
   TF_RETURN_IF_ERROR(CheckSweepName("team", spec.team()));
 
-  if (spec.operator_name().empty()) return FieldError("operator", "is required");
+  if (spec.operator_name().empty())
+    return FieldError("operator", "is required");
   absl::StatusOr<const v1::OperatorManifest*> found =
       catalog.Find(spec.operator_name());
   if (!found.ok()) return FieldError("operator", found.status().message());
@@ -652,7 +680,8 @@ absl::StatusOr<v1::SweepSpec> ValidateSweepSpec(v1::SweepSpec spec,
     return FieldError("goal", "set speedup (> 1) and/or target_us (> 0)");
   }
   if (goal.speedup() != 0) TF_RETURN_IF_ERROR(CheckSpeedup(goal.speedup()));
-  if (goal.target_us() != 0) TF_RETURN_IF_ERROR(CheckTargetUs(goal.target_us()));
+  if (goal.target_us() != 0)
+    TF_RETURN_IF_ERROR(CheckTargetUs(goal.target_us()));
 
   TF_RETURN_IF_ERROR(ValidateStrategy(spec.mutable_strategy()));
 
@@ -673,7 +702,8 @@ absl::StatusOr<v1::SweepSpec> ValidateSweepSpec(v1::SweepSpec spec,
   TF_RETURN_IF_ERROR(ValidateBoards(op, spec.mutable_boards()));
 
   v1::MeasurementPolicy* m = spec.mutable_measurement();
-  TF_RETURN_IF_ERROR(CheckInt("measurement.warmup", m->warmup(), 0, kMaxWarmup));
+  TF_RETURN_IF_ERROR(
+      CheckInt("measurement.warmup", m->warmup(), 0, kMaxWarmup));
   if (m->samples() == 0) m->set_samples(kDefaultSamples);
   TF_RETURN_IF_ERROR(
       CheckInt("measurement.samples", m->samples(), kMinSamples, kMaxSamples));

@@ -61,8 +61,9 @@ Candidate MakeCandidate(const SearchHistory& h, const ParamMap& parent,
 }
 
 bool AnyEmptyDomain(const v1::OperatorManifest& op) {
-  return std::any_of(op.parameters().begin(), op.parameters().end(),
-                     [](const v1::ParameterDomain& p) { return p.values().empty(); });
+  return std::any_of(
+      op.parameters().begin(), op.parameters().end(),
+      [](const v1::ParameterDomain& p) { return p.values().empty(); });
 }
 
 // The configuration with one value index per parameter.
@@ -91,7 +92,8 @@ std::vector<uint32_t> DigitsOf(const v1::OperatorManifest& op, uint64_t index) {
 // Advances `digits` to the next grid point; false after the last one.
 bool Increment(const v1::OperatorManifest& op, std::vector<uint32_t>* digits) {
   for (int i = op.parameters_size() - 1; i >= 0; --i) {
-    if (++(*digits)[i] < static_cast<uint32_t>(op.parameters(i).values_size())) {
+    if (++(*digits)[i] <
+        static_cast<uint32_t>(op.parameters(i).values_size())) {
       return true;
     }
     (*digits)[i] = 0;
@@ -211,9 +213,10 @@ class RandomStrategy : public Strategy {
     const uint64_t count = h.rounds != nullptr ? h.rounds->size() : 0;
     // seed_seq and mt19937_64 are fully specified by the standard, so the
     // same (seed, history length) draws the same numbers everywhere.
-    std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                      static_cast<uint32_t>(count), static_cast<uint32_t>(count >> 32),
-                      0x7f4a7c15u};
+    std::seed_seq seq{static_cast<uint32_t>(seed),
+                      static_cast<uint32_t>(seed >> 32),
+                      static_cast<uint32_t>(count),
+                      static_cast<uint32_t>(count >> 32), 0x7f4a7c15u};
     std::mt19937_64 rng(seq);
 
     KeySet visited = VisitedKeys(h);
@@ -251,19 +254,20 @@ class RandomStrategy : public Strategy {
     std::vector<uint32_t> digits(op.parameters_size());
     while (static_cast<int>(out.size()) < n) {
       bool found = false;
-      for (int attempt = 0; attempt < kMaxDrawsPerCandidate && !found; ++attempt) {
+      for (int attempt = 0; attempt < kMaxDrawsPerCandidate && !found;
+           ++attempt) {
         for (int i = 0; i < op.parameters_size(); ++i) {
-          digits[i] = static_cast<uint32_t>(
-              UniformBelow(rng, static_cast<uint64_t>(op.parameters(i).values_size())));
+          digits[i] = static_cast<uint32_t>(UniformBelow(
+              rng, static_cast<uint64_t>(op.parameters(i).values_size())));
         }
         ParamMap params = ParamsAt(op, digits);
         std::string key = ParamsKey(params);
         if (visited.contains(key)) continue;
         visited.insert(std::move(key));  // no repeats within the batch
-        out.push_back(MakeCandidate(
-            h, parent, std::move(params),
-            absl::StrCat("random draw from ", SpaceText(space),
-                         " configurations (seed ", seed, ")")));
+        out.push_back(
+            MakeCandidate(h, parent, std::move(params),
+                          absl::StrCat("random draw from ", SpaceText(space),
+                                       " configurations (seed ", seed, ")")));
         found = true;
       }
       if (!found) break;
@@ -294,13 +298,14 @@ absl::StatusOr<std::unique_ptr<Strategy>> NewStrategy(
   if (name == "grid") return NewGridStrategy();
   if (name == "random" || name.empty()) return NewRandomStrategy();
   if (name == kGuidedStrategyName) {
-    absl::StatusOr<GuidedOptions> options = GuidedOptionsFromSpec(spec.strategy());
+    absl::StatusOr<GuidedOptions> options =
+        GuidedOptionsFromSpec(spec.strategy());
     if (!options.ok()) return options.status();
     return NewGuidedStrategy(*options);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "strategy '", absl::CHexEscape(name.substr(0, 64)), "' ",
-      "is unknown", "; known: grid, guided, random"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("strategy '", absl::CHexEscape(name.substr(0, 64)), "' ",
+                   "is unknown", "; known: grid, guided, random"));
 }
 
 }  // namespace tunefarm

@@ -62,10 +62,9 @@ std::string FormatValues(
 }
 
 bool InDomain(const v1::ParameterDomain& p, const v1::ParamValue& v) {
-  return std::any_of(p.values().begin(), p.values().end(),
-                     [&](const v1::ParamValue& d) {
-                       return ParamValueEquals(d, v);
-                     });
+  return std::any_of(
+      p.values().begin(), p.values().end(),
+      [&](const v1::ParamValue& d) { return ParamValueEquals(d, v); });
 }
 
 absl::Status RequirePresent(const YAML::Node& map, absl::string_view key,
@@ -91,14 +90,14 @@ absl::Status ParseParameter(const YAML::Node& node, const std::string& path,
     return FieldError(values_path, "is required");
   }
   if (!values.IsSequence()) {
-    return FieldError(values_path,
-                      absl::StrCat("expected a list, got ", yamlf::Describe(values)));
+    return FieldError(values_path, absl::StrCat("expected a list, got ",
+                                                yamlf::Describe(values)));
   }
   if (values.size() == 0) return FieldError(values_path, "must not be empty");
   if (values.size() > kMaxValues) {
-    return FieldError(values_path, absl::StrCat("has ", values.size(),
-                                                " values; the limit is ",
-                                                kMaxValues));
+    return FieldError(values_path,
+                      absl::StrCat("has ", values.size(),
+                                   " values; the limit is ", kMaxValues));
   }
   bool any_double = false;
   for (size_t i = 0; i < values.size(); ++i) {
@@ -110,7 +109,8 @@ absl::Status ParseParameter(const YAML::Node& node, const std::string& path,
   // Integers among doubles are doubles ("[0.5, 1, 2]").
   if (any_double) {
     for (v1::ParamValue& v : *out->mutable_values()) {
-      if (v.has_int_value()) v.set_double_value(static_cast<double>(v.int_value()));
+      if (v.has_int_value())
+        v.set_double_value(static_cast<double>(v.int_value()));
     }
   }
   const v1::ParamValue::KindCase kind = out->values(0).kind_case();
@@ -118,15 +118,16 @@ absl::Status ParseParameter(const YAML::Node& node, const std::string& path,
   for (int i = 0; i < out->values_size(); ++i) {
     const v1::ParamValue& v = out->values(i);
     if (v.kind_case() != kind) {
-      return FieldError(
-          Index(values_path, i),
-          absl::StrCat("'", ParamValueToString(v), "' is ", KindName(v.kind_case()),
-                       " but values[0] is ", KindName(kind),
-                       "; a parameter's values share one type"));
+      return FieldError(Index(values_path, i),
+                        absl::StrCat("'", ParamValueToString(v), "' is ",
+                                     KindName(v.kind_case()),
+                                     " but values[0] is ", KindName(kind),
+                                     "; a parameter's values share one type"));
     }
     if (!seen.insert(ParamValueToString(v)).second) {
-      return FieldError(Index(values_path, i),
-                        absl::StrCat("duplicate value ", ParamValueToString(v)));
+      return FieldError(
+          Index(values_path, i),
+          absl::StrCat("duplicate value ", ParamValueToString(v)));
     }
   }
 
@@ -138,9 +139,9 @@ absl::Status ParseParameter(const YAML::Node& node, const std::string& path,
     def.set_double_value(static_cast<double>(def.int_value()));
   }
   if (!InDomain(*out, def)) {
-    return FieldError(default_path,
-                      absl::StrCat(ParamValueToString(def), " is not one of values ",
-                                   FormatValues(out->values())));
+    return FieldError(default_path, absl::StrCat(ParamValueToString(def),
+                                                 " is not one of values ",
+                                                 FormatValues(out->values())));
   }
   *out->mutable_default_value() = std::move(def);
 
@@ -159,7 +160,8 @@ absl::Status ParseParameter(const YAML::Node& node, const std::string& path,
   }
   if (Has(node, "description")) {
     const std::string p = Child(path, "description");
-    TF_ASSIGN_OR_RETURN(std::string d, yamlf::GetString(Get(node, "description"), p));
+    TF_ASSIGN_OR_RETURN(std::string d,
+                        yamlf::GetString(Get(node, "description"), p));
     TF_RETURN_IF_ERROR(yamlf::CheckText(p, d, yamlf::kMaxStringBytes, true));
     out->set_description(d);
   }
@@ -167,21 +169,25 @@ absl::Status ParseParameter(const YAML::Node& node, const std::string& path,
     const std::string p = Child(path, "backends");
     const YAML::Node kinds = Get(node, "backends");
     if (!kinds.IsSequence() || kinds.size() == 0) {
-      return FieldError(p, absl::StrCat("must be a non-empty list of board kinds, got ",
-                                        yamlf::Describe(kinds)));
+      return FieldError(
+          p, absl::StrCat("must be a non-empty list of board kinds, got ",
+                          yamlf::Describe(kinds)));
     }
     std::set<std::string> seen_kinds;
     for (size_t i = 0; i < kinds.size(); ++i) {
-      TF_ASSIGN_OR_RETURN(std::string kind, yamlf::GetString(kinds[i], Index(p, i)));
+      TF_ASSIGN_OR_RETURN(std::string kind,
+                          yamlf::GetString(kinds[i], Index(p, i)));
       const auto& known = KnownBoardKinds();
       if (std::find(known.begin(), known.end(), kind) == known.end()) {
         TF_RETURN_IF_ERROR(yamlf::CheckText(Index(p, i), kind, 64));
-        return FieldError(Index(p, i), absl::StrCat("unknown board kind '", kind,
-                                                    "'; known: ",
-                                                    absl::StrJoin(known, ", ")));
+        return FieldError(
+            Index(p, i),
+            absl::StrCat("unknown board kind '", kind,
+                         "'; known: ", absl::StrJoin(known, ", ")));
       }
       if (!seen_kinds.insert(kind).second) {
-        return FieldError(Index(p, i), absl::StrCat("duplicate board kind '", kind, "'"));
+        return FieldError(Index(p, i),
+                          absl::StrCat("duplicate board kind '", kind, "'"));
       }
       out->add_backends(kind);
     }
@@ -196,8 +202,9 @@ absl::Status ParseWorkload(const YAML::Node& node, const std::string& path,
   TF_ASSIGN_OR_RETURN(*out->mutable_name(),
                       yamlf::GetString(Get(node, "name"), Child(path, "name")));
   TF_RETURN_IF_ERROR(RequirePresent(node, "dtype", path));
-  TF_ASSIGN_OR_RETURN(*out->mutable_dtype(),
-                      yamlf::GetString(Get(node, "dtype"), Child(path, "dtype")));
+  TF_ASSIGN_OR_RETURN(
+      *out->mutable_dtype(),
+      yamlf::GetString(Get(node, "dtype"), Child(path, "dtype")));
   TF_RETURN_IF_ERROR(RequirePresent(node, "dims", path));
   const std::string dims_path = Child(path, "dims");
   const YAML::Node dims = Get(node, "dims");
@@ -205,7 +212,8 @@ absl::Status ParseWorkload(const YAML::Node& node, const std::string& path,
   for (auto it = dims.begin(); it != dims.end(); ++it) {
     const std::string& key = it->first.Scalar();
     TF_RETURN_IF_ERROR(yamlf::CheckIdentifier(dims_path, key));
-    TF_ASSIGN_OR_RETURN(int64_t v, yamlf::GetInt(it->second, Child(dims_path, key)));
+    TF_ASSIGN_OR_RETURN(int64_t v,
+                        yamlf::GetInt(it->second, Child(dims_path, key)));
     (*out->mutable_dims())[key] = v;
   }
   return ValidateWorkload(*out, path);
@@ -222,8 +230,8 @@ absl::Status ParseBackends(const YAML::Node& node, v1::OperatorManifest* op) {
       return FieldError(path, absl::StrCat("unknown board kind; known: ",
                                            absl::StrJoin(known, ", ")));
     }
-    TF_RETURN_IF_ERROR(yamlf::CheckMap(it->second, path,
-                                       {"command", "sources", "compiler", "flags"}));
+    TF_RETURN_IF_ERROR(yamlf::CheckMap(
+        it->second, path, {"command", "sources", "compiler", "flags"}));
     v1::BackendEntry entry;
     // A non-empty list of non-empty single-line strings at `key`.
     auto string_list = [&](absl::string_view key,
@@ -233,9 +241,9 @@ absl::Status ParseBackends(const YAML::Node& node, v1::OperatorManifest* op) {
       const YAML::Node list = Get(it->second, key);
       if (!list.IsDefined() || list.IsNull()) return absl::OkStatus();
       if (!list.IsSequence() || (!allow_empty_list && list.size() == 0)) {
-        return FieldError(list_path,
-                          absl::StrCat("must be a non-empty list of strings, got ",
-                                       yamlf::Describe(list)));
+        return FieldError(
+            list_path, absl::StrCat("must be a non-empty list of strings, got ",
+                                    yamlf::Describe(list)));
       }
       if (list.size() > kMaxCommandArgs) {
         return FieldError(list_path, absl::StrCat("has ", list.size(),
@@ -244,7 +252,8 @@ absl::Status ParseBackends(const YAML::Node& node, v1::OperatorManifest* op) {
       }
       for (size_t i = 0; i < list.size(); ++i) {
         const std::string arg_path = Index(list_path, i);
-        TF_ASSIGN_OR_RETURN(std::string arg, yamlf::GetString(list[i], arg_path));
+        TF_ASSIGN_OR_RETURN(std::string arg,
+                            yamlf::GetString(list[i], arg_path));
         if (arg.empty()) return FieldError(arg_path, "must not be empty");
         TF_RETURN_IF_ERROR(yamlf::CheckText(arg_path, arg));
         out->Add(std::move(arg));
@@ -270,17 +279,20 @@ absl::Status ParseBackends(const YAML::Node& node, v1::OperatorManifest* op) {
     }
     if (entry.command().empty() == false &&
         (!entry.compiler().empty() || !entry.flags().empty())) {
-      return FieldError(path, "compiler and flags go with sources, not command");
+      return FieldError(path,
+                        "compiler and flags go with sources, not command");
     }
     for (int i = 0; i < entry.sources_size(); ++i) {
       const std::string& src = entry.sources(i);
       const std::string sp = Index(Child(path, "sources"), i);
       if (src[0] == '/') {
-        return FieldError(sp, absl::StrCat("'", src, "' must be relative to the package"));
+        return FieldError(
+            sp, absl::StrCat("'", src, "' must be relative to the package"));
       }
       for (absl::string_view c : absl::StrSplit(src, '/')) {
         if (c == "..") {
-          return FieldError(sp, absl::StrCat("'", src, "' escapes the package (\"..\")"));
+          return FieldError(
+              sp, absl::StrCat("'", src, "' escapes the package (\"..\")"));
         }
       }
     }
@@ -289,17 +301,19 @@ absl::Status ParseBackends(const YAML::Node& node, v1::OperatorManifest* op) {
   return absl::OkStatus();
 }
 
-absl::Status ParseManifestNode(const YAML::Node& doc, v1::OperatorManifest* op) {
-  TF_RETURN_IF_ERROR(yamlf::CheckMap(
-      doc, "",
-      {"name", "description", "parameters", "workloads", "tolerances", "backends"}));
+absl::Status ParseManifestNode(const YAML::Node& doc,
+                               v1::OperatorManifest* op) {
+  TF_RETURN_IF_ERROR(yamlf::CheckMap(doc, "",
+                                     {"name", "description", "parameters",
+                                      "workloads", "tolerances", "backends"}));
   TF_RETURN_IF_ERROR(RequirePresent(doc, "name", ""));
   TF_ASSIGN_OR_RETURN(*op->mutable_name(),
                       yamlf::GetString(Get(doc, "name"), "name"));
   TF_RETURN_IF_ERROR(yamlf::CheckIdentifier("name", op->name()));
   if (Has(doc, "description")) {
-    TF_ASSIGN_OR_RETURN(*op->mutable_description(),
-                        yamlf::GetString(Get(doc, "description"), "description"));
+    TF_ASSIGN_OR_RETURN(
+        *op->mutable_description(),
+        yamlf::GetString(Get(doc, "description"), "description"));
     TF_RETURN_IF_ERROR(yamlf::CheckText("description", op->description(),
                                         yamlf::kMaxStringBytes, true));
   }
@@ -312,9 +326,9 @@ absl::Status ParseManifestNode(const YAML::Node& doc, v1::OperatorManifest* op) 
   }
   if (params.size() == 0) return FieldError("parameters", "must not be empty");
   if (params.size() > kMaxParameters) {
-    return FieldError("parameters", absl::StrCat("has ", params.size(),
-                                                 " entries; the limit is ",
-                                                 kMaxParameters));
+    return FieldError("parameters",
+                      absl::StrCat("has ", params.size(),
+                                   " entries; the limit is ", kMaxParameters));
   }
   std::map<std::string, size_t> param_index;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -336,9 +350,9 @@ absl::Status ParseManifestNode(const YAML::Node& doc, v1::OperatorManifest* op) 
                                                   yamlf::Describe(wls)));
     }
     if (wls.size() > kMaxWorkloads) {
-      return FieldError("workloads", absl::StrCat("has ", wls.size(),
-                                                  " entries; the limit is ",
-                                                  kMaxWorkloads));
+      return FieldError("workloads",
+                        absl::StrCat("has ", wls.size(),
+                                     " entries; the limit is ", kMaxWorkloads));
     }
     std::map<std::string, size_t> wl_index;
     for (size_t i = 0; i < wls.size(); ++i) {
@@ -375,9 +389,9 @@ absl::Status ParseManifestNode(const YAML::Node& doc, v1::OperatorManifest* op) 
     const v1::ParameterDomain& p = op->parameters(i);
     for (int j = 0; j < p.backends_size(); ++j) {
       if (op->backends().count(p.backends(j)) == 0) {
-        return FieldError(Index(Child(Index("parameters", i), "backends"), j),
-                          absl::StrCat("'", p.backends(j),
-                                       "' has no entry under backends"));
+        return FieldError(
+            Index(Child(Index("parameters", i), "backends"), j),
+            absl::StrCat("'", p.backends(j), "' has no entry under backends"));
       }
     }
   }
@@ -401,8 +415,7 @@ const std::vector<std::string>& KnownBoardKinds() {
   return *kinds;
 }
 
-absl::Status ValidateWorkload(const v1::Workload& w,
-                              std::string_view path_in) {
+absl::Status ValidateWorkload(const v1::Workload& w, std::string_view path_in) {
   const absl::string_view path(path_in.data(), path_in.size());
   TF_RETURN_IF_ERROR(yamlf::CheckIdentifier(Child(path, "name"), w.name()));
   TF_RETURN_IF_ERROR(yamlf::CheckIdentifier(Child(path, "dtype"), w.dtype()));
@@ -415,8 +428,9 @@ absl::Status ValidateWorkload(const v1::Workload& w,
   for (const auto& [key, v] : sorted) {
     TF_RETURN_IF_ERROR(yamlf::CheckIdentifier(dims_path, key));
     if (v < 1 || v > kMaxDim) {
-      return FieldError(Child(dims_path, key),
-                        absl::StrCat("must be between 1 and ", kMaxDim, ", got ", v));
+      return FieldError(
+          Child(dims_path, key),
+          absl::StrCat("must be between 1 and ", kMaxDim, ", got ", v));
     }
   }
   return absl::OkStatus();
@@ -436,9 +450,9 @@ absl::StatusOr<v1::OperatorManifest> ParseOperatorManifest(
   try {
     s = ParseManifestNode(*doc, &op);
   } catch (const YAML::Exception& e) {
-    s = absl::InvalidArgumentError(absl::StrCat(
-        "YAML error at line ", e.mark.line + 1, ", column ", e.mark.column + 1,
-        ": ", e.msg));
+    s = absl::InvalidArgumentError(
+        absl::StrCat("YAML error at line ", e.mark.line + 1, ", column ",
+                     e.mark.column + 1, ": ", e.msg));
   }
   if (!s.ok()) return with_source(s);
   return op;
@@ -450,8 +464,10 @@ absl::StatusOr<v1::OperatorManifest> LoadOperatorManifest(
   absl::StatusOr<std::string> text = ReadFile(manifest_path);
   if (!text.ok()) {
     return absl::Status(text.status().code(),
-                        absl::StrCat(manifest_path, ": cannot read the operator "
-                                     "manifest: ", text.status().message()));
+                        absl::StrCat(manifest_path,
+                                     ": cannot read the operator "
+                                     "manifest: ",
+                                     text.status().message()));
   }
   TF_ASSIGN_OR_RETURN(v1::OperatorManifest op,
                       ParseOperatorManifest(*text, manifest_path));
@@ -488,9 +504,10 @@ absl::Status ValidateParams(const v1::OperatorManifest& op,
     if (FindParameter(op, name) == nullptr) {
       std::vector<std::string> known;
       for (const auto& p : op.parameters()) known.push_back(p.name());
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown parameter '", absl::CHexEscape(name.substr(0, 64)),
-          "' for operator ", op.name(), "; known: ", absl::StrJoin(known, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown parameter '",
+                       absl::CHexEscape(name.substr(0, 64)), "' for operator ",
+                       op.name(), "; known: ", absl::StrJoin(known, ", ")));
     }
   }
   for (const v1::ParameterDomain& p : op.parameters()) {
@@ -501,14 +518,15 @@ absl::Status ValidateParams(const v1::OperatorManifest& op,
     }
     const v1::ParamValue& v = it->second;
     if (!p.values().empty() && v.kind_case() != p.values(0).kind_case()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter ", p.name(), ": expected ", KindName(p.values(0).kind_case()),
-          ", got ", KindName(v.kind_case()), " ", ParamValueToString(v)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter ", p.name(), ": expected ",
+                       KindName(p.values(0).kind_case()), ", got ",
+                       KindName(v.kind_case()), " ", ParamValueToString(v)));
     }
     if (!InDomain(p, v)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter ", p.name(), ": ", ParamValueToString(v),
-          " is not one of ", FormatValues(p.values())));
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter ", p.name(), ": ", ParamValueToString(v),
+                       " is not one of ", FormatValues(p.values())));
     }
   }
   return absl::OkStatus();
@@ -532,13 +550,14 @@ absl::StatusOr<OperatorCatalog> OperatorCatalog::LoadFromDirs(
   OperatorCatalog catalog;
   std::map<std::string, std::string> origin;  // operator name -> manifest path
   auto add = [&](const std::string& package_dir) -> absl::Status {
-    TF_ASSIGN_OR_RETURN(v1::OperatorManifest op, LoadOperatorManifest(package_dir));
+    TF_ASSIGN_OR_RETURN(v1::OperatorManifest op,
+                        LoadOperatorManifest(package_dir));
     const std::string path = ManifestPathOf(package_dir);
     auto [it, inserted] = origin.emplace(op.name(), path);
     if (!inserted) {
       return absl::InvalidArgumentError(
-          absl::StrCat("operator '", op.name(), "' is defined twice: ",
-                       it->second, " and ", path));
+          absl::StrCat("operator '", op.name(),
+                       "' is defined twice: ", it->second, " and ", path));
     }
     catalog.Add(std::move(op));
     return absl::OkStatus();
@@ -546,8 +565,8 @@ absl::StatusOr<OperatorCatalog> OperatorCatalog::LoadFromDirs(
   for (const std::string& root : roots) {
     std::error_code ec;
     if (!fs::is_directory(root, ec)) {
-      return absl::NotFoundError(
-          absl::StrCat("operator folder '", root, "' does not exist or is not a folder"));
+      return absl::NotFoundError(absl::StrCat(
+          "operator folder '", root, "' does not exist or is not a folder"));
     }
     if (IsPackage(root)) {
       TF_RETURN_IF_ERROR(add(root));
@@ -556,8 +575,8 @@ absl::StatusOr<OperatorCatalog> OperatorCatalog::LoadFromDirs(
     std::vector<fs::path> packages;
     fs::directory_iterator it(root, ec), end;
     if (ec) {
-      return absl::InternalError(
-          absl::StrCat("cannot list operator folder '", root, "': ", ec.message()));
+      return absl::InternalError(absl::StrCat("cannot list operator folder '",
+                                              root, "': ", ec.message()));
     }
     for (; it != end; it.increment(ec)) {
       if (ec) break;
@@ -567,13 +586,13 @@ absl::StatusOr<OperatorCatalog> OperatorCatalog::LoadFromDirs(
       }
     }
     if (ec) {
-      return absl::InternalError(
-          absl::StrCat("cannot list operator folder '", root, "': ", ec.message()));
+      return absl::InternalError(absl::StrCat("cannot list operator folder '",
+                                              root, "': ", ec.message()));
     }
     if (packages.empty()) {
-      return absl::NotFoundError(absl::StrCat(
-          "operator folder '", root, "' holds no package (no ", kManifestFileName,
-          " in it or in any subfolder)"));
+      return absl::NotFoundError(
+          absl::StrCat("operator folder '", root, "' holds no package (no ",
+                       kManifestFileName, " in it or in any subfolder)"));
     }
     std::sort(packages.begin(), packages.end());
     for (const fs::path& p : packages) TF_RETURN_IF_ERROR(add(p.string()));
@@ -588,7 +607,8 @@ absl::StatusOr<const v1::OperatorManifest*> OperatorCatalog::Find(
   if (it == ops_.end()) {
     std::vector<std::string> names = Names();
     return absl::NotFoundError(absl::StrCat(
-        "unknown operator '", absl::CHexEscape(name.substr(0, 64)), "'; known: ",
+        "unknown operator '", absl::CHexEscape(name.substr(0, 64)),
+        "'; known: ",
         names.empty() ? std::string("(none)") : absl::StrJoin(names, ", ")));
   }
   return &it->second;

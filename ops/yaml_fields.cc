@@ -32,8 +32,9 @@ std::string PathOrDocument(absl::string_view path) {
   return path.empty() ? std::string("document") : std::string(path);
 }
 
-absl::Status CheckMapShape(const YAML::Node& node, absl::string_view path,
-                           const std::initializer_list<absl::string_view>* allowed) {
+absl::Status CheckMapShape(
+    const YAML::Node& node, absl::string_view path,
+    const std::initializer_list<absl::string_view>* allowed) {
   if (!node.IsDefined() || !node.IsMap()) {
     return FieldError(PathOrDocument(path),
                       absl::StrCat("expected a map, got ", Describe(node)));
@@ -97,17 +98,17 @@ std::string Index(absl::string_view path, size_t i) {
 
 absl::StatusOr<YAML::Node> ParseYamlDocument(absl::string_view yaml) {
   if (yaml.size() > kMaxDocumentBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("document is ", yaml.size(), " bytes; the limit is ",
-                     kMaxDocumentBytes));
+    return absl::InvalidArgumentError(absl::StrCat("document is ", yaml.size(),
+                                                   " bytes; the limit is ",
+                                                   kMaxDocumentBytes));
   }
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(std::string(yaml));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat("YAML syntax error at line ", e.mark.line + 1,
-                     ", column ", e.mark.column + 1, ": ", e.msg));
+        absl::StrCat("YAML syntax error at line ", e.mark.line + 1, ", column ",
+                     e.mark.column + 1, ": ", e.msg));
   }
   if (docs.empty() || (docs.size() == 1 && docs[0].IsNull())) {
     return absl::InvalidArgumentError("document is empty");
@@ -175,8 +176,8 @@ absl::StatusOr<int64_t> GetInt(const YAML::Node& node, absl::string_view path) {
   int64_t v = 0;
   if (!node.IsDefined() || !node.IsScalar() ||
       !absl::SimpleAtoi(node.Scalar(), &v)) {
-    return FieldError(path,
-                      absl::StrCat("expected an integer, got ", Describe(node)));
+    return FieldError(
+        path, absl::StrCat("expected an integer, got ", Describe(node)));
   }
   return v;
 }
@@ -184,8 +185,8 @@ absl::StatusOr<int64_t> GetInt(const YAML::Node& node, absl::string_view path) {
 absl::StatusOr<double> GetDouble(const YAML::Node& node,
                                  absl::string_view path) {
   if (node.IsDefined() && node.IsScalar() && LooksNonFinite(node.Scalar())) {
-    return FieldError(path, absl::StrCat("must be a finite number, got ",
-                                         Describe(node)));
+    return FieldError(
+        path, absl::StrCat("must be a finite number, got ", Describe(node)));
   }
   double v = 0;
   if (!node.IsDefined() || !node.IsScalar() ||
@@ -212,8 +213,8 @@ absl::StatusOr<int64_t> GetIntInRange(const YAML::Node& node,
   absl::StatusOr<int64_t> v = GetInt(node, path);
   if (!v.ok()) return v.status();
   if (*v < lo || *v > hi) {
-    return FieldError(path, absl::StrCat("must be between ", lo, " and ", hi,
-                                         ", got ", *v));
+    return FieldError(
+        path, absl::StrCat("must be between ", lo, " and ", hi, ", got ", *v));
   }
   return *v;
 }
@@ -249,15 +250,17 @@ absl::StatusOr<v1::ParamValue> GetParamValue(const YAML::Node& node,
 absl::Status CheckText(absl::string_view path, absl::string_view value,
                        size_t max_len, bool allow_newlines) {
   if (value.size() > max_len) {
-    return FieldError(path, absl::StrCat("is ", value.size(),
-                                         " bytes long; the limit is ", max_len));
+    return FieldError(
+        path, absl::StrCat("is ", value.size(), " bytes long; the limit is ",
+                           max_len));
   }
   for (char c : value) {
     const auto u = static_cast<unsigned char>(c);
     if (allow_newlines && (c == '\n' || c == '\t')) continue;
     if (u < 0x20 || u == 0x7f) {
-      return FieldError(path, absl::StrCat("must not contain control characters, got ",
-                                           Quote(value)));
+      return FieldError(
+          path, absl::StrCat("must not contain control characters, got ",
+                             Quote(value)));
     }
   }
   return absl::OkStatus();
@@ -271,8 +274,9 @@ absl::Status CheckIdentifier(absl::string_view path, absl::string_view value) {
   }
   if (!ok) {
     return FieldError(
-        path, absl::StrCat("must match [a-z][a-z0-9_]* (at most 64 characters), got ",
-                           Quote(value)));
+        path,
+        absl::StrCat("must match [a-z][a-z0-9_]* (at most 64 characters), got ",
+                     Quote(value)));
   }
   return absl::OkStatus();
 }

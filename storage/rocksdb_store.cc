@@ -171,8 +171,8 @@ class RocksDbStore : public Store {
 
   absl::StatusOr<v1::Sweep> GetSweep(const std::string& sweep_id) override {
     std::string value;
-    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), sweeps_, sweep_id,
-                                 &value);
+    rocksdb::Status s =
+        db_->Get(rocksdb::ReadOptions(), sweeps_, sweep_id, &value);
     if (s.IsNotFound()) {
       return absl::NotFoundError(
           absl::StrCat("sweep '", sweep_id, "' not found"));
@@ -301,8 +301,8 @@ class RocksDbStore : public Store {
       case Kind::kAppendEvent:
         if (m.id.empty()) return bad("AppendEvent: sweep_id is empty");
         if (m.a < 1) {
-          return bad(absl::StrCat("AppendEvent: seq ", m.a, " of sweep '",
-                                  m.id, "' must be >= 1"));
+          return bad(absl::StrCat("AppendEvent: seq ", m.a, " of sweep '", m.id,
+                                  "' must be >= 1"));
         }
         break;
       case Kind::kPutMeasurement:
@@ -337,8 +337,7 @@ class RocksDbStore : public Store {
   absl::StatusOr<std::vector<Proto>> Scan(rocksdb::ColumnFamilyHandle* cf,
                                           const char* cf_name,
                                           const std::string& prefix,
-                                          const std::string& start,
-                                          int limit) {
+                                          const std::string& start, int limit) {
     std::vector<Proto> out;
     std::unique_ptr<rocksdb::Iterator> it(
         db_->NewIterator(rocksdb::ReadOptions(), cf));
@@ -399,8 +398,8 @@ absl::StatusOr<std::unique_ptr<Store>> OpenRocksDbStore(
     std::string text = s.ToString();
     // Another process (or Store) holds the database: RocksDB reports an I/O
     // error on the LOCK file.
-    if (s.IsIOError() && (absl::StrContains(text, "lock") ||
-                          absl::StrContains(text, "LOCK"))) {
+    if (s.IsIOError() &&
+        (absl::StrContains(text, "lock") || absl::StrContains(text, "LOCK"))) {
       return absl::FailedPreconditionError(absl::StrCat(
           "RocksDB store at ", path,
           " is locked: another process (or Store) has it open: rocksdb: ",
@@ -410,9 +409,9 @@ absl::StatusOr<std::unique_ptr<Store>> OpenRocksDbStore(
   }
   std::unique_ptr<rocksdb::DB> db(raw);
   // handles are in descriptor order.
-  return std::unique_ptr<Store>(new RocksDbStore(
-      path, std::move(db), handles, handles[1], handles[2], handles[3],
-      handles[4], handles[5], handles[0]));
+  return std::unique_ptr<Store>(
+      new RocksDbStore(path, std::move(db), handles, handles[1], handles[2],
+                       handles[3], handles[4], handles[5], handles[0]));
 }
 
 }  // namespace tunefarm

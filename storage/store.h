@@ -46,16 +46,16 @@ class WriteSet {
       kPutMeta,
     };
     Kind kind = Kind::kPutMeta;
-    std::string id;   // sweep_id, board_id or meta key
-    int64_t a = 0;    // round_id (round, measurement) or seq (event)
-    int64_t b = 0;    // epoch (measurement)
+    std::string id;     // sweep_id, board_id or meta key
+    int64_t a = 0;      // round_id (round, measurement) or seq (event)
+    int64_t b = 0;      // epoch (measurement)
     std::string value;  // serialized record, or the meta value
     bool serialize_failed = false;
   };
 
-  void PutSweep(const v1::Sweep& sweep);        // key: sweep_id
-  void PutRound(const v1::Round& round);        // key: sweep_id + round_id
-  void PutBoard(const v1::BoardInfo& board);    // key: board_id
+  void PutSweep(const v1::Sweep& sweep);      // key: sweep_id
+  void PutRound(const v1::Round& round);      // key: sweep_id + round_id
+  void PutBoard(const v1::BoardInfo& board);  // key: board_id
   void DeleteBoard(const std::string& board_id);
   // key: sweep_id + seq (seq set by the caller, >= 1).
   void AppendEvent(const v1::SweepEvent& event);

@@ -1,6 +1,6 @@
-#include "storage/store.h"
-
 #include <utility>
+
+#include "storage/store.h"
 
 namespace tunefarm {
 namespace {

@@ -33,8 +33,8 @@
 #define TUNEFARM_OPS_COMMON_HARNESS_H_
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -131,9 +131,10 @@ inline bool ParseArgs(int argc, char** argv, Args* out, std::string* error) {
       return false;
     }
   }
-  if (out->stage != "build" && out->stage != "reference" && out->stage != "run" &&
-      out->stage != "profile") {
-    *error = "--stage: expected build|reference|run|profile, got '" + out->stage + "'";
+  if (out->stage != "build" && out->stage != "reference" &&
+      out->stage != "run" && out->stage != "profile") {
+    *error = "--stage: expected build|reference|run|profile, got '" +
+             out->stage + "'";
     return false;
   }
   if (out->workload_path.empty() || out->out_dir.empty()) {
@@ -181,7 +182,8 @@ inline bool Expect(const std::string& s, size_t* i, char c) {
 
 }  // namespace internal
 
-inline bool ReadText(const std::string& path, std::string* out, std::string* error) {
+inline bool ReadText(const std::string& path, std::string* out,
+                     std::string* error) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *error = "cannot read " + path;
@@ -195,7 +197,8 @@ inline bool ReadText(const std::string& path, std::string* out, std::string* err
 
 // Reads the workload JSON (the board's format only: string name/dtype and an
 // object of integer dims).
-inline bool ReadWorkload(const std::string& path, Workload* w, std::string* error) {
+inline bool ReadWorkload(const std::string& path, Workload* w,
+                         std::string* error) {
   using namespace internal;
   std::string s;
   if (!ReadText(path, &s, error)) return false;
@@ -233,7 +236,10 @@ inline bool ReadWorkload(const std::string& path, Workload* w, std::string* erro
           w->dims[dim] = std::strtoll(s.substr(i, j - i).c_str(), nullptr, 10);
           i = j;
           SkipWs(s, &i);
-          if (i < s.size() && s[i] == ',') { ++i; continue; }
+          if (i < s.size() && s[i] == ',') {
+            ++i;
+            continue;
+          }
           if (!Expect(s, &i, '}')) return bad("expected ',' or '}' in dims");
           break;
         }
@@ -242,7 +248,10 @@ inline bool ReadWorkload(const std::string& path, Workload* w, std::string* erro
       return bad("unknown key '" + key + "'");
     }
     SkipWs(s, &i);
-    if (i < s.size() && s[i] == ',') { ++i; continue; }
+    if (i < s.size() && s[i] == ',') {
+      ++i;
+      continue;
+    }
     if (!Expect(s, &i, '}')) return bad("expected ',' or '}'");
     return true;
   }
@@ -262,7 +271,9 @@ inline uint64_t Mix(uint64_t x) {
 inline void FillInputs(uint64_t seed, uint64_t salt, float* data, size_t n) {
   const uint64_t base = Mix(seed ^ (salt * 0x2545f4914f6cdd1dULL));
   for (size_t i = 0; i < n; ++i) {
-    data[i] = static_cast<float>(static_cast<int64_t>(Mix(base + i) % 129) - 64) / 64.0f;
+    data[i] =
+        static_cast<float>(static_cast<int64_t>(Mix(base + i) % 129) - 64) /
+        64.0f;
   }
 }
 
@@ -279,7 +290,8 @@ inline bool WriteBytes(const std::string& path, const void* data, size_t bytes,
     return false;
   }
   const bool ok = std::fwrite(data, 1, bytes, f) == bytes;
-  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (std::fclose(f) != 0 || !ok ||
+      std::rename(tmp.c_str(), path.c_str()) != 0) {
     *error = "cannot write " + path;
     return false;
   }
@@ -349,7 +361,8 @@ inline bool PinFromEnv(int* pinned, std::string* error) {
     i = j + 1;
   }
   if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-    *error = std::string("sched_setaffinity(TF_CPU_LIST=") + s + "): " + std::strerror(errno);
+    *error = std::string("sched_setaffinity(TF_CPU_LIST=") + s +
+             "): " + std::strerror(errno);
     return false;
   }
   *pinned = CPU_COUNT(&set);
@@ -386,8 +399,8 @@ class CacheFlusher {
 
 // Times `run` warmup + samples times (µs each, steady clock), flushing the
 // caches before each call when asked (the flush is not timed).
-inline std::vector<double> TimeLoop(const std::function<void()>& run, int warmup,
-                                    int samples, bool flush_cache) {
+inline std::vector<double> TimeLoop(const std::function<void()>& run,
+                                    int warmup, int samples, bool flush_cache) {
   CacheFlusher* flusher = flush_cache ? new CacheFlusher() : nullptr;
   std::vector<double> us;
   us.reserve(static_cast<size_t>(warmup + samples));
@@ -408,13 +421,18 @@ inline std::vector<double> TimeLoop(const std::function<void()>& run, int warmup
 // containers); the caller writes that down as an evidence gap.
 class PerfCounters {
  public:
-  struct Counter { const char* name; uint32_t type; uint64_t config; };
+  struct Counter {
+    const char* name;
+    uint32_t type;
+    uint64_t config;
+  };
   PerfCounters() {
 #ifdef __linux__
     static const Counter kCounters[] = {
         {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
         {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
-        {"cache_references", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES},
+        {"cache_references", PERF_TYPE_HARDWARE,
+         PERF_COUNT_HW_CACHE_REFERENCES},
         {"cache_misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
         {"llc_read_misses", PERF_TYPE_HW_CACHE,
          PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_READ << 8) |
@@ -436,12 +454,14 @@ class PerfCounters {
         const int err = errno;
         // Hardware counters are what matter; a missing one is recorded.
         if (c.type != PERF_TYPE_SOFTWARE && why_.empty()) {
-          why_ = std::string("perf_event_open(") + c.name + "): " + std::strerror(err) +
-                 (err == EACCES || err == EPERM
-                      ? " (kernel.perf_event_paranoid or container policy forbids it)"
-                      : err == ENOENT || err == ENODEV || err == EOPNOTSUPP
-                            ? " (no hardware PMU exposed, common in VMs and containers)"
-                            : "");
+          why_ =
+              std::string("perf_event_open(") + c.name +
+              "): " + std::strerror(err) +
+              (err == EACCES || err == EPERM ? " (kernel.perf_event_paranoid "
+                                               "or container policy forbids it)"
+               : err == ENOENT || err == ENODEV || err == EOPNOTSUPP
+                   ? " (no hardware PMU exposed, common in VMs and containers)"
+                   : "");
         }
         missing_.push_back(c.name);
         continue;
@@ -450,7 +470,8 @@ class PerfCounters {
       names_.push_back(c.name);
     }
     // Without cycles and instructions there is no useful profile.
-    if (std::find(names_.begin(), names_.end(), std::string("cycles")) == names_.end() ||
+    if (std::find(names_.begin(), names_.end(), std::string("cycles")) ==
+            names_.end() ||
         std::find(names_.begin(), names_.end(), std::string("instructions")) ==
             names_.end()) {
       if (why_.empty()) why_ = "cycles/instructions counters not available";
@@ -492,7 +513,8 @@ class PerfCounters {
 #ifdef __linux__
     for (size_t i = 0; i < fds_.size(); ++i) {
       uint64_t v = 0;
-      if (read(fds_[i], &v, sizeof(v)) != static_cast<ssize_t>(sizeof(v))) continue;
+      if (read(fds_[i], &v, sizeof(v)) != static_cast<ssize_t>(sizeof(v)))
+        continue;
       out += names_[i] + "," + std::to_string(v) + "\n";
     }
 #endif
@@ -517,7 +539,8 @@ struct Operator {
                      std::string* error)>
       reference;
   // run/profile: builds inputs from the seed and sizes the output.
-  std::function<bool(const Workload&, uint64_t seed, std::string* error)> prepare;
+  std::function<bool(const Workload&, uint64_t seed, std::string* error)>
+      prepare;
   // One execution of the kernel (what is timed).
   std::function<void()> run;
   // The output buffer `run` writes (poisoned with NaN before the checked run).
@@ -535,21 +558,26 @@ inline int Fail(const Operator& op, int code, const std::string& message) {
 inline int Main(int argc, char** argv, const Operator& op) {
   Args args;
   std::string error;
-  if (!ParseArgs(argc, argv, &args, &error)) return Fail(op, kExitBadInput, error);
+  if (!ParseArgs(argc, argv, &args, &error))
+    return Fail(op, kExitBadInput, error);
   int pinned = 0;
   if (!PinFromEnv(&pinned, &error)) return Fail(op, kExitInternal, error);
   Workload w;
-  if (!ReadWorkload(args.workload_path, &w, &error)) return Fail(op, kExitBadInput, error);
+  if (!ReadWorkload(args.workload_path, &w, &error))
+    return Fail(op, kExitBadInput, error);
   if (op.check && !op.check(w, &error)) return Fail(op, kExitBadInput, error);
-  if (!MakeDir(args.out_dir)) return Fail(op, kExitInternal, "cannot create " + args.out_dir);
+  if (!MakeDir(args.out_dir))
+    return Fail(op, kExitInternal, "cannot create " + args.out_dir);
 
   if (args.stage == "build") {
-    std::printf("%s: parameters valid for workload %s\n", op.name.c_str(), w.name.c_str());
+    std::printf("%s: parameters valid for workload %s\n", op.name.c_str(),
+                w.name.c_str());
     return kExitOk;
   }
   if (args.stage == "reference") {
     std::vector<float> ref;
-    if (!op.reference(w, args.seed, &ref, &error)) return Fail(op, kExitInternal, error);
+    if (!op.reference(w, args.seed, &ref, &error))
+      return Fail(op, kExitInternal, error);
     if (!WriteFloats(args.out_dir + "/reference.bin", ref, &error)) {
       return Fail(op, kExitInternal, error);
     }
@@ -565,8 +593,8 @@ inline int Main(int argc, char** argv, const Operator& op) {
         return Fail(op, kExitInternal, error);
       }
     }
-    const std::vector<double> us = TimeLoop(op.run, args.warmup, args.samples,
-                                            args.flush_cache);
+    const std::vector<double> us =
+        TimeLoop(op.run, args.warmup, args.samples, args.flush_cache);
     if (!WriteTiming(args.out_dir + "/timing_us.txt", us, &error)) {
       return Fail(op, kExitInternal, error);
     }
@@ -591,13 +619,16 @@ inline int Main(int argc, char** argv, const Operator& op) {
     }
   } else {
     us = TimeLoop(op.run, 0, runs, args.flush_cache);
-    const std::string why = "counters unavailable: " + counters.Unavailable() + "\n";
-    if (!WriteBytes(prof + "/counters_unavailable.txt", why.data(), why.size(), &error)) {
+    const std::string why =
+        "counters unavailable: " + counters.Unavailable() + "\n";
+    if (!WriteBytes(prof + "/counters_unavailable.txt", why.data(), why.size(),
+                    &error)) {
       return Fail(op, kExitInternal, error);
     }
   }
   std::string facts = "operator," + op.name + "\nworkload," + w.name + "\n";
-  for (const auto& [k, v] : w.dims) facts += "dim_" + k + "," + std::to_string(v) + "\n";
+  for (const auto& [k, v] : w.dims)
+    facts += "dim_" + k + "," + std::to_string(v) + "\n";
   facts += "pinned_cpus," + std::to_string(pinned) + "\n";
   if (!us.empty()) {
     std::vector<double> sorted = us;
@@ -605,7 +636,8 @@ inline int Main(int argc, char** argv, const Operator& op) {
     facts += "median_us," + std::to_string(sorted[sorted.size() / 2]) + "\n";
   }
   if (op.describe) facts += op.describe(w);
-  if (!WriteBytes(prof + "/run_facts.csv", facts.data(), facts.size(), &error)) {
+  if (!WriteBytes(prof + "/run_facts.csv", facts.data(), facts.size(),
+                  &error)) {
     return Fail(op, kExitInternal, error);
   }
   return kExitOk;

@@ -16,7 +16,8 @@ struct Shape {
   int64_t m = 0, n = 0, k = 0;
 };
 
-inline bool ReadShape(const tf_harness::Workload& w, Shape* s, std::string* error) {
+inline bool ReadShape(const tf_harness::Workload& w, Shape* s,
+                      std::string* error) {
   s->m = w.Dim("m");
   s->n = w.Dim("n");
   s->k = w.Dim("k");
@@ -26,7 +27,8 @@ inline bool ReadShape(const tf_harness::Workload& w, Shape* s, std::string* erro
     return false;
   }
   if (w.dtype != "fp32") {
-    *error = "workload " + w.name + ": dtype " + w.dtype + " unsupported (fp32 only)";
+    *error = "workload " + w.name + ": dtype " + w.dtype +
+             " unsupported (fp32 only)";
     return false;
   }
   return true;

@@ -100,9 +100,9 @@ absl::StatusOr<int64_t> ParseIntFlag(const std::string& flag,
                                      int64_t hi) {
   int64_t v;
   if (!absl::SimpleAtoi(value, &v) || v < lo || v > hi) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", flag, " \"", value.substr(0, 40), "\" is not an integer in [",
-        lo, ", ", hi, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " \"", value.substr(0, 40),
+                     "\" is not an integer in [", lo, ", ", hi, "]"));
   }
   return v;
 }
@@ -125,8 +125,8 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
       a.out_dir = value;
     } else if (flag == "--seed") {
       if (!absl::SimpleAtoi(value, &a.seed)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--seed \"", value.substr(0, 40), "\" is not an unsigned integer"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--seed \"", value.substr(0, 40), "\" is not an unsigned integer"));
       }
     } else if (flag == "--samples") {
       auto v = ParseIntFlag("samples", value, 1, 100000);
@@ -161,15 +161,16 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
   }
   if (a.stage != "build" && a.stage != "run" && a.stage != "reference" &&
       a.stage != "profile") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--stage \"", a.stage.substr(0, 40),
-        "\" must be one of build, run, reference, profile"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--stage \"", a.stage.substr(0, 40),
+                     "\" must be one of build, run, reference, profile"));
   }
-  for (const auto& [flag, v] : {std::pair<const char*, const std::string*>{
-                                    "--params", &a.params_path},
-                                {"--workload", &a.workload_path},
-                                {"--out", &a.out_dir}}) {
-    if (v->empty()) return absl::InvalidArgumentError(absl::StrCat(flag, " is required"));
+  for (const auto& [flag, v] :
+       {std::pair<const char*, const std::string*>{"--params", &a.params_path},
+        {"--workload", &a.workload_path},
+        {"--out", &a.out_dir}}) {
+    if (v->empty())
+      return absl::InvalidArgumentError(absl::StrCat(flag, " is required"));
   }
   return a;
 }
@@ -181,7 +182,8 @@ absl::StatusOr<nlohmann::json> ReadJsonObject(const std::string& path,
     return absl::InvalidArgumentError(absl::StrCat(
         what, " file ", path, " unreadable: ", text.status().message()));
   }
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j =
+      nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " file ", path, " is not valid JSON"));
@@ -206,8 +208,8 @@ absl::StatusOr<MatmulConfig> LoadConfig(const std::string& path) {
     if (it.value().is_number_unsigned() &&
         it.value().get<uint64_t>() >
             static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter ", it.key().substr(0, 64), " is too large"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter ", it.key().substr(0, 64), " is too large"));
     }
     params[it.key()] = *v;
   }
@@ -219,7 +221,8 @@ absl::StatusOr<MatmulShape> LoadShape(const std::string& path) {
   if (!j.ok()) return j.status();
   v1::Workload w;
   if (auto it = j->find("name"); it != j->end()) {
-    if (!it->is_string()) return absl::InvalidArgumentError("workload name must be a string");
+    if (!it->is_string())
+      return absl::InvalidArgumentError("workload name must be a string");
     w.set_name(it->get<std::string>());
   }
   auto dtype = j->find("dtype");
@@ -229,13 +232,16 @@ absl::StatusOr<MatmulShape> LoadShape(const std::string& path) {
   w.set_dtype(dtype->get<std::string>());
   auto dims = j->find("dims");
   if (dims == j->end() || !dims->is_object()) {
-    return absl::InvalidArgumentError("workload dims must be an object {m, n, k}");
+    return absl::InvalidArgumentError(
+        "workload dims must be an object {m, n, k}");
   }
   for (auto it = dims->begin(); it != dims->end(); ++it) {
     if (!it.value().is_number_integer() ||
-        (it.value().is_number_unsigned() && it.value().get<uint64_t>() > (uint64_t{1} << 40))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "workload dim ", it.key().substr(0, 32), " must be an integer in [1, 1048576]"));
+        (it.value().is_number_unsigned() &&
+         it.value().get<uint64_t>() > (uint64_t{1} << 40))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("workload dim ", it.key().substr(0, 32),
+                       " must be an integer in [1, 1048576]"));
     }
     (*w.mutable_dims())[it.key()] = it.value().get<int64_t>();
   }
@@ -264,7 +270,8 @@ std::vector<float> Inputs(uint64_t seed, uint64_t salt, int64_t count) {
   const uint64_t base = Mix(seed ^ (salt * 0x2545f4914f6cdd1dULL));
   for (int64_t i = 0; i < count; ++i) {
     v[static_cast<size_t>(i)] =
-        static_cast<float>(static_cast<int64_t>(Mix(base + i) % 129) - 64) / 64.0f;
+        static_cast<float>(static_cast<int64_t>(Mix(base + i) % 129) - 64) /
+        64.0f;
   }
   return v;
 }
@@ -306,7 +313,8 @@ std::vector<float> TiledMatmul(const CheckProblem& p, const MatmulConfig& c,
   std::vector<float> acc(static_cast<size_t>(c.tile_m * c.tile_n));
   for (int64_t block = 0; block < c.block_dim; ++block) {
     for (int64_t t = block; t < tiles; t += c.block_dim) {
-      const int64_t m0 = (t / tiles_n) * c.tile_m, n0 = (t % tiles_n) * c.tile_n;
+      const int64_t m0 = (t / tiles_n) * c.tile_m,
+                    n0 = (t % tiles_n) * c.tile_n;
       const int64_t mh = std::min(c.tile_m, p.m - m0);
       const int64_t nw = std::min(c.tile_n, p.n - n0);
       std::fill(acc.begin(), acc.end(), 0.0f);
@@ -346,7 +354,8 @@ struct ProfRow {
   std::string name, type, state, task_type;
   double start_us, dur_us, wait_us;
   int64_t block_dim;
-  std::string in_shapes, in_types, in_formats, out_shapes, out_types, out_formats;
+  std::string in_shapes, in_types, in_formats, out_shapes, out_types,
+      out_formats;
   std::string pmu;  // the 25 PMU cells from aicore_time(us) on
 };
 
@@ -379,7 +388,8 @@ ProfRow VectorRow(const SimChip& chip, std::string name, std::string type,
   r.out_shapes = std::move(out_shapes);
   r.out_types = std::move(out_types);
   r.out_formats = std::move(out_formats);
-  const int64_t cycles = static_cast<int64_t>(aiv * chip.clock_mhz * r.block_dim);
+  const int64_t cycles =
+      static_cast<int64_t>(aiv * chip.clock_mhz * r.block_dim);
   r.pmu = absl::StrCat("0.0,0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,",
                        F3(aiv), ",", cycles, ",", F3(aiv * 0.08), ",0.080,",
                        F3(aiv * 0.25), ",0.250,", F3(aiv * 0.62), ",0.620,",
@@ -391,7 +401,8 @@ absl::Status WriteProfile(const Args& args, const SimChip& chip,
                           const MatmulShape& s, const MatmulConfig& c,
                           const SimKernelTiming& t) {
   const absl::Time now = absl::Now();
-  const std::string ts = absl::FormatTime("%Y%m%d%H%M%S", now, absl::UTCTimeZone());
+  const std::string ts =
+      absl::FormatTime("%Y%m%d%H%M%S", now, absl::UTCTimeZone());
   const std::string prof = absl::StrCat(args.out_dir, "/PROF_000001_", ts);
   const std::string out = prof + "/mindstudio_profiler_output";
   if (absl::Status st = MakeDirs(out); !st.ok()) return st;
@@ -407,7 +418,10 @@ absl::Status WriteProfile(const Args& args, const SimChip& chip,
   double clock_us = static_cast<double>(absl::ToUnixMicros(now));
   const double fp32_a = static_cast<double>(s.m * s.k) * 6;
   const double fp32_b = static_cast<double>(s.k * s.n) * 6;
-  auto next = [&](double gap) { clock_us += gap; return clock_us; };
+  auto next = [&](double gap) {
+    clock_us += gap;
+    return clock_us;
+  };
   rows.push_back(VectorRow(chip, "aclnnMatmul_CastAiCore_Cast", "Cast", fp32_a,
                            next(0), 0, Shape({{s.m, s.k}}), "FLOAT", "ND",
                            Shape({{s.m, s.k}}), "FLOAT16", "ND"));
@@ -422,7 +436,8 @@ absl::Status WriteProfile(const Args& args, const SimChip& chip,
                            Shape({{s.k, s.n}}), "FLOAT16", "FRACTAL_NZ"));
   clock_us += rows.back().dur_us;
   for (int launch = 0; launch < 3; ++launch) {
-    const double dur = SimNoisySample(t.latency_us, args.seed, key, 1000000 + launch);
+    const double dur =
+        SimNoisySample(t.latency_us, args.seed, key, 1000000 + launch);
     const double sc = dur / t.latency_us;
     ProfRow r;
     r.name = "aclnnMatmul_SimMatmul_MatMulV2";
@@ -440,14 +455,15 @@ absl::Status WriteProfile(const Args& args, const SimChip& chip,
     r.out_shapes = Shape({{s.m, s.n}});
     r.out_types = "FLOAT16";
     r.out_formats = "ND";
-    const int64_t total_cycles =
-        static_cast<int64_t>(std::llround(static_cast<double>(t.total_cycles) * sc));
+    const int64_t total_cycles = static_cast<int64_t>(
+        std::llround(static_cast<double>(t.total_cycles) * sc));
     r.pmu = absl::StrCat(
-        F3(t.aicore_time_us * sc), ",", total_cycles, ",", F3(t.mac_us * sc), ",",
-        F3(t.mac_ratio), ",", F3(t.scalar_us * sc), ",", F3(t.scalar_ratio), ",",
-        F3(t.mte1_us * sc), ",", F3(t.mte1_ratio), ",", F3(t.mte2_us * sc), ",",
-        F3(t.mte2_ratio), ",", F3(t.fixpipe_us * sc), ",", F3(t.fixpipe_ratio),
-        ",", F3(t.icache_miss_rate), ",0.0,0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,",
+        F3(t.aicore_time_us * sc), ",", total_cycles, ",", F3(t.mac_us * sc),
+        ",", F3(t.mac_ratio), ",", F3(t.scalar_us * sc), ",",
+        F3(t.scalar_ratio), ",", F3(t.mte1_us * sc), ",", F3(t.mte1_ratio), ",",
+        F3(t.mte2_us * sc), ",", F3(t.mte2_ratio), ",", F3(t.fixpipe_us * sc),
+        ",", F3(t.fixpipe_ratio), ",", F3(t.icache_miss_rate),
+        ",0.0,0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,",
         F3(100.0 * total_cycles / (chip.clock_mhz * chip.cube_cores * dur)));
     rows.push_back(std::move(r));
   }
@@ -455,15 +471,19 @@ absl::Status WriteProfile(const Args& args, const SimChip& chip,
   std::string summary = absl::StrCat(kOpSummaryHeader, "\n");
   int task_id = 1;
   for (const ProfRow& r : rows) {
-    absl::StrAppend(&summary, "0,4294967295,", task_id++, ",2,", r.name, ",",
-                    r.type, ",", r.state, ",", r.task_type, ",", F3(r.start_us),
-                    "\t,", F3(r.dur_us), ",", absl::StrFormat("%.6f", r.wait_us),
-                    ",", r.block_dim, ",0,NO,", r.in_shapes, ",", r.in_types, ",",
-                    r.in_formats, ",", r.out_shapes, ",", r.out_types, ",",
-                    r.out_formats, ",N/A,", r.pmu, "\n");
+    absl::StrAppend(
+        &summary, "0,4294967295,", task_id++, ",2,", r.name, ",", r.type, ",",
+        r.state, ",", r.task_type, ",", F3(r.start_us), "\t,", F3(r.dur_us),
+        ",", absl::StrFormat("%.6f", r.wait_us), ",", r.block_dim, ",0,NO,",
+        r.in_shapes, ",", r.in_types, ",", r.in_formats, ",", r.out_shapes, ",",
+        r.out_types, ",", r.out_formats, ",N/A,", r.pmu, "\n");
   }
   // op_statistic: one row per (type, core type), largest total first.
-  struct Stat { std::string core; int64_t count = 0; double total = 0, min = 1e300, max = 0; };
+  struct Stat {
+    std::string core;
+    int64_t count = 0;
+    double total = 0, min = 1e300, max = 0;
+  };
   std::map<std::string, Stat> stats;
   double all = 0;
   for (const ProfRow& r : rows) {
@@ -476,30 +496,36 @@ absl::Status WriteProfile(const Args& args, const SimChip& chip,
     all += r.dur_us;
   }
   std::vector<std::pair<std::string, Stat>> sorted(stats.begin(), stats.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto& a, const auto& b) { return a.second.total > b.second.total; });
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second.total > b.second.total;
+  });
   std::string statistic = absl::StrCat(kOpStatisticHeader, "\n");
   for (const auto& [type, st] : sorted) {
     absl::StrAppend(&statistic, "0,", type, ",", st.core, ",", st.count, ",",
                     F3(st.total), ",", F3(st.min), ",", F3(st.total / st.count),
                     ",", F3(st.max), ",", F3(100.0 * st.total / all), "\n");
   }
-  if (absl::Status st = WriteFileAtomic(absl::StrCat(out, "/op_summary_", ts, ".csv"), summary);
+  if (absl::Status st = WriteFileAtomic(
+          absl::StrCat(out, "/op_summary_", ts, ".csv"), summary);
       !st.ok()) {
     return st;
   }
-  if (absl::Status st = WriteFileAtomic(absl::StrCat(out, "/op_statistic_", ts, ".csv"), statistic);
+  if (absl::Status st = WriteFileAtomic(
+          absl::StrCat(out, "/op_statistic_", ts, ".csv"), statistic);
       !st.ok()) {
     return st;
   }
   return WriteFileAtomic(
       prof + "/SIMULATED.txt",
-      absl::StrCat("SIMULATED PROFILE: every number in this folder comes from the "
-                   "tunefarm ", chip.name, " performance model (tunefarm-sim-matmul), "
-                   "not from an Ascend device.\nchip: ", chip.name,
-                   "\nseed: ", args.seed, "\nparams: ", key,
-                   "\nshape: m=", s.m, " n=", s.n, " k=", s.k,
-                   "\nmodelled latency_us: ", F3(t.latency_us), "\n"));
+      absl::StrCat(
+          "SIMULATED PROFILE: every number in this folder comes from the "
+          "tunefarm ",
+          chip.name,
+          " performance model (tunefarm-sim-matmul), "
+          "not from an Ascend device.\nchip: ",
+          chip.name, "\nseed: ", args.seed, "\nparams: ", key,
+          "\nshape: m=", s.m, " n=", s.n, " k=", s.k,
+          "\nmodelled latency_us: ", F3(t.latency_us), "\n"));
 }
 
 // ----- stages ----------------------------------------------------------------
@@ -521,7 +547,8 @@ int Main(int argc, char** argv) {
   if (absl::Status st = CheckMatmulBuild(chip, *config); !st.ok()) {
     return Fail(kExitBadInput, st);
   }
-  if (absl::Status st = MakeDirs(args->out_dir); !st.ok()) return Fail(kExitInternal, st);
+  if (absl::Status st = MakeDirs(args->out_dir); !st.ok())
+    return Fail(kExitInternal, st);
 
   if (args->stage == "build") {
     std::printf("sim_matmul: build ok: UB use %lld of %lld bytes\n",
@@ -531,7 +558,8 @@ int Main(int argc, char** argv) {
   }
   if (args->stage == "reference") {
     const CheckProblem p = MakeCheckProblem(*shape, args->seed);
-    if (absl::Status st = WriteFloats(args->out_dir + "/reference.bin", Reference(p));
+    if (absl::Status st =
+            WriteFloats(args->out_dir + "/reference.bin", Reference(p));
         !st.ok()) {
       return Fail(kExitInternal, st);
     }
@@ -545,8 +573,8 @@ int Main(int argc, char** argv) {
   if (args->stage == "run") {
     const CheckProblem p = MakeCheckProblem(*shape, args->seed);
     const bool bug = MatmulHasTailBug(*config, shape->n);
-    if (absl::Status st =
-            WriteFloats(args->out_dir + "/output.bin", TiledMatmul(p, *config, bug));
+    if (absl::Status st = WriteFloats(args->out_dir + "/output.bin",
+                                      TiledMatmul(p, *config, bug));
         !st.ok()) {
       return Fail(kExitInternal, st);
     }
@@ -567,7 +595,9 @@ int Main(int argc, char** argv) {
                           : SimNoisySample(latency, args->seed, key, i);
       absl::StrAppend(&lines, F3(sample), "\n");
     }
-    if (absl::Status st = WriteFileAtomic(args->out_dir + "/timing_us.txt", lines); !st.ok()) {
+    if (absl::Status st =
+            WriteFileAtomic(args->out_dir + "/timing_us.txt", lines);
+        !st.ok()) {
       return Fail(kExitInternal, st);
     }
     if (args->delay_ms > 0) absl::SleepFor(absl::Milliseconds(args->delay_ms));
@@ -576,7 +606,8 @@ int Main(int argc, char** argv) {
     return 0;
   }
   // profile
-  if (absl::Status st = WriteProfile(*args, chip, *shape, *config, *timing); !st.ok()) {
+  if (absl::Status st = WriteProfile(*args, chip, *shape, *config, *timing);
+      !st.ok()) {
     return Fail(kExitInternal, st);
   }
   return 0;

@@ -17,16 +17,19 @@ struct Shape {
   int64_t rows = 0, cols = 0;
 };
 
-inline bool ReadShape(const tf_harness::Workload& w, Shape* s, std::string* error) {
+inline bool ReadShape(const tf_harness::Workload& w, Shape* s,
+                      std::string* error) {
   s->rows = w.Dim("rows");
   s->cols = w.Dim("cols");
-  if (s->rows < 1 || s->cols < 1 || s->rows > (1 << 24) || s->cols > (1 << 24) ||
-      s->rows * s->cols > (int64_t{1} << 31)) {
-    *error = "workload " + w.name + ": dims rows, cols must be >= 1, rows*cols <= 2^31";
+  if (s->rows < 1 || s->cols < 1 || s->rows > (1 << 24) ||
+      s->cols > (1 << 24) || s->rows * s->cols > (int64_t{1} << 31)) {
+    *error = "workload " + w.name +
+             ": dims rows, cols must be >= 1, rows*cols <= 2^31";
     return false;
   }
   if (w.dtype != "fp32") {
-    *error = "workload " + w.name + ": dtype " + w.dtype + " unsupported (fp32 only)";
+    *error = "workload " + w.name + ": dtype " + w.dtype +
+             " unsupported (fp32 only)";
     return false;
   }
   return true;
@@ -49,7 +52,8 @@ inline std::vector<float> Reference(const Shape& s, uint64_t seed) {
     double sum = 0;
     for (int64_t c = 0; c < s.cols; ++c) sum += std::exp(row[c] - mx);
     for (int64_t c = 0; c < s.cols; ++c) {
-      y[static_cast<size_t>(r * s.cols + c)] = static_cast<float>(std::exp(row[c] - mx) / sum);
+      y[static_cast<size_t>(r * s.cols + c)] =
+          static_cast<float>(std::exp(row[c] - mx) / sum);
     }
   }
   return y;

@@ -49,8 +49,8 @@ absl::StatusOr<std::string> Gunzip(absl::string_view in,
     rc = inflate(&zs, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) {
       inflateEnd(&zs);
-      return Bad(source, absl::StrCat("corrupt gzip data (zlib error ", rc,
-                                      ")"));
+      return Bad(source,
+                 absl::StrCat("corrupt gzip data (zlib error ", rc, ")"));
     }
     out.append(buf, sizeof(buf) - zs.avail_out);
     if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
@@ -147,7 +147,8 @@ absl::Status ParseKernelTuner(const json& doc, absl::string_view src,
         return Bad(src, absl::StrCat("cache[\"", key, "\"]: no ", k));
       }
       TF_ASSIGN_OR_RETURN(
-          c.params[k], Value(entry.at(k), src, absl::StrCat("cache[\"", key, "\"].", k)));
+          c.params[k],
+          Value(entry.at(k), src, absl::StrCat("cache[\"", key, "\"].", k)));
     }
     if (!entry.contains(objective)) {
       return Bad(src, absl::StrCat("cache[\"", key, "\"]: no ", objective));
@@ -180,7 +181,8 @@ absl::Status ParseT4(const json& doc, absl::string_view src, Space& space) {
   double to_us = 1000.0;  // the T4 default unit is ms
   if (doc.contains("metadata") && doc.at("metadata").contains("timeunit")) {
     TF_ASSIGN_OR_RETURN(
-        to_us, UnitToUs(doc.at("metadata").at("timeunit").get<std::string>(), src));
+        to_us,
+        UnitToUs(doc.at("metadata").at("timeunit").get<std::string>(), src));
   }
   const json& results = doc.at("results");
   if (!results.is_array()) return Bad(src, "results: not an array");
@@ -191,8 +193,9 @@ absl::Status ParseT4(const json& doc, absl::string_view src, Space& space) {
     SpaceConfig c;
     const json& conf = r.at("configuration");
     for (const auto& [k, v] : conf.items()) {
-      TF_ASSIGN_OR_RETURN(v1::ParamValue pv,
-                          Value(v, src, absl::StrCat(where, ".configuration.", k)));
+      TF_ASSIGN_OR_RETURN(
+          v1::ParamValue pv,
+          Value(v, src, absl::StrCat(where, ".configuration.", k)));
       auto [it, added] = param_index.emplace(k, space.parameters.size());
       if (added) space.parameters.push_back(SpaceParameter{k, {}});
       AddToDomain(space.parameters[it->second], pv);
@@ -241,9 +244,9 @@ absl::Status ParseKtt(const json& doc, absl::string_view src, Space& space) {
     SpaceConfig c;
     for (const json& p : r.at("Configuration")) {
       const std::string name = p.at("Name").get<std::string>();
-      TF_ASSIGN_OR_RETURN(
-          v1::ParamValue pv,
-          Value(p.at("Value"), src, absl::StrCat(where, ".Configuration.", name)));
+      TF_ASSIGN_OR_RETURN(v1::ParamValue pv,
+                          Value(p.at("Value"), src,
+                                absl::StrCat(where, ".Configuration.", name)));
       auto [it, added] = param_index.emplace(name, space.parameters.size());
       if (added) space.parameters.push_back(SpaceParameter{name, {}});
       AddToDomain(space.parameters[it->second], pv);
@@ -309,16 +312,15 @@ absl::StatusOr<Space> ParseSpace(absl::string_view content,
   for (size_t i = 0; i < space.configs.size(); ++i) {
     SpaceConfig& c = space.configs[i];
     if (c.params.size() != space.parameters.size()) {
-      return Bad(source_name, absl::StrCat("configuration ", i, " sets ",
-                                           c.params.size(), " of ",
-                                           space.parameters.size(),
-                                           " parameters"));
+      return Bad(source_name,
+                 absl::StrCat("configuration ", i, " sets ", c.params.size(),
+                              " of ", space.parameters.size(), " parameters"));
     }
     std::string key = ParamsKey(c.params);
     if (!space.index.emplace(std::move(key), i).second) {
-      return Bad(source_name, absl::StrCat("configuration ", i, " (",
-                                           ParamsKey(c.params),
-                                           ") appears twice"));
+      return Bad(source_name,
+                 absl::StrCat("configuration ", i, " (", ParamsKey(c.params),
+                              ") appears twice"));
     }
     if (c.outcome != SpaceOutcome::kOk) continue;
     ++space.ok_count;
@@ -366,18 +368,18 @@ v1::OperatorManifest ManifestFromSpace(const Space& space) {
   v1::OperatorManifest op;
   std::string name;
   for (char ch : space.kernel.empty() ? std::string("space") : space.kernel) {
-    name += std::isalnum(static_cast<unsigned char>(ch))
-                ? static_cast<char>(std::tolower(static_cast<unsigned char>(ch)))
-                : '_';
+    name +=
+        std::isalnum(static_cast<unsigned char>(ch))
+            ? static_cast<char>(std::tolower(static_cast<unsigned char>(ch)))
+            : '_';
   }
   if (name.empty() || !std::isalpha(static_cast<unsigned char>(name[0]))) {
     name = "k_" + name;
   }
   op.set_name(name);
-  op.set_description(absl::StrCat("measured space ", space.file, " (",
-                                  space.tool, ", ",
-                                  space.device.empty() ? "unnamed GPU" : space.device,
-                                  ")"));
+  op.set_description(
+      absl::StrCat("measured space ", space.file, " (", space.tool, ", ",
+                   space.device.empty() ? "unnamed GPU" : space.device, ")"));
   const SpaceConfig* first = &space.configs.front();
   for (const SpaceConfig& c : space.configs) {
     if (c.outcome == SpaceOutcome::kOk) {

@@ -8,8 +8,8 @@
 //
 // Formats (detected from the content, gzip detected from the magic bytes):
 //   Kernel Tuner cache  {"tune_params": {p: [values]}, "tune_params_keys",
-//                        "cache": {"v1,v2,..": {p: v, "time": ms | "…Failed…"}}}
-//                        domains from tune_params; times in ms.
+//                        "cache": {"v1,v2,..": {p: v, "time": ms |
+//                        "…Failed…"}}} domains from tune_params; times in ms.
 //   T4 results          {"schema_version", "metadata": {"timeunit"},
 //                        "results": [{"configuration": {..}, "invalidity":
 //                        "correct"|"compile"|"runtime"|..., "measurements":
@@ -49,19 +49,19 @@ enum class SpaceOutcome { kOk, kCompileFailed, kRuntimeFailed };
 struct SpaceConfig {
   ParamMap params;
   SpaceOutcome outcome = SpaceOutcome::kOk;
-  double time_us = 0;               // the recorded objective when kOk
-  std::vector<double> samples_us;   // the individual runs, when recorded
-  std::string failure;              // the file's failure text otherwise
+  double time_us = 0;              // the recorded objective when kOk
+  std::vector<double> samples_us;  // the individual runs, when recorded
+  std::string failure;             // the file's failure text otherwise
 };
 
 struct Space {
   std::string file;    // the path it was loaded from (or the source name)
   std::string format;  // "kernel_tuner" | "t4" | "ktt"
-  std::string tool;    // who measured it, in words ("Kernel Tuner", "KTT 2.1.0")
+  std::string tool;  // who measured it, in words ("Kernel Tuner", "KTT 2.1.0")
   std::string kernel;  // kernel name when the file has one
   std::string device;  // GPU name when the file has one ("" otherwise)
-  std::vector<SpaceParameter> parameters;  // file order
-  std::vector<SpaceConfig> configs;        // file order
+  std::vector<SpaceParameter> parameters;          // file order
+  std::vector<SpaceConfig> configs;                // file order
   absl::flat_hash_map<std::string, size_t> index;  // ParamsKey -> configs
   size_t ok_count = 0;
   int64_t best_index = -1;  // fastest kOk configuration, -1 if none

@@ -257,7 +257,8 @@ TEST_F(PrefetchLeaseTest, PlainLeaseRequeuesTheLeaseAheadToo) {
 // Draining a board means no new variant starts on it: the round it holds
 // ahead is re-queued (its renewals fail, so the agent drops it unrun) and
 // runs on another board; the round it runs now finishes and is recorded.
-TEST_F(PrefetchLeaseTest, DrainRequeuesTheLeaseAheadAndTheCurrentRoundFinishes) {
+TEST_F(PrefetchLeaseTest,
+       DrainRequeuesTheLeaseAheadAndTheCurrentRoundFinishes) {
   RegisterBoard("a1", "a1/sim0");
   const std::string s1 = Submit(SimSpec("one", 3));
   const std::string s2 = Submit(SimSpec("two", 3));

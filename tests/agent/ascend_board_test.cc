@@ -30,8 +30,10 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kStandins = ASCEND_STANDINS_DIR;
-const std::string kFixtures = std::string(TUNEFARM_SHARED_DIR) + "/fixtures/ascend";
-const std::string kMsprofOut = kFixtures + "/helix_msprof_real/mindstudio_profiler_output";
+const std::string kFixtures =
+    std::string(TUNEFARM_SHARED_DIR) + "/fixtures/ascend";
+const std::string kMsprofOut =
+    kFixtures + "/helix_msprof_real/mindstudio_profiler_output";
 
 std::string MustRead(const std::string& path) {
   absl::StatusOr<std::string> s = ReadFile(path);
@@ -44,9 +46,11 @@ std::string MustRead(const std::string& path) {
 std::vector<double> FixtureMatmulDurations() {
   std::string name;
   for (const auto& e : fs::directory_iterator(kMsprofOut)) {
-    if (absl::StartsWith(e.path().filename().string(), "op_summary_")) name = e.path().string();
+    if (absl::StartsWith(e.path().filename().string(), "op_summary_"))
+      name = e.path().string();
   }
-  std::vector<std::string> lines = absl::StrSplit(MustRead(name), '\n', absl::SkipEmpty());
+  std::vector<std::string> lines =
+      absl::StrSplit(MustRead(name), '\n', absl::SkipEmpty());
   std::vector<std::string> header = absl::StrSplit(lines[0], ',');
   int type_col = -1, dur_col = -1;
   for (size_t i = 0; i < header.size(); ++i) {
@@ -57,7 +61,8 @@ std::vector<double> FixtureMatmulDurations() {
   for (size_t r = 1; r < lines.size(); ++r) {
     // The rows with quoted shapes hold commas only after these columns.
     std::vector<std::string> cells = absl::StrSplit(lines[r], ',');
-    if (cells[type_col] == "matmul_kernel") out.push_back(std::stod(cells[dur_col]));
+    if (cells[type_col] == "matmul_kernel")
+      out.push_back(std::stod(cells[dur_col]));
   }
   return out;
 }
@@ -82,8 +87,8 @@ class AscendBoardTest : public ::testing::Test {
     options_.msprof = kStandins + "/msprof";
     options_.python = kStandins + "/ascend-python";
 
-    absl::StatusOr<v1::OperatorManifest> op =
-        LoadOperatorManifest(std::string(TUNEFARM_SOURCE_DIR) + "/ops/ascend_matmul");
+    absl::StatusOr<v1::OperatorManifest> op = LoadOperatorManifest(
+        std::string(TUNEFARM_SOURCE_DIR) + "/ops/ascend_matmul");
     ASSERT_TRUE(op.ok()) << op.status();
     work_.set_lease_id("lease-1");
     work_.set_epoch(1);
@@ -101,10 +106,13 @@ class AscendBoardTest : public ::testing::Test {
   }
   void TearDown() override { (void)RemoveAll(tmp_); }
 
-  void SetMode(const std::string& m) { ASSERT_TRUE(WriteFileAtomic(mode_file_, m).ok()); }
+  void SetMode(const std::string& m) {
+    ASSERT_TRUE(WriteFileAtomic(mode_file_, m).ok());
+  }
 
   std::unique_ptr<Board> FirstBoard() {
-    absl::StatusOr<std::vector<std::unique_ptr<Board>>> boards = DiscoverAscendBoards(options_);
+    absl::StatusOr<std::vector<std::unique_ptr<Board>>> boards =
+        DiscoverAscendBoards(options_);
     EXPECT_TRUE(boards.ok()) << boards.status();
     if (!boards.ok() || boards->empty()) return nullptr;
     return std::move((*boards)[3]);  // device 3: isolation must say 3, not 0
@@ -151,16 +159,21 @@ TEST(NpuSmiTest, ParsesDeviceColumnNaPowerAndTouchingSlash) {
   EXPECT_EQ((*chips)[0].memory_total_mb, 21525);
   // "54592/ 65536" as printed by a real 910B3 host.
   absl::StatusOr<std::vector<NpuChip>> touching = ParseNpuSmiInfo(
-      "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|\n"
-      "| 0     910B3               | OK            | 96.8        32                0    / 0             |\n"
-      "| 0                         | 0000:C1:00.0  | 0           0    / 0          54592/ 65536         |\n");
+      "| NPU   Name                | Health        | Power(W)    Temp(C)       "
+      "    Hugepages-Usage(page)|\n"
+      "| 0     910B3               | OK            | 96.8        32            "
+      "    0    / 0             |\n"
+      "| 0                         | 0000:C1:00.0  | 0           0    / 0      "
+      "    54592/ 65536         |\n");
   ASSERT_TRUE(touching.ok()) << touching.status();
   EXPECT_EQ((*touching)[0].hbm_used_mb, 54592);
   EXPECT_FALSE(ParseNpuSmiInfo("no table here").ok());
   absl::StatusOr<std::vector<NpuChip>> bad = ParseNpuSmiInfo(
-      "| NPU   Name | Health | Power(W) Temp(C) Hugepages-Usage(page)|\n| x 910B3 | OK | 1 2 0 / 0 |\n");
+      "| NPU   Name | Health | Power(W) Temp(C) Hugepages-Usage(page)|\n| x "
+      "910B3 | OK | 1 2 0 / 0 |\n");
   ASSERT_FALSE(bad.ok());
-  EXPECT_TRUE(absl::StrContains(bad.status().message(), "line 2")) << bad.status();
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "line 2"))
+      << bad.status();
 }
 
 TEST(NpuSmiTest, ChipTable) {
@@ -177,36 +190,47 @@ TEST(NpuSmiTest, ChipTable) {
 
 TEST(AscendErrorsTest, ClassifiesRealMessages) {
   AscendFailure ub = ClassifyAscendFailure(
-      "error: ub overflow, requires 3072256 bits while 1572864 bits available! (possible reason");
+      "error: ub overflow, requires 3072256 bits while 1572864 bits available! "
+      "(possible reason");
   EXPECT_EQ(ub.fault, AscendFault::kUbOverflow);
   EXPECT_EQ(ub.requested_bytes, 384032);
   EXPECT_EQ(ub.available_bytes, 196608);
-  AscendFailure grid = ClassifyAscendFailure("coreDim=524288 can't be greater than UINT16_MAX");
+  AscendFailure grid =
+      ClassifyAscendFailure("coreDim=524288 can't be greater than UINT16_MAX");
   EXPECT_EQ(grid.fault, AscendFault::kGridLimit);
   EXPECT_EQ(grid.core_dim, 524288);
-  EXPECT_EQ(ClassifyAscendFailure("error code is 507054").fault, AscendFault::kDevice);
-  EXPECT_EQ(ClassifyAscendFailure("error code is 1507054").fault, AscendFault::kUnknown);
-  EXPECT_EQ(ClassifyAscendFailure("triton.compiler.errors.MLIRCompilationError:\nerror: x").fault,
+  EXPECT_EQ(ClassifyAscendFailure("error code is 507054").fault,
+            AscendFault::kDevice);
+  EXPECT_EQ(ClassifyAscendFailure("error code is 1507054").fault,
+            AscendFault::kUnknown);
+  EXPECT_EQ(ClassifyAscendFailure(
+                "triton.compiler.errors.MLIRCompilationError:\nerror: x")
+                .fault,
             AscendFault::kCompile);
-  EXPECT_EQ(ClassifyAscendFailure("Segmentation fault").fault, AscendFault::kUnknown);
+  EXPECT_EQ(ClassifyAscendFailure("Segmentation fault").fault,
+            AscendFault::kUnknown);
 }
 
 TEST(AscendProfilerPlanTest, ReadsTheCommand) {
-  absl::StatusOr<AscendProfilerPlan> p =
-      AscendProfilerPlanFor({"py", "run.py", "--aic_metrics", "MemoryUB,PipeUtilization"});
+  absl::StatusOr<AscendProfilerPlan> p = AscendProfilerPlanFor(
+      {"py", "run.py", "--aic_metrics", "MemoryUB,PipeUtilization"});
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->profiler, "msprof");
-  EXPECT_EQ(p->aic_metrics, (std::vector<std::string>{"PipeUtilization", "MemoryUB"}));
-  p = AscendProfilerPlanFor({"py", "--profiler=torch_npu", "--aic-metrics=MemoryUB"});
+  EXPECT_EQ(p->aic_metrics,
+            (std::vector<std::string>{"PipeUtilization", "MemoryUB"}));
+  p = AscendProfilerPlanFor(
+      {"py", "--profiler=torch_npu", "--aic-metrics=MemoryUB"});
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->profiler, "torch_npu");
-  EXPECT_EQ(p->aic_metrics, (std::vector<std::string>{"PipeUtilization", "MemoryUB"}));
+  EXPECT_EQ(p->aic_metrics,
+            (std::vector<std::string>{"PipeUtilization", "MemoryUB"}));
   EXPECT_FALSE(AscendProfilerPlanFor({"py", "--profiler", "nsys"}).ok());
   EXPECT_FALSE(AscendProfilerPlanFor({"py", "--aic_metrics", "Bogus"}).ok());
 }
 
 TEST_F(AscendBoardTest, DiscoversCardsWithRooflineFigures) {
-  absl::StatusOr<std::vector<std::unique_ptr<Board>>> boards = DiscoverAscendBoards(options_);
+  absl::StatusOr<std::vector<std::unique_ptr<Board>>> boards =
+      DiscoverAscendBoards(options_);
   ASSERT_TRUE(boards.ok()) << boards.status();
   ASSERT_EQ(boards->size(), 8u);
   const v1::BoardInfo& info = (*boards)[2]->info();
@@ -219,7 +243,8 @@ TEST_F(AscendBoardTest, DiscoversCardsWithRooflineFigures) {
   EXPECT_EQ(info.capabilities().vector_cores(), 40);
   EXPECT_EQ(info.capabilities().ub_bytes(), 196608);
   EXPECT_EQ(info.labels().at("bus_id"), "0000:C2:00.0");
-  EXPECT_TRUE(absl::StrContains(info.health_detail(), "95.6 W")) << info.health_detail();
+  EXPECT_TRUE(absl::StrContains(info.health_detail(), "95.6 W"))
+      << info.health_detail();
 
   options_.devices = {1, 5};
   boards = DiscoverAscendBoards(options_);
@@ -258,10 +283,13 @@ TEST_F(AscendBoardTest, EvaluatesEndToEndWithMsprofBundle) {
 
   // Isolation: every child saw device 3 only.
   std::string log = MustRead(log_);
-  EXPECT_TRUE(absl::StrContains(log, "stage=precision ASCEND_RT_VISIBLE_DEVICES=3 TILE_FWK_DEVICE_ID=3"))
+  EXPECT_TRUE(absl::StrContains(
+      log, "stage=precision ASCEND_RT_VISIBLE_DEVICES=3 TILE_FWK_DEVICE_ID=3"))
       << log;
-  EXPECT_TRUE(absl::StrContains(log, "msprof aic-metrics=PipeUtilization ASCEND_RT_VISIBLE_DEVICES=3"));
-  EXPECT_TRUE(absl::StrContains(log, "stage=profile ASCEND_RT_VISIBLE_DEVICES=3"));
+  EXPECT_TRUE(absl::StrContains(
+      log, "msprof aic-metrics=PipeUtilization ASCEND_RT_VISIBLE_DEVICES=3"));
+  EXPECT_TRUE(
+      absl::StrContains(log, "stage=profile ASCEND_RT_VISIBLE_DEVICES=3"));
 
   // The bundle holds the real files, byte for byte.
   ASSERT_TRUE(eval->bundle.has_value());
@@ -272,7 +300,8 @@ TEST_F(AscendBoardTest, EvaluatesEndToEndWithMsprofBundle) {
   EXPECT_EQ(r.bundle_id(), b.bundle_id());
   int matched = 0;
   for (const v1::ProfileFile& f : b.files()) {
-    EXPECT_TRUE(absl::StartsWith(f.path(), "PipeUtilization/PROF_")) << f.path();
+    EXPECT_TRUE(absl::StartsWith(f.path(), "PipeUtilization/PROF_"))
+        << f.path();
     const std::string base = fs::path(f.path()).filename().string();
     EXPECT_EQ(f.content(), MustRead(kMsprofOut + "/" + base)) << f.path();
     ++matched;
@@ -335,7 +364,8 @@ TEST_F(AscendBoardTest, FailureModesMapToOutcomes) {
     const Case& c = cases[i];
     const absl::StatusOr<Evaluation>& eval = evals[i];
     ASSERT_TRUE(eval.ok()) << c.mode << ": " << eval.status();
-    EXPECT_EQ(eval->result.outcome(), c.outcome) << c.mode << ": " << eval->result.detail();
+    EXPECT_EQ(eval->result.outcome(), c.outcome)
+        << c.mode << ": " << eval->result.detail();
     for (const std::string& s : c.detail) {
       EXPECT_TRUE(absl::StrContains(eval->result.detail(), s))
           << c.mode << ": " << eval->result.detail();
@@ -361,7 +391,8 @@ TEST_F(AscendBoardTest, DeviceErrorIsTheBoardsAndTwiceQuarantines) {
   SetMode("device_error");
   absl::StatusOr<Evaluation> e1 = board->Evaluate(work_, cancel_);
   ASSERT_TRUE(absl::IsUnavailable(e1.status())) << e1.status();
-  EXPECT_TRUE(absl::StrContains(e1.status().message(), "507054")) << e1.status();
+  EXPECT_TRUE(absl::StrContains(e1.status().message(), "507054"))
+      << e1.status();
   EXPECT_FALSE(board->quarantined());
   EXPECT_EQ(board->info().state(), v1::BOARD_STATE_IDLE);
 
@@ -377,7 +408,8 @@ TEST_F(AscendBoardTest, DeviceErrorIsTheBoardsAndTwiceQuarantines) {
   ASSERT_TRUE(absl::IsUnavailable(e2.status()));
   EXPECT_TRUE(board->quarantined());
   EXPECT_EQ(board->info().state(), v1::BOARD_STATE_QUARANTINED);
-  EXPECT_TRUE(absl::StrContains(board->info().health_detail(), "2 device errors in a row"))
+  EXPECT_TRUE(absl::StrContains(board->info().health_detail(),
+                                "2 device errors in a row"))
       << board->info().health_detail();
   EXPECT_EQ(before.state(), v1::BOARD_STATE_IDLE);  // old snapshot still valid
 
@@ -400,11 +432,15 @@ TEST_F(AscendBoardTest, TorchNpuProfilerBundle) {
   ASSERT_EQ(eval->result.outcome(), v1::OUTCOME_OK) << eval->result.detail();
   ASSERT_TRUE(eval->bundle.has_value());
   EXPECT_EQ(eval->bundle->profiler(), "torch_npu");
-  const std::string src = kFixtures + "/helix_torch_npu_real/ASCEND_PROFILER_OUTPUT/";
+  const std::string src =
+      kFixtures + "/helix_torch_npu_real/ASCEND_PROFILER_OUTPUT/";
   int n = 0;
   for (const v1::ProfileFile& f : eval->bundle->files()) {
-    EXPECT_TRUE(absl::StrContains(f.path(), "_ascend_pt/ASCEND_PROFILER_OUTPUT/")) << f.path();
-    EXPECT_EQ(f.content(), MustRead(src + fs::path(f.path()).filename().string()));
+    EXPECT_TRUE(
+        absl::StrContains(f.path(), "_ascend_pt/ASCEND_PROFILER_OUTPUT/"))
+        << f.path();
+    EXPECT_EQ(f.content(),
+              MustRead(src + fs::path(f.path()).filename().string()));
     ++n;
   }
   EXPECT_EQ(n, 6);
@@ -416,7 +452,8 @@ TEST_F(AscendBoardTest, TorchNpuProfilerBundle) {
   eval = board->Evaluate(work_, cancel_);
   ASSERT_TRUE(eval.ok());
   EXPECT_EQ(eval->result.outcome(), v1::OUTCOME_PROFILE_FAILED);
-  EXPECT_TRUE(absl::StrContains(eval->result.detail(), "ASCEND_PROFILER_OUTPUT"));
+  EXPECT_TRUE(
+      absl::StrContains(eval->result.detail(), "ASCEND_PROFILER_OUTPUT"));
 }
 
 TEST_F(AscendBoardTest, PyptoProfilerBundle) {
@@ -431,8 +468,11 @@ TEST_F(AscendBoardTest, PyptoProfilerBundle) {
   EXPECT_TRUE(absl::StartsWith(f.path(), "output/output_")) << f.path();
   EXPECT_TRUE(absl::EndsWith(f.path(), "/merged_swimlane.json"));
   EXPECT_EQ(f.content(),
-            MustRead(kFixtures + "/pypto_swimlane_kaywang/merged_swimlane.timeline.json"));
-  EXPECT_TRUE(absl::StrContains(MustRead(log_), "stage=profile ASCEND_RT_VISIBLE_DEVICES=3 TILE_FWK_DEVICE_ID=3"));
+            MustRead(kFixtures +
+                     "/pypto_swimlane_kaywang/merged_swimlane.timeline.json"));
+  EXPECT_TRUE(absl::StrContains(
+      MustRead(log_),
+      "stage=profile ASCEND_RT_VISIBLE_DEVICES=3 TILE_FWK_DEVICE_ID=3"));
   v1::Diagnosis d = Analyze(*eval->bundle);
   EXPECT_FALSE(d.perf_analysis_md().empty());
 }

@@ -4,10 +4,12 @@
 // nvcc/ncu/stage program (cuda_fake_tool), and, on a machine with an NVIDIA
 // GPU, the shipped gemm and softmax kernels through the real board (skipped,
 // saying why, elsewhere).
+#include "agent/cuda_board.h"
+
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,7 +17,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "agent/cuda_board.h"
 #include "agent/gpu_discovery.h"
 #include "agent/ncu.h"
 #include "analyzer/csv.h"
@@ -41,15 +42,18 @@ std::string SourceDir() { return EnvOr("TF_SOURCE_DIR", TUNEFARM_SOURCE_DIR); }
 // Captured from `nvidia-smi --query-gpu=... --format=csv,noheader,nounits`
 // on an 8-GPU H200 host (first two rows), with one power reading N/A.
 constexpr char kSmiSample[] =
-    "0, NVIDIA H200, GPU-5f3c1a2b-0000-1111-2222-333344445555, 143771, 1980, 31, 74.52\n"
-    "1, NVIDIA H200, GPU-6a7b8c9d-0000-1111-2222-333344445555, 143771, 1980, 29, [N/A]\n";
+    "0, NVIDIA H200, GPU-5f3c1a2b-0000-1111-2222-333344445555, 143771, 1980, "
+    "31, 74.52\n"
+    "1, NVIDIA H200, GPU-6a7b8c9d-0000-1111-2222-333344445555, 143771, 1980, "
+    "29, [N/A]\n";
 
 TEST(GpuDiscoveryTest, QueryArgvAsksTheDocumentedFields) {
   EXPECT_EQ(NvidiaSmiQueryArgv("nvidia-smi"),
-            (std::vector<std::string>{"nvidia-smi",
-                                      "--query-gpu=index,name,uuid,memory.total,clocks.max.sm,"
-                                      "temperature.gpu,power.draw",
-                                      "--format=csv,noheader,nounits"}));
+            (std::vector<std::string>{
+                "nvidia-smi",
+                "--query-gpu=index,name,uuid,memory.total,clocks.max.sm,"
+                "temperature.gpu,power.draw",
+                "--format=csv,noheader,nounits"}));
 }
 
 TEST(GpuDiscoveryTest, ParsesCapturedOutput) {
@@ -65,17 +69,20 @@ TEST(GpuDiscoveryTest, ParsesCapturedOutput) {
   EXPECT_DOUBLE_EQ(g.temperature_c.value_or(0), 31);
   EXPECT_DOUBLE_EQ(g.power_draw_w.value_or(0), 74.52);
   EXPECT_FALSE((*gpus)[1].power_draw_w.has_value());
-  EXPECT_EQ(GpuHealthLine((*gpus)[1]), "gpu 1 NVIDIA H200: 29.0 C, ? W, 143771.0 MiB");
+  EXPECT_EQ(GpuHealthLine((*gpus)[1]),
+            "gpu 1 NVIDIA H200: 29.0 C, ? W, 143771.0 MiB");
   EXPECT_TRUE(ParseNvidiaSmiGpus("").value().empty());
 }
 
 TEST(GpuDiscoveryTest, RejectsMalformedLinesNamingThem) {
-  absl::StatusOr<std::vector<GpuInfo>> r = ParseNvidiaSmiGpus("0, NVIDIA H200, GPU-1\n");
+  absl::StatusOr<std::vector<GpuInfo>> r =
+      ParseNvidiaSmiGpus("0, NVIDIA H200, GPU-1\n");
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(absl::StrContains(r.status().message(), "line 1")) << r.status();
   r = ParseNvidiaSmiGpus("x, NVIDIA H200, GPU-1, 1, 1, 1, 1\n");
   ASSERT_FALSE(r.ok());
-  EXPECT_TRUE(absl::StrContains(r.status().message(), "index \"x\"")) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "index \"x\""))
+      << r.status();
 }
 
 TEST(GpuDiscoveryTest, ChipTableAndCapabilities) {
@@ -109,15 +116,18 @@ TEST(NcuTest, ProfileArgvFollowsTheCheckedRecipe) {
   o.kernel_regex = "^GemmKernel$";
   o.report_base = "/w/profile/report";
   o.log_file = "/w/profile/ncu.log";
-  const std::vector<std::string> argv = NcuProfileArgv(o, {"/bin/variant", "--stage", "profile"});
+  const std::vector<std::string> argv =
+      NcuProfileArgv(o, {"/bin/variant", "--stage", "profile"});
   const std::string joined = absl::StrJoin(argv, " ");
   EXPECT_EQ(argv.front(), "/opt/ncu");
   for (const char* want :
        {"--clock-control none", "--cache-control all", "--replay-mode kernel",
         "--kernel-name-base function", "-k regex:^GemmKernel$", "-s 3", "-c 1",
-        "--section SpeedOfLight", "--section MemoryWorkloadAnalysis", "-f -o /w/profile/report",
-        "--log-file /w/profile/ncu.log", "--target-processes all"}) {
-    EXPECT_TRUE(absl::StrContains(joined, want)) << want << " missing from " << joined;
+        "--section SpeedOfLight", "--section MemoryWorkloadAnalysis",
+        "-f -o /w/profile/report", "--log-file /w/profile/ncu.log",
+        "--target-processes all"}) {
+    EXPECT_TRUE(absl::StrContains(joined, want))
+        << want << " missing from " << joined;
   }
   // The program comes last, untouched.
   ASSERT_GE(argv.size(), 3u);
@@ -131,10 +141,12 @@ TEST(NcuTest, ProfileArgvFollowsTheCheckedRecipe) {
   EXPECT_EQ(metrics, DefaultNcuMetrics());
   for (const std::string& m : metrics) {
     EXPECT_FALSE(absl::StrContains(m, "{")) << m;
-    EXPECT_FALSE(absl::StrContains(m, "gmma_cycles_active")) << m;  // does not exist on sm_90
+    EXPECT_FALSE(absl::StrContains(m, "gmma_cycles_active"))
+        << m;  // does not exist on sm_90
   }
-  EXPECT_TRUE(absl::StrContains(*(it + 1),
-                                "smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio"));
+  EXPECT_TRUE(absl::StrContains(
+      *(it + 1),
+      "smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio"));
   // Without a regex there is no -k (the profile stage launches only the
   // candidate, so -s/-c count its launches).
   o.kernel_regex.clear();
@@ -143,25 +155,34 @@ TEST(NcuTest, ProfileArgvFollowsTheCheckedRecipe) {
 }
 
 TEST(NcuTest, ExportArgvPinsBaseUnits) {
-  EXPECT_EQ(NcuExportArgv("ncu", "/r.ncu-rep", "raw"),
-            (std::vector<std::string>{"ncu", "-i", "/r.ncu-rep", "--csv", "--page", "raw",
-                                      "--print-units", "base", "--print-fp"}));
-  const std::vector<std::string> d = NcuExportArgv("ncu", "/r.ncu-rep", "details");
-  EXPECT_EQ(absl::StrJoin(d, " "),
-            "ncu -i /r.ncu-rep --csv --page details --print-units base --print-fp "
-            "--print-details all --print-metric-name label-name");
+  EXPECT_EQ(
+      NcuExportArgv("ncu", "/r.ncu-rep", "raw"),
+      (std::vector<std::string>{"ncu", "-i", "/r.ncu-rep", "--csv", "--page",
+                                "raw", "--print-units", "base", "--print-fp"}));
+  const std::vector<std::string> d =
+      NcuExportArgv("ncu", "/r.ncu-rep", "details");
+  EXPECT_EQ(
+      absl::StrJoin(d, " "),
+      "ncu -i /r.ncu-rep --csv --page details --print-units base --print-fp "
+      "--print-details all --print-metric-name label-name");
 }
 
 // The raw-page example of cuda-backend.md §1.2 (an H200 copy kernel),
 // preceded by ncu's own lines as a live run prints them.
 constexpr char kRawSample[] =
     "\xEF\xBB\xBF==PROF== Connected to process 759 (bench)\r\n"
-    "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\","
-    "\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"dram__bytes_read.sum\","
-    "\"gpu__time_duration.sum\",\"launch__grid_size\",\"sm__cycles_elapsed.avg.per_second\"\r\n"
-    "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"byte\",\"ns\",\"\",\"hz\"\r\n"
-    "\"0\",\"759\",\"bench\",\"127.0.0.1\",\"copy_f4(const float4 *, float4 *, unsigned long)\","
-    "\"1\",\"7\",\"(512, 1, 1)\",\"(1056, 1, 1)\",\"0\",\"9.0\",\"1,073,747,456.00\","
+    "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel "
+    "Name\",\"Context\","
+    "\"Stream\",\"Block Size\",\"Grid "
+    "Size\",\"Device\",\"CC\",\"dram__bytes_read.sum\","
+    "\"gpu__time_duration.sum\",\"launch__grid_size\",\"sm__cycles_elapsed.avg."
+    "per_second\"\r\n"
+    "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"byte\",\"ns\","
+    "\"\",\"hz\"\r\n"
+    "\"0\",\"759\",\"bench\",\"127.0.0.1\",\"copy_f4(const float4 *, float4 *, "
+    "unsigned long)\","
+    "\"1\",\"7\",\"(512, 1, 1)\",\"(1056, 1, "
+    "1)\",\"0\",\"9.0\",\"1,073,747,456.00\","
     "\"534,304.00\",\"1,056.00\",\"1,983,372,449.64\"\r\n"
     "==PROF== Disconnected from process 759\r\n";
 
@@ -179,12 +200,14 @@ TEST(NcuTest, RawPageRecordsParseWithTheAnalyzerReader) {
 }
 
 TEST(NcuTest, PublicFixturesParseAfterCleanUp) {
-  const std::string dir = std::string(TUNEFARM_SHARED_DIR) + "/fixtures/ncu/public";
+  const std::string dir =
+      std::string(TUNEFARM_SHARED_DIR) + "/fixtures/ncu/public";
   if (!fs::is_directory(dir)) GTEST_SKIP() << "no ncu fixtures at " << dir;
   int files = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (!absl::EndsWith(name, ".csv") && !absl::EndsWith(name, ".log")) continue;
+    if (!absl::EndsWith(name, ".csv") && !absl::EndsWith(name, ".log"))
+      continue;
     ++files;
     absl::StatusOr<std::string> text = ReadFile(e.path().string());
     ASSERT_TRUE(text.ok()) << text.status();
@@ -199,7 +222,8 @@ TEST(NcuTest, PublicFixturesParseAfterCleanUp) {
     const auto rule = t->Column({"Rule Name"});
     if (metric) {
       for (size_t r = 0; r < t->rows.size(); ++r) {
-        EXPECT_TRUE(!t->Cell(r, metric).empty() || (rule && !t->Cell(r, rule).empty()))
+        EXPECT_TRUE(!t->Cell(r, metric).empty() ||
+                    (rule && !t->Cell(r, rule).empty()))
             << name << " row " << r;
       }
     }
@@ -208,15 +232,18 @@ TEST(NcuTest, PublicFixturesParseAfterCleanUp) {
 }
 
 TEST(CudaFlagsTest, ArchPlaceholderIsFilled) {
-  EXPECT_EQ(ExpandCudaFlags({"-O3", "-arch={arch}", "-std=c++17", "-gencode=arch=compute_90a,code={arch}"},
-                            "sm_90a"),
-            (std::vector<std::string>{"-O3", "-arch=sm_90a", "-std=c++17",
-                                      "-gencode=arch=compute_90a,code=sm_90a"}));
+  EXPECT_EQ(
+      ExpandCudaFlags({"-O3", "-arch={arch}", "-std=c++17",
+                       "-gencode=arch=compute_90a,code={arch}"},
+                      "sm_90a"),
+      (std::vector<std::string>{"-O3", "-arch=sm_90a", "-std=c++17",
+                                "-gencode=arch=compute_90a,code=sm_90a"}));
 }
 
 TEST(ShippedManifestsTest, GemmAndSoftmaxDeclareTheCudaBackend) {
   for (const std::string name : {"gemm", "softmax"}) {
-    absl::StatusOr<v1::OperatorManifest> op = LoadOperatorManifest(SourceDir() + "/ops/" + name);
+    absl::StatusOr<v1::OperatorManifest> op =
+        LoadOperatorManifest(SourceDir() + "/ops/" + name);
     ASSERT_TRUE(op.ok()) << op.status();
     auto it = op->backends().find("cuda");
     ASSERT_NE(it, op->backends().end()) << name;
@@ -224,8 +251,10 @@ TEST(ShippedManifestsTest, GemmAndSoftmaxDeclareTheCudaBackend) {
     ASSERT_EQ(it->second.sources_size(), 1);
     EXPECT_EQ(it->second.sources(0), "cuda/" + name + ".cu");
     EXPECT_TRUE(fs::exists(op->package_dir() + "/" + it->second.sources(0)));
-    const std::vector<std::string> flags(it->second.flags().begin(), it->second.flags().end());
-    EXPECT_NE(std::find(flags.begin(), flags.end(), "-arch={arch}"), flags.end());
+    const std::vector<std::string> flags(it->second.flags().begin(),
+                                         it->second.flags().end());
+    EXPECT_NE(std::find(flags.begin(), flags.end(), "-arch={arch}"),
+              flags.end());
     int cuda_params = 0;
     for (const v1::ParameterDomain& p : op->parameters()) {
       for (const std::string& b : p.backends()) cuda_params += b == "cuda";
@@ -234,7 +263,8 @@ TEST(ShippedManifestsTest, GemmAndSoftmaxDeclareTheCudaBackend) {
   }
 }
 
-// ----- the board's flow with the stand-in tool --------------------------------
+// ----- the board's flow with the stand-in tool
+// --------------------------------
 
 class FakeCudaBoardTest : public ::testing::Test {
  protected:
@@ -243,8 +273,12 @@ class FakeCudaBoardTest : public ::testing::Test {
     pkg_ = root_ + "/ops/fakeop";
     ASSERT_TRUE(MakeDirs(pkg_ + "/cuda").ok());
     ASSERT_TRUE(MakeDirs(root_ + "/ops/common").ok());
-    ASSERT_TRUE(WriteFileAtomic(pkg_ + "/cuda/fake.cu", "// compiled by the fake nvcc\n").ok());
-    ASSERT_TRUE(WriteFileAtomic(root_ + "/ops/common/cuda_harness.cuh", "// harness\n").ok());
+    ASSERT_TRUE(WriteFileAtomic(pkg_ + "/cuda/fake.cu",
+                                "// compiled by the fake nvcc\n")
+                    .ok());
+    ASSERT_TRUE(
+        WriteFileAtomic(root_ + "/ops/common/cuda_harness.cuh", "// harness\n")
+            .ok());
     setenv("FAKE_NVCC_LOG", (root_ + "/nvcc.argv").c_str(), 1);
     setenv("FAKE_NCU_LOG", (root_ + "/ncu.argv").c_str(), 1);
     unsetenv("FAKE_NCU_FAIL");
@@ -286,7 +320,8 @@ class FakeCudaBoardTest : public ::testing::Test {
   }
 
   Evaluation Eval(const std::string& mode, int64_t round = 1) {
-    std::unique_ptr<CudaBoard> board = NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
+    std::unique_ptr<CudaBoard> board =
+        NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
     std::atomic<bool> cancel{false};
     absl::StatusOr<Evaluation> e = board->Evaluate(Work(mode, round), cancel);
     EXPECT_TRUE(e.ok()) << e.status();
@@ -294,7 +329,8 @@ class FakeCudaBoardTest : public ::testing::Test {
   }
 
   std::string RunDir(int64_t round) const {
-    return absl::StrCat(options_.work_root, "/cuda1/sw-1/round_", round, "/epoch_1");
+    return absl::StrCat(options_.work_root, "/cuda1/sw-1/round_", round,
+                        "/epoch_1");
   }
 
   std::string root_, pkg_;
@@ -304,14 +340,16 @@ class FakeCudaBoardTest : public ::testing::Test {
 };
 
 TEST_F(FakeCudaBoardTest, InfoDescribesTheGpu) {
-  std::unique_ptr<CudaBoard> board = NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
+  std::unique_ptr<CudaBoard> board =
+      NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
   const v1::BoardInfo& info = board->info();
   EXPECT_EQ(info.board_id(), "agent-t/cuda1");
   EXPECT_EQ(info.kind(), "cuda");
   EXPECT_EQ(info.chip(), "H200");
   EXPECT_FALSE(info.simulated());
   EXPECT_EQ(board->arch(), "sm_90a");
-  EXPECT_TRUE(absl::StrContains(info.health_detail(), "gpu 1 NVIDIA H200: 29.0 C"))
+  EXPECT_TRUE(
+      absl::StrContains(info.health_detail(), "gpu 1 NVIDIA H200: 29.0 C"))
       << info.health_detail();
   EXPECT_NEAR(info.capabilities().peak_tflops(), 66.9, 0.1);
 }
@@ -325,7 +363,8 @@ TEST_F(FakeCudaBoardTest, OkVariantRunsEveryStageOnItsGpu) {
   EXPECT_FALSE(e.result.measurement().simulated());
   EXPECT_GT(e.result.measurement().median_us(), 99.0);
   EXPECT_TRUE(absl::StrContains(e.result.measurement().policy(), "L2 flushed"));
-  EXPECT_TRUE(absl::StrContains(e.result.measurement().policy(), "device=\"fake\""));
+  EXPECT_TRUE(
+      absl::StrContains(e.result.measurement().policy(), "device=\"fake\""));
 
   // nvcc argv: the generated header, the harness include dir, "{arch}" filled.
   const std::string nvcc = ReadFile(root_ + "/nvcc.argv").value();
@@ -336,7 +375,8 @@ TEST_F(FakeCudaBoardTest, OkVariantRunsEveryStageOnItsGpu) {
 
   // Isolation: the stage saw only its GPU, by UUID, in PCI order.
   const std::string env = ReadFile(RunDir(1) + "/run/env.txt").value();
-  EXPECT_TRUE(absl::StrContains(env, "CUDA_VISIBLE_DEVICES=" + gpu_.uuid)) << env;
+  EXPECT_TRUE(absl::StrContains(env, "CUDA_VISIBLE_DEVICES=" + gpu_.uuid))
+      << env;
   EXPECT_TRUE(absl::StrContains(env, "CUDA_DEVICE_ORDER=PCI_BUS_ID")) << env;
 
   // Profile: ncu ran with the recipe and both exports are in the bundle.
@@ -349,14 +389,18 @@ TEST_F(FakeCudaBoardTest, OkVariantRunsEveryStageOnItsGpu) {
   std::vector<std::string> paths;
   for (const auto& f : e.bundle->files()) paths.push_back(f.path());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "ncu/raw.csv"), paths.end());
-  EXPECT_NE(std::find(paths.begin(), paths.end(), "ncu/details.csv"), paths.end());
-  EXPECT_NE(std::find(paths.begin(), paths.end(), "timing_note.txt"), paths.end());
-  EXPECT_EQ(std::find(paths.begin(), paths.end(), "ncu_unavailable.txt"), paths.end());
+  EXPECT_NE(std::find(paths.begin(), paths.end(), "ncu/details.csv"),
+            paths.end());
+  EXPECT_NE(std::find(paths.begin(), paths.end(), "timing_note.txt"),
+            paths.end());
+  EXPECT_EQ(std::find(paths.begin(), paths.end(), "ncu_unavailable.txt"),
+            paths.end());
 
   // Same variant again: the build comes from the cache.
   Evaluation again = Eval("ok", 2);
   ASSERT_EQ(again.result.outcome(), v1::OUTCOME_OK);
-  EXPECT_TRUE(absl::StrContains(again.result.detail(), "build cache hit")) << again.result.detail();
+  EXPECT_TRUE(absl::StrContains(again.result.detail(), "build cache hit"))
+      << again.result.detail();
 }
 
 // The reference depends on the operator's build inputs, the workload and
@@ -367,8 +411,8 @@ TEST_F(FakeCudaBoardTest, ReferenceIsComputedOncePerWorkloadAndSeed) {
   auto reference_entries = [&] {
     int n = 0;
     std::error_code ec;
-    for (const auto& e :
-         std::filesystem::directory_iterator(options_.cache_dir + "/reference", ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(
+             options_.cache_dir + "/reference", ec)) {
       n += std::filesystem::is_regular_file(e.path() / "reference.bin") ? 1 : 0;
     }
     return n;
@@ -381,21 +425,25 @@ TEST_F(FakeCudaBoardTest, ReferenceIsComputedOncePerWorkloadAndSeed) {
   Evaluation other = Eval("other_variant", 2);
   ASSERT_EQ(other.result.outcome(), v1::OUTCOME_OK) << other.result.detail();
   EXPECT_TRUE(other.result.precision().passed());
-  EXPECT_FALSE(std::filesystem::exists(RunDir(2) + "/reference"));  // not run again
+  EXPECT_FALSE(
+      std::filesystem::exists(RunDir(2) + "/reference"));  // not run again
   EXPECT_EQ(reference_entries(), 1);
 
   Evaluation wrong = Eval("unwritten", 3);
-  EXPECT_EQ(wrong.result.outcome(), v1::OUTCOME_PRECISION_FAILED) << wrong.result.detail();
+  EXPECT_EQ(wrong.result.outcome(), v1::OUTCOME_PRECISION_FAILED)
+      << wrong.result.detail();
   EXPECT_FALSE(std::filesystem::exists(RunDir(3) + "/reference"));
 
   // Another seed is other inputs: its own reference.
-  std::unique_ptr<CudaBoard> board = NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
+  std::unique_ptr<CudaBoard> board =
+      NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
   std::atomic<bool> cancel{false};
   v1::WorkItem w = Work("ok", 4);
   w.set_seed(8);
   absl::StatusOr<Evaluation> reseeded = board->Evaluate(w, cancel);
   ASSERT_TRUE(reseeded.ok()) << reseeded.status();
-  EXPECT_EQ(reseeded->result.outcome(), v1::OUTCOME_OK) << reseeded->result.detail();
+  EXPECT_EQ(reseeded->result.outcome(), v1::OUTCOME_OK)
+      << reseeded->result.detail();
   EXPECT_TRUE(std::filesystem::exists(RunDir(4) + "/reference/reference.bin"));
   EXPECT_EQ(reference_entries(), 2);
 }
@@ -451,9 +499,11 @@ TEST_F(FakeCudaBoardTest, AbRunsTheParentBinaryAlternatelyInTheSameLease) {
 TEST_F(FakeCudaBoardTest, CompileErrorIsBuildFailedWithTheMessage) {
   Evaluation e = Eval("build_error");
   EXPECT_EQ(e.result.outcome(), v1::OUTCOME_BUILD_FAILED);
-  EXPECT_TRUE(absl::StrContains(e.result.detail(), "exceed the CUDA limit of 1024"))
+  EXPECT_TRUE(
+      absl::StrContains(e.result.detail(), "exceed the CUDA limit of 1024"))
       << e.result.detail();
-  EXPECT_TRUE(absl::StrContains(e.result.detail(), "sm_90a")) << e.result.detail();
+  EXPECT_TRUE(absl::StrContains(e.result.detail(), "sm_90a"))
+      << e.result.detail();
 }
 
 TEST_F(FakeCudaBoardTest, VariantTheWorkloadCannotUseIsBuildFailed) {
@@ -466,7 +516,8 @@ TEST_F(FakeCudaBoardTest, VariantTheWorkloadCannotUseIsBuildFailed) {
 TEST_F(FakeCudaBoardTest, CrashIsRunCrashedWithTheSignal) {
   Evaluation e = Eval("crash");
   EXPECT_EQ(e.result.outcome(), v1::OUTCOME_RUN_CRASHED);
-  EXPECT_TRUE(absl::StrContains(e.result.detail(), "SIGSEGV")) << e.result.detail();
+  EXPECT_TRUE(absl::StrContains(e.result.detail(), "SIGSEGV"))
+      << e.result.detail();
 }
 
 TEST_F(FakeCudaBoardTest, UnwrittenOutputNeverPasses) {
@@ -480,13 +531,15 @@ TEST_F(FakeCudaBoardTest, FailingNcuIsAnEvidenceGapNotAFailedVariant) {
   Evaluation e = Eval("ok");
   unsetenv("FAKE_NCU_FAIL");
   ASSERT_EQ(e.result.outcome(), v1::OUTCOME_OK) << e.result.detail();
-  EXPECT_TRUE(absl::StrContains(e.result.detail(), "no profile")) << e.result.detail();
+  EXPECT_TRUE(absl::StrContains(e.result.detail(), "no profile"))
+      << e.result.detail();
   ASSERT_TRUE(e.bundle.has_value());
   bool gap = false;
   for (const auto& f : e.bundle->files()) {
     if (f.path() == "ncu_unavailable.txt") {
       gap = true;
-      EXPECT_TRUE(absl::StrContains(f.content(), "LibraryNotLoaded")) << f.content();
+      EXPECT_TRUE(absl::StrContains(f.content(), "LibraryNotLoaded"))
+          << f.content();
     }
   }
   EXPECT_TRUE(gap);
@@ -499,12 +552,14 @@ TEST_F(FakeCudaBoardTest, MissingNcuIsAnEvidenceGap) {
   ASSERT_EQ(e.result.outcome(), v1::OUTCOME_OK) << e.result.detail();
   ASSERT_TRUE(e.bundle.has_value());
   bool gap = false;
-  for (const auto& f : e.bundle->files()) gap |= f.path() == "ncu_unavailable.txt";
+  for (const auto& f : e.bundle->files())
+    gap |= f.path() == "ncu_unavailable.txt";
   EXPECT_TRUE(gap);
 }
 
 TEST_F(FakeCudaBoardTest, PrefetchedBuildIsACacheHit) {
-  std::unique_ptr<CudaBoard> board = NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
+  std::unique_ptr<CudaBoard> board =
+      NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
   board->PrefetchBuild(Work("ok", 3));
   std::atomic<bool> cancel{false};
   // Evaluate's own BuildVariant waits for the in-flight build of the same
@@ -513,13 +568,15 @@ TEST_F(FakeCudaBoardTest, PrefetchedBuildIsACacheHit) {
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->result.outcome(), v1::OUTCOME_OK) << e->result.detail();
   int entries = 0;
-  for (const auto& d : fs::directory_iterator(options_.cache_dir)) entries += d.is_directory();
+  for (const auto& d : fs::directory_iterator(options_.cache_dir))
+    entries += d.is_directory();
   EXPECT_GE(entries, 1);
 }
 
 TEST_F(FakeCudaBoardTest, DiscoveryMakesOneBoardPerGpu) {
   options_.nvidia_smi = FakeTool();
-  absl::StatusOr<std::vector<std::unique_ptr<Board>>> boards = DiscoverCudaBoards(options_);
+  absl::StatusOr<std::vector<std::unique_ptr<Board>>> boards =
+      DiscoverCudaBoards(options_);
   ASSERT_TRUE(boards.ok()) << boards.status();
   ASSERT_EQ(boards->size(), 2u);
   EXPECT_EQ((*boards)[0]->info().board_id(), "agent-t/cuda0");
@@ -534,7 +591,8 @@ TEST_F(FakeCudaBoardTest, DiscoveryMakesOneBoardPerGpu) {
   options_.gpu_indices = {5};
   boards = DiscoverCudaBoards(options_);
   ASSERT_FALSE(boards.ok());
-  EXPECT_TRUE(absl::StrContains(boards.status().message(), "no GPU with index 5"))
+  EXPECT_TRUE(
+      absl::StrContains(boards.status().message(), "no GPU with index 5"))
       << boards.status();
 
   options_.nvidia_smi = root_ + "/no-such-nvidia-smi";
@@ -542,20 +600,23 @@ TEST_F(FakeCudaBoardTest, DiscoveryMakesOneBoardPerGpu) {
   EXPECT_TRUE(absl::IsNotFound(boards.status())) << boards.status();
 }
 
-// ----- on a real GPU ------------------------------------------------------------
+// ----- on a real GPU
+// ------------------------------------------------------------
 
 class RealGpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
     absl::StatusOr<std::vector<GpuInfo>> gpus = QueryGpus();
-    if (!gpus.ok()) GTEST_SKIP() << "no NVIDIA GPU here: " << gpus.status().message();
+    if (!gpus.ok())
+      GTEST_SKIP() << "no NVIDIA GPU here: " << gpus.status().message();
     if (gpus->empty()) GTEST_SKIP() << "nvidia-smi lists no GPU";
     root_ = MakeTempDir("cuda-real").value();
     options_.agent_id = "agent-gpu";
     options_.work_root = root_ + "/work";
     options_.cache_dir = root_ + "/cache";
     options_.gpu_indices = {(*gpus)[0].index};
-    absl::StatusOr<std::vector<std::unique_ptr<Board>>> boards = DiscoverCudaBoards(options_);
+    absl::StatusOr<std::vector<std::unique_ptr<Board>>> boards =
+        DiscoverCudaBoards(options_);
     ASSERT_TRUE(boards.ok()) << boards.status();
     board_ = std::move((*boards)[0]);
   }
@@ -563,7 +624,8 @@ class RealGpuTest : public ::testing::Test {
     if (!root_.empty()) (void)RemoveAll(root_);
   }
 
-  v1::WorkItem Work(const std::string& op_name, std::map<std::string, int64_t> dims,
+  v1::WorkItem Work(const std::string& op_name,
+                    std::map<std::string, int64_t> dims,
                     std::map<std::string, int64_t> overrides) {
     absl::StatusOr<v1::OperatorManifest> op =
         LoadOperatorManifest(SourceDir() + "/ops/" + op_name);
@@ -576,11 +638,12 @@ class RealGpuTest : public ::testing::Test {
     *w.mutable_operator_() = *op;
     w.mutable_workload()->set_name("test");
     w.mutable_workload()->set_dtype("fp32");
-    for (const auto& [k, v] : dims) (*w.mutable_workload()->mutable_dims())[k] = v;
+    for (const auto& [k, v] : dims)
+      (*w.mutable_workload()->mutable_dims())[k] = v;
     for (const v1::ParameterDomain& p : op->parameters()) {
       const bool cuda = p.backends().empty() ||
-                        std::find(p.backends().begin(), p.backends().end(), "cuda") !=
-                            p.backends().end();
+                        std::find(p.backends().begin(), p.backends().end(),
+                                  "cuda") != p.backends().end();
       if (cuda) (*w.mutable_params())[p.name()] = p.default_value();
     }
     for (const auto& [k, v] : overrides) (*w.mutable_params())[k] = IntParam(v);
@@ -598,8 +661,8 @@ class RealGpuTest : public ::testing::Test {
 
 TEST_F(RealGpuTest, GemmDefaultVariantPassesAndIsTimed) {
   std::atomic<bool> cancel{false};
-  absl::StatusOr<Evaluation> e =
-      board_->Evaluate(Work("gemm", {{"m", 1024}, {"n", 1024}, {"k", 1024}}, {}), cancel);
+  absl::StatusOr<Evaluation> e = board_->Evaluate(
+      Work("gemm", {{"m", 1024}, {"n", 1024}, {"k", 1024}}, {}), cancel);
   ASSERT_TRUE(e.ok()) << e.status();
   ASSERT_EQ(e->result.outcome(), v1::OUTCOME_OK) << e->result.detail();
   EXPECT_TRUE(e->result.precision().passed());
@@ -609,30 +672,37 @@ TEST_F(RealGpuTest, GemmDefaultVariantPassesAndIsTimed) {
   ASSERT_TRUE(e->bundle.has_value());
   for (const auto& f : e->bundle->files()) {
     if (f.path() != "ncu/raw.csv") continue;
-    absl::StatusOr<CsvTable> t = ParseCsv(NcuCsvRecords(f.content()), "raw.csv");
+    absl::StatusOr<CsvTable> t =
+        ParseCsv(NcuCsvRecords(f.content()), "raw.csv");
     ASSERT_TRUE(t.ok()) << t.status();
     EXPECT_TRUE(t->Column({"gpu__time_duration.sum"}).has_value());
     EXPECT_TRUE(absl::StrContains(
-        std::string(t->Cell(t->rows.size() - 1, t->Column({"Kernel Name"}))), "GemmKernel"));
+        std::string(t->Cell(t->rows.size() - 1, t->Column({"Kernel Name"}))),
+        "GemmKernel"));
   }
 }
 
 TEST_F(RealGpuTest, GemmVariantOverThreadLimitFailsTheBuild) {
   std::atomic<bool> cancel{false};
   // 256/4 x 256/4 = 4096 threads per block.
-  absl::StatusOr<Evaluation> e = board_->Evaluate(
-      Work("gemm", {{"m", 1024}, {"n", 1024}, {"k", 1024}},
-           {{"block_m", 256}, {"block_n", 256}, {"thread_m", 4}, {"thread_n", 4}}),
-      cancel);
+  absl::StatusOr<Evaluation> e =
+      board_->Evaluate(Work("gemm", {{"m", 1024}, {"n", 1024}, {"k", 1024}},
+                            {{"block_m", 256},
+                             {"block_n", 256},
+                             {"thread_m", 4},
+                             {"thread_n", 4}}),
+                       cancel);
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->result.outcome(), v1::OUTCOME_BUILD_FAILED) << e->result.detail();
-  EXPECT_TRUE(absl::StrContains(e->result.detail(), "1024")) << e->result.detail();
+  EXPECT_EQ(e->result.outcome(), v1::OUTCOME_BUILD_FAILED)
+      << e->result.detail();
+  EXPECT_TRUE(absl::StrContains(e->result.detail(), "1024"))
+      << e->result.detail();
 }
 
 TEST_F(RealGpuTest, SoftmaxDefaultVariantPasses) {
   std::atomic<bool> cancel{false};
-  absl::StatusOr<Evaluation> e =
-      board_->Evaluate(Work("softmax", {{"rows", 1024}, {"cols", 4096}}, {}), cancel);
+  absl::StatusOr<Evaluation> e = board_->Evaluate(
+      Work("softmax", {{"rows", 1024}, {"cols", 4096}}, {}), cancel);
   ASSERT_TRUE(e.ok()) << e.status();
   ASSERT_EQ(e->result.outcome(), v1::OUTCOME_OK) << e->result.detail();
   EXPECT_TRUE(e->result.precision().passed());

@@ -63,7 +63,8 @@ int Stage(const std::vector<std::string>& a) {
   };
   if (stage == "build") {
     if (mode_is("bad_workload")) {
-      std::fprintf(stderr, "gemm: workload m=100 is not a multiple of block_m=64\n");
+      std::fprintf(stderr,
+                   "gemm: workload m=100 is not a multiple of block_m=64\n");
       return 2;
     }
     return 0;
@@ -72,21 +73,25 @@ int Stage(const std::vector<std::string>& a) {
   std::vector<float> ref(n);
   for (int i = 0; i < n; ++i) ref[i] = 0.5f * i;
   if (stage == "reference") {
-    Spit(out + "/reference.bin", std::string(reinterpret_cast<char*>(ref.data()), n * 4));
+    Spit(out + "/reference.bin",
+         std::string(reinterpret_cast<char*>(ref.data()), n * 4));
     return 0;
   }
   if (stage == "run") {
     const char* vis = std::getenv("CUDA_VISIBLE_DEVICES");
     const char* order = std::getenv("CUDA_DEVICE_ORDER");
-    Spit(out + "/env.txt", std::string("CUDA_VISIBLE_DEVICES=") + (vis ? vis : "") +
-                               "\nCUDA_DEVICE_ORDER=" + (order ? order : "") + "\n");
+    Spit(out + "/env.txt",
+         std::string("CUDA_VISIBLE_DEVICES=") + (vis ? vis : "") +
+             "\nCUDA_DEVICE_ORDER=" + (order ? order : "") + "\n");
     if (mode_is("crash")) std::raise(SIGSEGV);
     std::vector<float> o = ref;
     if (mode_is("unwritten")) {
       for (int i = n / 2; i < n; ++i) o[i] = __builtin_nanf("");
     }
-    Spit(out + "/output.bin", std::string(reinterpret_cast<char*>(o.data()), n * 4));
-    const int total = std::atoi(Arg(a, "--warmup").c_str()) + std::atoi(Arg(a, "--samples").c_str());
+    Spit(out + "/output.bin",
+         std::string(reinterpret_cast<char*>(o.data()), n * 4));
+    const int total = std::atoi(Arg(a, "--warmup").c_str()) +
+                      std::atoi(Arg(a, "--samples").c_str());
     std::string t;
     for (int i = 0; i < total; ++i) t += std::to_string(100 + i % 3) + ".0\n";
     Spit(out + "/timing_us.txt", t);
@@ -106,15 +111,19 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && a[1].rfind("--query-gpu=", 0) == 0) {  // nvidia-smi
-    std::printf("0, NVIDIA H200, GPU-11111111-2222-3333-4444-555555555555, 143771, 1980, 31, 74.52\n"
-                "1, NVIDIA H200, GPU-66666666-7777-8888-9999-000000000000, 143771, 1980, 29, [N/A]\n");
+    std::printf(
+        "0, NVIDIA H200, GPU-11111111-2222-3333-4444-555555555555, 143771, "
+        "1980, 31, 74.52\n"
+        "1, NVIDIA H200, GPU-66666666-7777-8888-9999-000000000000, 143771, "
+        "1980, 29, [N/A]\n");
     return 0;
   }
   if (Has(a, "--target-processes")) {
     LogArgv("FAKE_NCU_LOG", a);
     const std::string log = Arg(a, "--log-file");
     if (std::getenv("FAKE_NCU_FAIL")) {
-      Spit(log, "==ERROR== Failed to initialize the profiler: LibraryNotLoaded\n");
+      Spit(log,
+           "==ERROR== Failed to initialize the profiler: LibraryNotLoaded\n");
       return 1;
     }
     Spit(log, "==PROF== Connected to process\n==PROF== Disconnected\n");
@@ -125,10 +134,13 @@ int main(int argc, char** argv) {
   if (Has(a, "-i")) {
     std::printf(
         "==PROF== note\n"
-        "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\","
-        "\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"gpu__time_duration.sum\"\n"
+        "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel "
+        "Name\",\"Context\","
+        "\"Stream\",\"Block Size\",\"Grid "
+        "Size\",\"Device\",\"CC\",\"gpu__time_duration.sum\"\n"
         "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"ns\"\n"
-        "\"0\",\"1\",\"gemm\",\"h\",\"GemmKernel\",\"1\",\"7\",\"(256, 1, 1)\",\"(32, 32, 1)\","
+        "\"0\",\"1\",\"gemm\",\"h\",\"GemmKernel\",\"1\",\"7\",\"(256, 1, "
+        "1)\",\"(32, 32, 1)\","
         "\"0\",\"9.0\",\"1,234,000.00\"\n");
     return 0;
   }
@@ -136,9 +148,10 @@ int main(int argc, char** argv) {
     LogArgv("FAKE_NVCC_LOG", a);
     const std::string header = Slurp(Arg(a, "-include"));
     if (header.find("build_error") != std::string::npos) {
-      std::fprintf(stderr,
-                   "gemm_kernel.cuh(84): error: static assertion failed with \"gemm: "
-                   "threads per block exceed the CUDA limit of 1024\"\n");
+      std::fprintf(
+          stderr,
+          "gemm_kernel.cuh(84): error: static assertion failed with \"gemm: "
+          "threads per block exceed the CUDA limit of 1024\"\n");
       return 1;
     }
     const std::string self = Slurp("/proc/self/exe");

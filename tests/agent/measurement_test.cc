@@ -56,7 +56,8 @@ class TimingFileTest : public ::testing::Test {
 };
 
 TEST_F(TimingFileTest, ReadsSamples) {
-  absl::StatusOr<std::vector<double>> s = ReadTimingSamples(Write("1.5\n 2.25 \n\n3\n"));
+  absl::StatusOr<std::vector<double>> s =
+      ReadTimingSamples(Write("1.5\n 2.25 \n\n3\n"));
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(*s, (std::vector<double>{1.5, 2.25, 3}));
 }
@@ -67,8 +68,10 @@ TEST_F(TimingFileTest, RejectsGarbageNamingTheLine) {
     absl::StatusOr<std::vector<double>> s = ReadTimingSamples(Write(bad));
     ASSERT_FALSE(s.ok()) << bad;
     EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(s.status().message().find("line 2"), std::string::npos) << s.status();
-    EXPECT_NE(s.status().message().find("t.txt"), std::string::npos) << s.status();
+    EXPECT_NE(s.status().message().find("line 2"), std::string::npos)
+        << s.status();
+    EXPECT_NE(s.status().message().find("t.txt"), std::string::npos)
+        << s.status();
   }
 }
 

@@ -39,7 +39,8 @@ class PrecisionTest : public ::testing::Test {
 
 TEST_F(PrecisionTest, PassesWithinTolerance) {
   // 100 * 1.005: inside rtol; 0.0005 next to 0: inside atol.
-  v1::PrecisionCheck c = Check(Write("out.bin", {1.0f, -2.0f, 0.0005f, 100.5f}));
+  v1::PrecisionCheck c =
+      Check(Write("out.bin", {1.0f, -2.0f, 0.0005f, 100.5f}));
   EXPECT_TRUE(c.passed()) << c.detail();
   EXPECT_EQ(c.elements(), 4);
   EXPECT_EQ(c.mismatches(), 0);
@@ -54,8 +55,10 @@ TEST_F(PrecisionTest, CountsMismatches) {
   EXPECT_EQ(c.mismatches(), 2);
   EXPECT_NEAR(c.max_abs_err(), 0.1, 1e-6);
   EXPECT_NEAR(c.max_rel_err(), 0.1, 1e-6);
-  EXPECT_NE(c.detail().find("2 of 4 elements outside"), std::string::npos) << c.detail();
-  EXPECT_NE(c.detail().find("first bad element 0"), std::string::npos) << c.detail();
+  EXPECT_NE(c.detail().find("2 of 4 elements outside"), std::string::npos)
+      << c.detail();
+  EXPECT_NE(c.detail().find("first bad element 0"), std::string::npos)
+      << c.detail();
 }
 
 TEST_F(PrecisionTest, NanOrInfNeverPasses) {
@@ -66,7 +69,8 @@ TEST_F(PrecisionTest, NanOrInfNeverPasses) {
   EXPECT_EQ(c.nan_count(), 2);
   EXPECT_EQ(c.mismatches(), 0);
   EXPECT_NE(c.detail().find("NaN/Inf"), std::string::npos) << c.detail();
-  EXPECT_NE(c.detail().find("first bad element 1"), std::string::npos) << c.detail();
+  EXPECT_NE(c.detail().find("first bad element 1"), std::string::npos)
+      << c.detail();
 }
 
 TEST_F(PrecisionTest, ShortOrLongOutputFails) {
@@ -86,7 +90,8 @@ TEST_F(PrecisionTest, ShortOrLongOutputFails) {
 TEST_F(PrecisionTest, MissingFilesFail) {
   v1::PrecisionCheck c = Check(dir_ + "/never-written.bin");
   EXPECT_FALSE(c.passed());
-  EXPECT_NE(c.detail().find("never-written.bin"), std::string::npos) << c.detail();
+  EXPECT_NE(c.detail().find("never-written.bin"), std::string::npos)
+      << c.detail();
   EXPECT_NE(c.detail().find("missing"), std::string::npos) << c.detail();
 
   c = ComparePrecision(Write("out.bin", {1.0f}), dir_ + "/no-ref.bin", tol_);
@@ -98,7 +103,8 @@ TEST_F(PrecisionTest, NanInReferenceFails) {
   Write("ref.bin", {std::numeric_limits<float>::quiet_NaN()});
   v1::PrecisionCheck c = Check(Write("out.bin", {1.0f}));
   EXPECT_FALSE(c.passed());
-  EXPECT_NE(c.detail().find("reference has 1 NaN"), std::string::npos) << c.detail();
+  EXPECT_NE(c.detail().find("reference has 1 NaN"), std::string::npos)
+      << c.detail();
 }
 
 }  // namespace

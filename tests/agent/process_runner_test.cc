@@ -121,7 +121,8 @@ TEST_F(ProcessRunnerTest, ExecFailureNamesTheProgram) {
   absl::StatusOr<ProcessResult> r = RunProcess(spec);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(r.status().message().find(dir_ + "/no-such-program"), std::string::npos)
+  EXPECT_NE(r.status().message().find(dir_ + "/no-such-program"),
+            std::string::npos)
       << r.status();
 
   // Present but not executable.
@@ -129,7 +130,8 @@ TEST_F(ProcessRunnerTest, ExecFailureNamesTheProgram) {
   spec.argv = {dir_ + "/not-exec"};
   r = RunProcess(spec);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("not-exec"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("not-exec"), std::string::npos)
+      << r.status();
 
   spec.argv = {};
   EXPECT_FALSE(RunProcess(spec).ok());
@@ -138,8 +140,14 @@ TEST_F(ProcessRunnerTest, ExecFailureNamesTheProgram) {
 TEST_F(ProcessRunnerTest, ArgumentsArePassedLiterally) {
   ProcessSpec spec;
   const std::string marker = dir_ + "/pwned";
-  spec.argv = {"printf", "%s\\n", "; rm -rf /", "$(touch " + marker + ")",
-               "`touch " + marker + "`", "a b", "*", "'\""};
+  spec.argv = {"printf",
+               "%s\\n",
+               "; rm -rf /",
+               "$(touch " + marker + ")",
+               "`touch " + marker + "`",
+               "a b",
+               "*",
+               "'\""};
   spec.stdout_path = dir_ + "/out";
   absl::StatusOr<ProcessResult> r = RunProcess(spec);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -167,9 +175,10 @@ TEST_F(ProcessRunnerTest, EnvironmentAndWorkingDirectory) {
 
 TEST_F(ProcessRunnerTest, StderrTailIsBounded) {
   ProcessSpec spec;
-  spec.argv = {"/bin/sh", "-c",
-               "i=0; while [ $i -lt 2000 ]; do echo 0123456789 >&2; i=$((i+1)); "
-               "done; echo LAST >&2; exit 1"};
+  spec.argv = {
+      "/bin/sh", "-c",
+      "i=0; while [ $i -lt 2000 ]; do echo 0123456789 >&2; i=$((i+1)); "
+      "done; echo LAST >&2; exit 1"};
   spec.stderr_path = dir_ + "/err";
   absl::StatusOr<ProcessResult> r = RunProcess(spec);
   ASSERT_TRUE(r.ok()) << r.status();

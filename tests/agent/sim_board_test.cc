@@ -1,7 +1,5 @@
 #include "agent/sim_board.h"
 
-#include "agent/process_runner.h"
-
 #include <sys/stat.h>
 
 #include <fstream>
@@ -11,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "agent/process_runner.h"
 #include "common/files.h"
 #include "common/params.h"
 #include "gtest/gtest.h"
@@ -18,9 +17,12 @@
 namespace tunefarm {
 namespace {
 
-std::string DirOf(const std::string& path) { return path.substr(0, path.rfind('/')); }
+std::string DirOf(const std::string& path) {
+  return path.substr(0, path.rfind('/'));
+}
 
-v1::Workload MakeWorkload(const std::string& name, int64_t m, int64_t n, int64_t k) {
+v1::Workload MakeWorkload(const std::string& name, int64_t m, int64_t n,
+                          int64_t k) {
   v1::Workload w;
   w.set_name(name);
   w.set_dtype("fp16");
@@ -32,11 +34,16 @@ v1::Workload MakeWorkload(const std::string& name, int64_t m, int64_t n, int64_t
 
 // sim_matmul's manifest, built in code (the catalog loader is tested on its
 // own); `command` replaces the sim backend command when given.
-v1::OperatorManifest Manifest(std::vector<std::string> command = {"{bin}/tunefarm-sim-matmul"}) {
+v1::OperatorManifest Manifest(std::vector<std::string> command = {
+                                  "{bin}/tunefarm-sim-matmul"}) {
   v1::OperatorManifest op;
   op.set_name("sim_matmul");
   op.set_package_dir(std::string(TUNEFARM_SOURCE_DIR) + "/ops/sim_matmul");
-  struct P { const char* name; std::vector<int64_t> values; int64_t def; };
+  struct P {
+    const char* name;
+    std::vector<int64_t> values;
+    int64_t def;
+  };
   for (const P& p : std::vector<P>{{"tile_m", {16, 32, 64, 128, 256}, 32},
                                    {"tile_n", {16, 32, 64, 128, 256}, 32},
                                    {"tile_k", {16, 32, 64, 128}, 32},
@@ -82,7 +89,8 @@ class SimBoardTest : public ::testing::Test {
   }
   void TearDown() override { ASSERT_TRUE(RemoveAll(dir_).ok()); }
 
-  v1::WorkItem Work(const ParamMap& params, const std::string& workload = "square_2k",
+  v1::WorkItem Work(const ParamMap& params,
+                    const std::string& workload = "square_2k",
                     v1::OperatorManifest op = Manifest()) {
     v1::WorkItem w;
     w.set_lease_id("lease-1");
@@ -165,10 +173,15 @@ TEST_F(SimBoardTest, OkResultWithSimulatedMeasurementAndMsprofBundle) {
 
   // The op_summary / op_statistic headers equal the real msprof fixture's.
   const std::string fixture =
-      std::string(TUNEFARM_SHARED_DIR) + "/fixtures/ascend/helix_msprof_real/mindstudio_profiler_output/";
-  auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
-  absl::StatusOr<std::string> real_summary = ReadFile(fixture + "op_summary_20260511093035.csv");
-  absl::StatusOr<std::string> real_stat = ReadFile(fixture + "op_statistic_20260511093035.csv");
+      std::string(TUNEFARM_SHARED_DIR) +
+      "/fixtures/ascend/helix_msprof_real/mindstudio_profiler_output/";
+  auto first_line = [](const std::string& s) {
+    return s.substr(0, s.find('\n'));
+  };
+  absl::StatusOr<std::string> real_summary =
+      ReadFile(fixture + "op_summary_20260511093035.csv");
+  absl::StatusOr<std::string> real_stat =
+      ReadFile(fixture + "op_statistic_20260511093035.csv");
   ASSERT_TRUE(real_summary.ok() && real_stat.ok());
   bool saw_summary = false, saw_stat = false, saw_simulated = false;
   for (const v1::ProfileFile& f : b.files()) {
@@ -185,13 +198,15 @@ TEST_F(SimBoardTest, OkResultWithSimulatedMeasurementAndMsprofBundle) {
         matmul = true;
         EXPECT_TRUE(absl::StrContains(line, ",AI_CORE,")) << line;
         EXPECT_TRUE(absl::StrContains(line, "\t,")) << line;
-        EXPECT_TRUE(absl::StrContains(line, "\"\"\"2048,2048;2048,2048\"\"\"")) << line;
+        EXPECT_TRUE(absl::StrContains(line, "\"\"\"2048,2048;2048,2048\"\"\""))
+            << line;
         const std::vector<std::string> cells = absl::StrSplit(line, ',');
         EXPECT_EQ(cells[11], "24");  // Block Dim
       }
       EXPECT_TRUE(matmul);
     }
-    if (absl::StrContains(f.path(), "mindstudio_profiler_output/op_statistic_")) {
+    if (absl::StrContains(f.path(),
+                          "mindstudio_profiler_output/op_statistic_")) {
       saw_stat = true;
       EXPECT_EQ(first_line(f.content()), first_line(*real_stat));
     }
@@ -212,34 +227,41 @@ TEST_F(SimBoardTest, DeterministicGivenSeedAndFasterForABetterVariant) {
   Evaluation best = Eval(Work(Params(128, 128, 64, 2, 24)));
   ASSERT_EQ(base1.result.outcome(), v1::OUTCOME_OK) << base1.result.detail();
   ASSERT_EQ(best.result.outcome(), v1::OUTCOME_OK) << best.result.detail();
-  EXPECT_EQ(base1.result.measurement().median_us(), base2.result.measurement().median_us());
-  EXPECT_EQ(base1.result.measurement().max_us(), base2.result.measurement().max_us());
-  EXPECT_GT(base1.result.measurement().median_us(), 4 * best.result.measurement().median_us());
+  EXPECT_EQ(base1.result.measurement().median_us(),
+            base2.result.measurement().median_us());
+  EXPECT_EQ(base1.result.measurement().max_us(),
+            base2.result.measurement().max_us());
+  EXPECT_GT(base1.result.measurement().median_us(),
+            4 * best.result.measurement().median_us());
 }
 
 TEST_F(SimBoardTest, UbOverflowIsBuildFailed) {
   Evaluation e = Eval(Work(Params(256, 256, 128, 4, 16)));
   EXPECT_EQ(e.result.outcome(), v1::OUTCOME_BUILD_FAILED);
-  EXPECT_TRUE(absl::StrContains(e.result.detail(),
-                                "UB overflow: tile_m=256 tile_n=256 tile_k=128 "
-                                "buffer_count=4 needs 786432 bytes, UB holds 196608 bytes"))
+  EXPECT_TRUE(absl::StrContains(
+      e.result.detail(),
+      "UB overflow: tile_m=256 tile_n=256 tile_k=128 "
+      "buffer_count=4 needs 786432 bytes, UB holds 196608 bytes"))
       << e.result.detail();
   EXPECT_FALSE(e.bundle.has_value());
 }
 
 TEST_F(SimBoardTest, TailBugFailsPrecisionOnRaggedOnly) {
   Evaluation bad = Eval(Work(Params(64, 128, 64, 2, 24), "ragged"));
-  EXPECT_EQ(bad.result.outcome(), v1::OUTCOME_PRECISION_FAILED) << bad.result.detail();
+  EXPECT_EQ(bad.result.outcome(), v1::OUTCOME_PRECISION_FAILED)
+      << bad.result.detail();
   EXPECT_FALSE(bad.result.precision().passed());
   EXPECT_GT(bad.result.precision().nan_count(), 0);
-  EXPECT_TRUE(absl::StrContains(bad.result.detail(), "NaN")) << bad.result.detail();
+  EXPECT_TRUE(absl::StrContains(bad.result.detail(), "NaN"))
+      << bad.result.detail();
   EXPECT_EQ(bad.result.measurement().samples(), 0);  // never ranked
   EXPECT_FALSE(bad.bundle.has_value());
 
   // The same tiling is correct on a workload without a ragged tail, and a
   // narrow tile is correct on the ragged one.
-  EXPECT_EQ(Eval(Work(Params(64, 128, 64, 2, 24), "square_2k")).result.outcome(),
-            v1::OUTCOME_OK);
+  EXPECT_EQ(
+      Eval(Work(Params(64, 128, 64, 2, 24), "square_2k")).result.outcome(),
+      v1::OUTCOME_OK);
   Evaluation narrow = Eval(Work(Params(64, 64, 64, 2, 24), "ragged"));
   EXPECT_EQ(narrow.result.outcome(), v1::OUTCOME_OK) << narrow.result.detail();
 }
@@ -248,8 +270,10 @@ TEST_F(SimBoardTest, CrashingKernelIsRunCrashed) {
   Evaluation e = Eval(Work(Params(32, 32, 32, 1, 16), "square_2k",
                            Manifest({TEST_KERNEL_BIN, "--mode", "crash"})));
   EXPECT_EQ(e.result.outcome(), v1::OUTCOME_RUN_CRASHED);
-  EXPECT_TRUE(absl::StrContains(e.result.detail(), "SIGSEGV")) << e.result.detail();
-  EXPECT_TRUE(absl::StrContains(e.result.detail(), "about to crash")) << e.result.detail();
+  EXPECT_TRUE(absl::StrContains(e.result.detail(), "SIGSEGV"))
+      << e.result.detail();
+  EXPECT_TRUE(absl::StrContains(e.result.detail(), "about to crash"))
+      << e.result.detail();
 }
 
 TEST_F(SimBoardTest, HangingKernelIsRunTimeoutAndItsGroupIsKilled) {
@@ -261,7 +285,8 @@ TEST_F(SimBoardTest, HangingKernelIsRunTimeoutAndItsGroupIsKilled) {
   EXPECT_EQ(e.result.outcome(), v1::OUTCOME_RUN_TIMEOUT) << e.result.detail();
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   const std::string pid_file = options_.work_root + "/sweep-abc/round_" +
-                               std::to_string(work.round_id()) + "/epoch_3/run/grandchild.pid";
+                               std::to_string(work.round_id()) +
+                               "/epoch_3/run/grandchild.pid";
   absl::StatusOr<std::string> pid_text = ReadFile(pid_file);
   ASSERT_TRUE(pid_text.ok()) << pid_text.status();
   int pid = 0;
@@ -278,17 +303,21 @@ TEST_F(SimBoardTest, HangingKernelIsRunTimeoutAndItsGroupIsKilled) {
 }
 
 TEST_F(SimBoardTest, GarbageTimingAndMissingProfile) {
-  Evaluation e = Eval(Work(Params(32, 32, 32, 1, 16), "square_2k",
-                           Manifest({TEST_KERNEL_BIN, "--mode", "bad_timing"})));
+  Evaluation e =
+      Eval(Work(Params(32, 32, 32, 1, 16), "square_2k",
+                Manifest({TEST_KERNEL_BIN, "--mode", "bad_timing"})));
   EXPECT_EQ(e.result.outcome(), v1::OUTCOME_RUN_CRASHED);
-  EXPECT_TRUE(absl::StrContains(e.result.detail(), "line 2")) << e.result.detail();
+  EXPECT_TRUE(absl::StrContains(e.result.detail(), "line 2"))
+      << e.result.detail();
 
   v1::WorkItem work = Work(Params(32, 32, 32, 1, 16), "square_2k",
                            Manifest({TEST_KERNEL_BIN, "--mode", "no_profile"}));
   work.clear_measurement();  // defaults: 3 warm-up + 20 samples
   e = Eval(work);
-  EXPECT_EQ(e.result.outcome(), v1::OUTCOME_PROFILE_FAILED) << e.result.detail();
-  EXPECT_TRUE(absl::StrContains(e.result.detail(), "PROF_")) << e.result.detail();
+  EXPECT_EQ(e.result.outcome(), v1::OUTCOME_PROFILE_FAILED)
+      << e.result.detail();
+  EXPECT_TRUE(absl::StrContains(e.result.detail(), "PROF_"))
+      << e.result.detail();
   EXPECT_EQ(e.result.measurement().samples(), 20);  // the measurement is kept
   EXPECT_FALSE(e.bundle.has_value());
 }
@@ -306,23 +335,27 @@ TEST_F(SimBoardTest, HostileParametersFailClearlyAndNeverReachArgv) {
   p["../../etc/passwd"] = StringParam("$(touch " + marker + ")");
   e = Eval(Work(p));
   EXPECT_EQ(e.result.outcome(), v1::OUTCOME_BUILD_FAILED);
-  EXPECT_TRUE(absl::StrContains(e.result.detail(), "unknown parameter \"../../etc/passwd\""))
+  EXPECT_TRUE(absl::StrContains(e.result.detail(),
+                                "unknown parameter \"../../etc/passwd\""))
       << e.result.detail();
 
   p = Params(32, 32, 32, 1, 16);
   p["tile_k"] = IntParam(int64_t{1} << 60);
   e = Eval(Work(p));
   EXPECT_EQ(e.result.outcome(), v1::OUTCOME_BUILD_FAILED);
-  EXPECT_TRUE(absl::StrContains(e.result.detail(), "tile_k")) << e.result.detail();
+  EXPECT_TRUE(absl::StrContains(e.result.detail(), "tile_k"))
+      << e.result.detail();
 
   // The argv the operator program receives holds no parameter value.
   p = Params(32, 32, 32, 1, 16);
   p["tile_m"] = StringParam("`touch " + marker + "`");
-  v1::WorkItem work = Work(p, "square_2k", Manifest({TEST_KERNEL_BIN, "--mode", "record"}));
+  v1::WorkItem work =
+      Work(p, "square_2k", Manifest({TEST_KERNEL_BIN, "--mode", "record"}));
   e = Eval(work);
   EXPECT_EQ(e.result.outcome(), v1::OUTCOME_BUILD_FAILED);
-  absl::StatusOr<std::string> argv = ReadFile(options_.work_root + "/sweep-abc/round_" +
-                                             std::to_string(work.round_id()) + "/epoch_3/argv.log");
+  absl::StatusOr<std::string> argv =
+      ReadFile(options_.work_root + "/sweep-abc/round_" +
+               std::to_string(work.round_id()) + "/epoch_3/argv.log");
   ASSERT_TRUE(argv.ok()) << argv.status();
   EXPECT_FALSE(absl::StrContains(*argv, "touch")) << *argv;
   EXPECT_TRUE(absl::StrContains(*argv, "params.json")) << *argv;
@@ -336,7 +369,8 @@ TEST_F(SimBoardTest, RejectsBadCommands) {
        std::vector<std::vector<std::string>>{{"tunefarm-sim-matmul"},
                                              {"{bin}/../../bin/sh"},
                                              {"relative/{bin}"}}) {
-    Evaluation e = Eval(Work(Params(32, 32, 32, 1, 16), "square_2k", Manifest(cmd)));
+    Evaluation e =
+        Eval(Work(Params(32, 32, 32, 1, 16), "square_2k", Manifest(cmd)));
     EXPECT_EQ(e.result.outcome(), v1::OUTCOME_BUILD_FAILED) << cmd[0];
     EXPECT_TRUE(absl::StrContains(e.result.detail(), "absolute") ||
                 absl::StrContains(e.result.detail(), "escapes"))
@@ -346,15 +380,18 @@ TEST_F(SimBoardTest, RejectsBadCommands) {
   no_sim.mutable_backends()->clear();
   Evaluation e = Eval(Work(Params(32, 32, 32, 1, 16), "square_2k", no_sim));
   EXPECT_EQ(e.result.outcome(), v1::OUTCOME_BUILD_FAILED);
-  EXPECT_TRUE(absl::StrContains(e.result.detail(), "no command for board kind")) << e.result.detail();
+  EXPECT_TRUE(absl::StrContains(e.result.detail(), "no command for board kind"))
+      << e.result.detail();
 
   // The board's own program missing is the board's failure, not the variant's.
   options_.bin_dir = dir_ + "/empty-bin";
   std::unique_ptr<Board> board = NewSimBoard(options_);
   std::atomic<bool> cancel{false};
-  absl::StatusOr<Evaluation> r = board->Evaluate(Work(Params(32, 32, 32, 1, 16)), cancel);
+  absl::StatusOr<Evaluation> r =
+      board->Evaluate(Work(Params(32, 32, 32, 1, 16)), cancel);
   ASSERT_FALSE(r.ok());
-  EXPECT_TRUE(absl::StrContains(r.status().message(), "tunefarm-sim-matmul")) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "tunefarm-sim-matmul"))
+      << r.status();
 }
 
 TEST_F(SimBoardTest, CancelAbortsEarly) {
@@ -366,7 +403,8 @@ TEST_F(SimBoardTest, CancelAbortsEarly) {
     cancel = true;
   });
   const absl::Time start = absl::Now();
-  absl::StatusOr<Evaluation> r = board->Evaluate(Work(Params(32, 32, 32, 1, 16)), cancel);
+  absl::StatusOr<Evaluation> r =
+      board->Evaluate(Work(Params(32, 32, 32, 1, 16)), cancel);
   canceller.join();
   EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
@@ -481,12 +519,16 @@ class KernelProgramTest : public ::testing::Test {
     absl::StatusOr<std::string> dir = MakeTempDir("kernel_program_test");
     ASSERT_TRUE(dir.ok());
     dir_ = *dir;
-    ASSERT_TRUE(WriteFileAtomic(dir_ + "/params.json",
-                                R"({"tile_m":32,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})")
-                    .ok());
-    ASSERT_TRUE(WriteFileAtomic(dir_ + "/workload.json",
-                                R"({"name":"w","dtype":"fp16","dims":{"m":64,"n":64,"k":64}})")
-                    .ok());
+    ASSERT_TRUE(
+        WriteFileAtomic(
+            dir_ + "/params.json",
+            R"({"tile_m":32,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})")
+            .ok());
+    ASSERT_TRUE(
+        WriteFileAtomic(
+            dir_ + "/workload.json",
+            R"({"name":"w","dtype":"fp16","dims":{"m":64,"n":64,"k":64}})")
+            .ok());
   }
   void TearDown() override { ASSERT_TRUE(RemoveAll(dir_).ok()); }
 
@@ -500,7 +542,8 @@ class KernelProgramTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : ProcessResult{};
   }
-  ProcessResult Build(const std::string& params_json, const std::string& workload_json) {
+  ProcessResult Build(const std::string& params_json,
+                      const std::string& workload_json) {
     EXPECT_TRUE(WriteFileAtomic(dir_ + "/p.json", params_json).ok());
     EXPECT_TRUE(WriteFileAtomic(dir_ + "/w.json", workload_json).ok());
     return Run({"--stage", "build", "--params", dir_ + "/p.json", "--workload",
@@ -511,35 +554,44 @@ class KernelProgramTest : public ::testing::Test {
 };
 
 TEST_F(KernelProgramTest, GoodInputBuilds) {
-  ProcessResult r = Run({"--stage", "build", "--params", dir_ + "/params.json",
-                         "--workload", dir_ + "/workload.json", "--out", dir_ + "/out"});
+  ProcessResult r =
+      Run({"--stage", "build", "--params", dir_ + "/params.json", "--workload",
+           dir_ + "/workload.json", "--out", dir_ + "/out"});
   EXPECT_EQ(r.exit_code, 0) << r.stderr_tail;
 }
 
 TEST_F(KernelProgramTest, BadInputExits2NamingTheField) {
-  const std::string good_w = R"({"name":"w","dtype":"fp16","dims":{"m":64,"n":64,"k":64}})";
+  const std::string good_w =
+      R"({"name":"w","dtype":"fp16","dims":{"m":64,"n":64,"k":64}})";
   const std::string good_p =
       R"({"tile_m":32,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})";
-  struct Case { std::string params, workload, expect; };
-  for (const Case& c : std::vector<Case>{
-           {"{not json", good_w, "not valid JSON"},
-           {"[1,2]", good_w, "must hold a JSON object"},
-           {R"({"tile_m":32})", good_w, "tile_n is missing"},
-           {R"({"tile_m":32.5,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})", good_w,
-            "tile_m must be an integer"},
-           {R"({"tile_m":[1],"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})", good_w,
-            "parameter tile_m"},
-           {R"({"tile_m":18446744073709551615,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})",
-            good_w, "tile_m"},
-           {R"({"tile_m":48,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})", good_w,
-            "tile_m=48 is outside its domain"},
-           {R"J({"tile_m":32,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16,"evil":"$(id)"})J",
-            good_w, "unknown parameter \"evil\""},
-           {good_p, R"({"dtype":"fp16","dims":{"m":64,"n":64}})", "dim k is missing"},
-           {good_p, R"({"dtype":"fp16","dims":{"m":64,"n":99999999999,"k":64}})", "dim n"},
-           {good_p, R"({"dtype":"fp16","dims":{"m":"64","n":64,"k":64}})", "dim m"},
-           {good_p, R"({"dtype":"bf17","dims":{"m":64,"n":64,"k":64}})", "dtype"},
-       }) {
+  struct Case {
+    std::string params, workload, expect;
+  };
+  for (
+      const Case& c : std::vector<Case>{
+          {"{not json", good_w, "not valid JSON"},
+          {"[1,2]", good_w, "must hold a JSON object"},
+          {R"({"tile_m":32})", good_w, "tile_n is missing"},
+          {R"({"tile_m":32.5,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})",
+           good_w, "tile_m must be an integer"},
+          {R"({"tile_m":[1],"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})",
+           good_w, "parameter tile_m"},
+          {R"({"tile_m":18446744073709551615,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})",
+           good_w, "tile_m"},
+          {R"({"tile_m":48,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16})",
+           good_w, "tile_m=48 is outside its domain"},
+          {R"J({"tile_m":32,"tile_n":32,"tile_k":32,"buffer_count":1,"block_dim":16,"evil":"$(id)"})J",
+           good_w, "unknown parameter \"evil\""},
+          {good_p, R"({"dtype":"fp16","dims":{"m":64,"n":64}})",
+           "dim k is missing"},
+          {good_p, R"({"dtype":"fp16","dims":{"m":64,"n":99999999999,"k":64}})",
+           "dim n"},
+          {good_p, R"({"dtype":"fp16","dims":{"m":"64","n":64,"k":64}})",
+           "dim m"},
+          {good_p, R"({"dtype":"bf17","dims":{"m":64,"n":64,"k":64}})",
+           "dtype"},
+      }) {
     ProcessResult r = Build(c.params, c.workload);
     EXPECT_EQ(r.exit_code, 2) << c.params << " " << c.workload;
     EXPECT_TRUE(absl::StrContains(r.stderr_tail, c.expect))
@@ -550,14 +602,17 @@ TEST_F(KernelProgramTest, BadInputExits2NamingTheField) {
 TEST_F(KernelProgramTest, BadFlagsExit2) {
   EXPECT_TRUE(absl::StrContains(
       Run({"--stage", "build", "--params", dir_ + "/missing.json", "--workload",
-           dir_ + "/workload.json", "--out", dir_ + "/out"}).stderr_tail,
+           dir_ + "/workload.json", "--out", dir_ + "/out"})
+          .stderr_tail,
       "missing.json"));
-  ProcessResult r = Run({"--stage", "explode", "--params", dir_ + "/params.json",
-                         "--workload", dir_ + "/workload.json", "--out", dir_ + "/out"});
+  ProcessResult r =
+      Run({"--stage", "explode", "--params", dir_ + "/params.json",
+           "--workload", dir_ + "/workload.json", "--out", dir_ + "/out"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(absl::StrContains(r.stderr_tail, "--stage")) << r.stderr_tail;
   r = Run({"--stage", "run", "--params", dir_ + "/params.json", "--workload",
-           dir_ + "/workload.json", "--out", dir_ + "/out", "--samples", "1e99"});
+           dir_ + "/workload.json", "--out", dir_ + "/out", "--samples",
+           "1e99"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(absl::StrContains(r.stderr_tail, "--samples")) << r.stderr_tail;
   r = Run({"--bogus", "1"});

@@ -41,7 +41,8 @@ ParamMap Params(int64_t tm, int64_t tn, int64_t tk, int64_t b, int64_t bd) {
 
 ParamMap Defaults() {
   ParamMap p;
-  for (const SimParamDomain& d : SimMatmulDomain()) p[d.name] = IntParam(d.default_value);
+  for (const SimParamDomain& d : SimMatmulDomain())
+    p[d.name] = IntParam(d.default_value);
   return p;
 }
 
@@ -83,8 +84,10 @@ TEST(SimModelTest, ChipMatchesTheA2Facts) {
 
 TEST(SimModelTest, Deterministic) {
   const ParamMap p = Params(64, 128, 64, 2, 24);
-  absl::StatusOr<SimKernelTiming> a = ModelMatmul(DefaultSimChip(), Square2k(), p);
-  absl::StatusOr<SimKernelTiming> b = ModelMatmul(DefaultSimChip(), Square2k(), p);
+  absl::StatusOr<SimKernelTiming> a =
+      ModelMatmul(DefaultSimChip(), Square2k(), p);
+  absl::StatusOr<SimKernelTiming> b =
+      ModelMatmul(DefaultSimChip(), Square2k(), p);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->latency_us, b->latency_us);
   EXPECT_EQ(a->total_cycles, b->total_cycles);
@@ -125,13 +128,15 @@ TEST(SimModelTest, AtLeast200ValidConfigsAndSomeInvalid) {
 }
 
 TEST(SimModelTest, UbOverflowMessage) {
-  absl::StatusOr<MatmulConfig> c = ParseMatmulConfig(Params(256, 256, 128, 4, 16));
+  absl::StatusOr<MatmulConfig> c =
+      ParseMatmulConfig(Params(256, 256, 128, 4, 16));
   ASSERT_TRUE(c.ok());
   absl::Status st = CheckMatmulBuild(DefaultSimChip(), *c);
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(st.message(),
-            "UB overflow: tile_m=256 tile_n=256 tile_k=128 buffer_count=4 needs "
-            "786432 bytes, UB holds 196608 bytes");
+  EXPECT_EQ(
+      st.message(),
+      "UB overflow: tile_m=256 tile_n=256 tile_k=128 buffer_count=4 needs "
+      "786432 bytes, UB holds 196608 bytes");
 }
 
 TEST(SimModelTest, DefaultsBuildAndAreAMediocreBaseline) {
@@ -156,18 +161,25 @@ TEST(SimModelTest, DefaultsBuildAndAreAMediocreBaseline) {
 TEST(SimModelTest, LandscapeIsNotMonotone) {
   const v1::Workload w = Square2k();
   // More blocks than cube cores: a second uneven wave makes 32 worse than 24.
-  EXPECT_LT(Latency(w, Params(128, 128, 64, 2, 24)), Latency(w, Params(128, 128, 64, 2, 32)));
-  EXPECT_LT(Latency(w, Params(128, 128, 64, 2, 16)), Latency(w, Params(128, 128, 64, 2, 8)));
+  EXPECT_LT(Latency(w, Params(128, 128, 64, 2, 24)),
+            Latency(w, Params(128, 128, 64, 2, 32)));
+  EXPECT_LT(Latency(w, Params(128, 128, 64, 2, 16)),
+            Latency(w, Params(128, 128, 64, 2, 8)));
   // Double buffering overlaps load and compute.
-  EXPECT_LT(Latency(w, Params(128, 128, 64, 2, 24)), Latency(w, Params(128, 128, 64, 1, 24)));
+  EXPECT_LT(Latency(w, Params(128, 128, 64, 2, 24)),
+            Latency(w, Params(128, 128, 64, 1, 24)));
   // Bigger tiles help, up to a point: 64→128 wins, but a tall thin 256×16
   // tile loses to 128×32 of similar area.
-  EXPECT_LT(Latency(w, Params(128, 128, 64, 2, 24)), Latency(w, Params(64, 64, 64, 2, 24)));
-  EXPECT_LT(Latency(w, Params(128, 32, 64, 2, 24)), Latency(w, Params(256, 16, 64, 2, 24)));
+  EXPECT_LT(Latency(w, Params(128, 128, 64, 2, 24)),
+            Latency(w, Params(64, 64, 64, 2, 24)));
+  EXPECT_LT(Latency(w, Params(128, 32, 64, 2, 24)),
+            Latency(w, Params(256, 16, 64, 2, 24)));
   // The breakdown is consistent: ratios are fractions.
-  absl::StatusOr<SimKernelTiming> t = ModelMatmul(DefaultSimChip(), w, Params(128, 128, 64, 2, 24));
+  absl::StatusOr<SimKernelTiming> t =
+      ModelMatmul(DefaultSimChip(), w, Params(128, 128, 64, 2, 24));
   ASSERT_TRUE(t.ok());
-  for (double r : {t->mac_ratio, t->mte1_ratio, t->mte2_ratio, t->scalar_ratio, t->fixpipe_ratio}) {
+  for (double r : {t->mac_ratio, t->mte1_ratio, t->mte2_ratio, t->scalar_ratio,
+                   t->fixpipe_ratio}) {
     EXPECT_GT(r, 0);
     EXPECT_LE(r, 1);
   }
@@ -191,18 +203,23 @@ TEST(SimModelTest, RejectsBadParamsNamingTheField) {
   p["tile_m"] = StringParam("; rm -rf /");
   absl::Status st = ParseMatmulConfig(p).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("tile_m must be an integer"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("tile_m must be an integer"), std::string::npos)
+      << st;
 
   p = Defaults();
   p["tile_k"] = IntParam(int64_t{1} << 62);
   st = ParseMatmulConfig(p).status();
-  EXPECT_NE(st.message().find("tile_k=4611686018427387904 is outside its domain"),
-            std::string::npos) << st;
+  EXPECT_NE(
+      st.message().find("tile_k=4611686018427387904 is outside its domain"),
+      std::string::npos)
+      << st;
 
   p = Defaults();
   p["../../etc/passwd"] = IntParam(1);
   st = ParseMatmulConfig(p).status();
-  EXPECT_NE(st.message().find("unknown parameter \"../../etc/passwd\""), std::string::npos) << st;
+  EXPECT_NE(st.message().find("unknown parameter \"../../etc/passwd\""),
+            std::string::npos)
+      << st;
 
   p = Defaults();
   p.erase("block_dim");
@@ -215,23 +232,28 @@ TEST(SimModelTest, RejectsBadParamsNamingTheField) {
   EXPECT_NE(st.message().find("dim n=0"), std::string::npos) << st;
   w = Square2k();
   w.set_dtype("int4");
-  EXPECT_NE(ParseMatmulShape(w).status().message().find("dtype"), std::string::npos);
+  EXPECT_NE(ParseMatmulShape(w).status().message().find("dtype"),
+            std::string::npos);
 }
 
 // The manifest the ops catalog serves must describe what the kernel accepts.
 TEST(SimModelTest, ManifestMatchesTheKernelDomain) {
-  YAML::Node m = YAML::LoadFile(std::string(TUNEFARM_SOURCE_DIR) + "/ops/sim_matmul/operator.yaml");
+  YAML::Node m = YAML::LoadFile(std::string(TUNEFARM_SOURCE_DIR) +
+                                "/ops/sim_matmul/operator.yaml");
   EXPECT_EQ(m["name"].as<std::string>(), "sim_matmul");
   const std::vector<SimParamDomain>& domain = SimMatmulDomain();
   ASSERT_EQ(m["parameters"].size(), domain.size());
   for (size_t i = 0; i < domain.size(); ++i) {
     YAML::Node p = m["parameters"][i];
     EXPECT_EQ(p["name"].as<std::string>(), domain[i].name);
-    EXPECT_EQ(p["values"].as<std::vector<int64_t>>(), domain[i].values) << domain[i].name;
-    EXPECT_EQ(p["default"].as<int64_t>(), domain[i].default_value) << domain[i].name;
+    EXPECT_EQ(p["values"].as<std::vector<int64_t>>(), domain[i].values)
+        << domain[i].name;
+    EXPECT_EQ(p["default"].as<int64_t>(), domain[i].default_value)
+        << domain[i].name;
     EXPECT_EQ(p["stage"].as<std::string>(), domain[i].stage) << domain[i].name;
   }
-  EXPECT_EQ(m["backends"]["sim"]["command"][0].as<std::string>(), "{bin}/tunefarm-sim-matmul");
+  EXPECT_EQ(m["backends"]["sim"]["command"][0].as<std::string>(),
+            "{bin}/tunefarm-sim-matmul");
 }
 
 }  // namespace

@@ -29,16 +29,18 @@ class VariantBuildTest : public ::testing::Test {
     dir_ = *dir;
     ASSERT_TRUE(MakeDirs(dir_ + "/src").ok());
     source_ = dir_ + "/src/prog.cc";
-    ASSERT_TRUE(WriteFileAtomic(source_,
-                                "#include <cstdio>\n"
-                                "#include \"local.h\"\n"
-                                "#if TF_PARAM_BROKEN\n"
-                                "this_is_not_cpp_tf_marker;\n"
-                                "#endif\n"
-                                "int main() { std::printf(\"%d %d\\n\", TF_PARAM_WIDTH, "
-                                "LOCAL_VALUE); return 0; }\n")
+    ASSERT_TRUE(WriteFileAtomic(
+                    source_,
+                    "#include <cstdio>\n"
+                    "#include \"local.h\"\n"
+                    "#if TF_PARAM_BROKEN\n"
+                    "this_is_not_cpp_tf_marker;\n"
+                    "#endif\n"
+                    "int main() { std::printf(\"%d %d\\n\", TF_PARAM_WIDTH, "
+                    "LOCAL_VALUE); return 0; }\n")
                     .ok());
-    ASSERT_TRUE(WriteFileAtomic(dir_ + "/src/local.h", "#define LOCAL_VALUE 7\n").ok());
+    ASSERT_TRUE(
+        WriteFileAtomic(dir_ + "/src/local.h", "#define LOCAL_VALUE 7\n").ok());
   }
   void TearDown() override { (void)RemoveAll(dir_); }
 
@@ -94,7 +96,8 @@ TEST_F(VariantBuildTest, MissThenHitAndParamsAreConstants) {
 TEST_F(VariantBuildTest, HeaderBesideTheSourceIsPartOfTheKey) {
   absl::StatusOr<BuildResult> first = BuildVariant(Request(5), cancel_);
   ASSERT_TRUE(first.ok() && first->ok);
-  ASSERT_TRUE(WriteFileAtomic(dir_ + "/src/local.h", "#define LOCAL_VALUE 8\n").ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(dir_ + "/src/local.h", "#define LOCAL_VALUE 8\n").ok());
   absl::StatusOr<BuildResult> second = BuildVariant(Request(5), cancel_);
   ASSERT_TRUE(second.ok() && second->ok);
   EXPECT_FALSE(second->cache_hit);
@@ -116,9 +119,8 @@ TEST_F(VariantBuildTest, FailedBuildIsCachedWithTheCompilerMessage) {
   EXPECT_FALSE(again->ok);
   EXPECT_TRUE(again->cache_hit);
   EXPECT_TRUE(absl::StrContains(again->log_tail, "this_is_not_cpp_tf_marker"));
-  EXPECT_TRUE(
-      ReadFile(absl::StrCat(dir_, "/cache/", again->key, "/result")).value_or("") ==
-      "failed\n");
+  EXPECT_TRUE(ReadFile(absl::StrCat(dir_, "/cache/", again->key, "/result"))
+                  .value_or("") == "failed\n");
 }
 
 TEST_F(VariantBuildTest, HostileStringParameterIsRefusedByName) {
@@ -130,16 +132,19 @@ TEST_F(VariantBuildTest, HostileStringParameterIsRefusedByName) {
     absl::StatusOr<BuildResult> b = BuildVariant(r, cancel_);
     ASSERT_TRUE(b.ok()) << b.status();
     EXPECT_FALSE(b->ok);
-    EXPECT_TRUE(absl::StrContains(b->log_tail, "parameter layout")) << b->log_tail;
+    EXPECT_TRUE(absl::StrContains(b->log_tail, "parameter layout"))
+        << b->log_tail;
   }
   BuildRequest r = Request(1);
   r.params["layout"] = StringParam("row_major");
   absl::StatusOr<BuildResult> b = BuildVariant(r, cancel_);
-  ASSERT_TRUE(b.ok() && b->ok) << (b.ok() ? b->log_tail : b.status().ToString());
-  absl::StatusOr<std::string> header = ReadFile(
-      absl::StrCat(dir_, "/cache/", b->key, "/tf_params.h"));
+  ASSERT_TRUE(b.ok() && b->ok)
+      << (b.ok() ? b->log_tail : b.status().ToString());
+  absl::StatusOr<std::string> header =
+      ReadFile(absl::StrCat(dir_, "/cache/", b->key, "/tf_params.h"));
   ASSERT_TRUE(header.ok());
-  EXPECT_TRUE(absl::StrContains(*header, "#define TF_PARAM_LAYOUT row_major\n"));
+  EXPECT_TRUE(
+      absl::StrContains(*header, "#define TF_PARAM_LAYOUT row_major\n"));
 }
 
 TEST(ParamsHeaderTest, TypesAndNames) {
@@ -161,12 +166,12 @@ TEST_F(VariantBuildTest, ParametersNeverReachTheCompilerArgv) {
   // A compiler wrapper that records its argv, then compiles for real.
   const std::string wrapper = dir_ + "/cc_wrapper.sh";
   const std::string argv_log = dir_ + "/argv.log";
-  ASSERT_TRUE(WriteFileAtomic(wrapper,
-                              absl::StrCat("#!/bin/sh\n"
-                                           "if [ \"$1\" = --version ]; then echo "
-                                           "\"wrapper-cc 1.0\"; exit 0; fi\n"
-                                           "for a in \"$@\"; do echo \"$a\" >> '",
-                                           argv_log, "'; done\nexec c++ \"$@\"\n"))
+  ASSERT_TRUE(WriteFileAtomic(
+                  wrapper, absl::StrCat("#!/bin/sh\n"
+                                        "if [ \"$1\" = --version ]; then echo "
+                                        "\"wrapper-cc 1.0\"; exit 0; fi\n"
+                                        "for a in \"$@\"; do echo \"$a\" >> '",
+                                        argv_log, "'; done\nexec c++ \"$@\"\n"))
                   .ok());
   ASSERT_EQ(chmod(wrapper.c_str(), 0755), 0);
   BuildRequest r = Request(918273);
@@ -188,7 +193,8 @@ TEST_F(VariantBuildTest, ConcurrentRequestsOfOneKeyBuildOnce) {
                                                    absl::UnknownError("unset"));
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&, i] { results[i] = BuildVariant(Request(77), cancel_); });
+    threads.emplace_back(
+        [&, i] { results[i] = BuildVariant(Request(77), cancel_); });
   }
   for (std::thread& t : threads) t.join();
   int misses = 0;

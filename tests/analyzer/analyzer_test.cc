@@ -49,9 +49,9 @@ TEST(AnalyzeTest, MsprofRealHotspotMatchesOpStatistic) {
   v1::ProfileBundle bundle = MsprofRealBundle();
   v1::Diagnosis d = Analyze(bundle);
 
-  auto stat = ReadOpStatistic(FixtureDir(
-      "helix_msprof_real/mindstudio_profiler_output/"
-      "op_statistic_20260511093035.csv"));
+  auto stat =
+      ReadOpStatistic(FixtureDir("helix_msprof_real/mindstudio_profiler_output/"
+                                 "op_statistic_20260511093035.csv"));
   ASSERT_EQ(stat.count("matmul_kernel"), 1u);
   const double want_total = std::stod(stat["matmul_kernel"]["Total Time(us)"]);
   EXPECT_DOUBLE_EQ(want_total, 30.144);  // as read in the fixture
@@ -116,8 +116,8 @@ TEST(AnalyzeTest, TorchNpuRealIsMemoryBound) {
   (*bundle.mutable_params())["buffer_count"] = IntParam(2);
   v1::Diagnosis d = Analyze(bundle);
 
-  auto stat = ReadOpStatistic(
-      FixtureDir("helix_torch_npu_real/ASCEND_PROFILER_OUTPUT/op_statistic.csv"));
+  auto stat = ReadOpStatistic(FixtureDir(
+      "helix_torch_npu_real/ASCEND_PROFILER_OUTPUT/op_statistic.csv"));
   ASSERT_EQ(d.hotspots_size(), 1);
   const v1::Hotspot& h = d.hotspots(0);
   EXPECT_EQ(h.op_name(), "matmul_kernel");
@@ -275,8 +275,9 @@ TEST(AnalyzeTest, RaggedRowIsAGapAndTheRestCounts) {
   EXPECT_DOUBLE_EQ(d.total_device_us(), 2.5);
   bool named = false;
   for (const v1::EvidenceGap& g : d.evidence_gaps()) {
-    named = named || (g.file() == "op_summary_2.csv" &&
-                      g.reason().find("op_summary_2.csv:3") != std::string::npos);
+    named =
+        named || (g.file() == "op_summary_2.csv" &&
+                  g.reason().find("op_summary_2.csv:3") != std::string::npos);
   }
   EXPECT_TRUE(named) << d.DebugString();
 }
@@ -357,10 +358,8 @@ TEST(AnalyzeTest, EmptyBundleIsAGap) {
   EXPECT_THAT(d.evidence_gaps(0).reason(),
               HasSubstr("no profiler file recognised among 0 file(s)"));
   EXPECT_THAT(d.perf_analysis_md(), HasSubstr("# Round Performance Analysis"));
-  EXPECT_THAT(d.perf_analysis_md(),
-              HasSubstr("no profiler file recognised"));
+  EXPECT_THAT(d.perf_analysis_md(), HasSubstr("no profiler file recognised"));
 }
-
 
 // The cpu board's PROF_cpu/ folder as ops/common/harness.h writes it.
 v1::ProfileBundle CpuBundle(bool counters) {

@@ -58,8 +58,8 @@ TEST(CsvTest, BomAndCrlf) {
 }
 
 TEST(CsvTest, TabTrailingTimestampParses) {
-  absl::StatusOr<CsvTable> t = ParseCsv(
-      "Task Start Time(us),x\n1778463028574314.896\t,1\n", "tab.csv");
+  absl::StatusOr<CsvTable> t =
+      ParseCsv("Task Start Time(us),x\n1778463028574314.896\t,1\n", "tab.csv");
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->Cell(0, 0), "1778463028574314.896\t");
   std::optional<double> v = t->Number(0, 0);
@@ -178,7 +178,8 @@ TEST(CsvTest, AllRealFixtureCsvsParse) {
   EXPECT_THAT(ragged_files[0],
               HasSubstr("msinsight_memoryl0/ASCEND_PROFILER_OUTPUT/"
                         "kernel_details.csv"));
-  EXPECT_THAT(ragged_files[1], HasSubstr("msinsight_memoryl0/op_summary_1.csv"));
+  EXPECT_THAT(ragged_files[1],
+              HasSubstr("msinsight_memoryl0/op_summary_1.csv"));
 }
 
 }  // namespace

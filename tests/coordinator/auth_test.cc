@@ -2,6 +2,8 @@
 // services on loopback (port 0) over the real Coordinator and RocksDB.
 // Every call is tried as nobody, with a bad token, as the wrong team and as
 // the wrong role.
+#include "coordinator/auth.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,7 +16,6 @@
 #include "common/files.h"
 #include "common/grpc_client.h"
 #include "common/subprocess.h"
-#include "coordinator/auth.h"
 #include "coordinator/control_loop.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/policy.h"
@@ -42,12 +43,14 @@ constexpr char kAgent[] = "agent-token-0123456789a";
 std::string Spec(const std::string& team, int max_rounds = 50) {
   return absl::StrCat(R"(
 name: auth-test
-team: )", team, R"(
+team: )",
+                      team, R"(
 operator: sim_matmul
 workload: square_2k
 goal: {speedup: 1000}
 strategy: {name: random, seed: 5}
-budget: {max_rounds: )", max_rounds, R"(, max_rounds_without_gain: 100000}
+budget: {max_rounds: )",
+                      max_rounds, R"(, max_rounds_without_gain: 100000}
 boards: {kind: sim}
 )");
 }
@@ -133,15 +136,14 @@ class AuthServiceTest : public ::testing::Test {
     ASSERT_TRUE(coordinator_->Recover().ok());
     loop_ = std::make_unique<ControlLoop>(absl::Milliseconds(50), [] {});
     loop_->Start();
-    farm_ = std::make_unique<FarmService>(coordinator_.get(), loop_.get(),
-                                          store_.get(), &notifier_,
-                                          tokens_.get());
-    agent_ = std::make_unique<AgentGrpcService>(coordinator_.get(),
-                                                loop_.get(), tokens_.get());
+    farm_ =
+        std::make_unique<FarmService>(coordinator_.get(), loop_.get(),
+                                      store_.get(), &notifier_, tokens_.get());
+    agent_ = std::make_unique<AgentGrpcService>(coordinator_.get(), loop_.get(),
+                                                tokens_.get());
     grpc::ServerBuilder b;
     int port = 0;
-    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                       &port);
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
     b.RegisterService(farm_.get());
     b.RegisterService(agent_.get());
     server_ = b.BuildAndStart();
@@ -186,8 +188,9 @@ class AuthServiceTest : public ::testing::Test {
       v1::GetSweepRequest r;
       r.set_sweep_id(sweep_id);
       v1::Sweep s;
-      out.emplace_back("GetSweep",
-                       farm_stub_->GetSweep(As(token).get(), r, &s).error_code());
+      out.emplace_back(
+          "GetSweep",
+          farm_stub_->GetSweep(As(token).get(), r, &s).error_code());
     }
     {
       v1::ListRoundsRequest r;
@@ -202,7 +205,8 @@ class AuthServiceTest : public ::testing::Test {
       r.set_sweep_id(sweep_id);
       v1::GetReportResponse s;
       out.emplace_back(
-          "GetReport", farm_stub_->GetReport(As(token).get(), r, &s).error_code());
+          "GetReport",
+          farm_stub_->GetReport(As(token).get(), r, &s).error_code());
     }
     {
       v1::WatchSweepRequest r;
@@ -213,8 +217,8 @@ class AuthServiceTest : public ::testing::Test {
       const bool got = reader->Read(&ev);
       if (got) ctx->TryCancel();
       grpc::Status st = reader->Finish();
-      out.emplace_back("WatchSweep", got ? grpc::StatusCode::OK
-                                         : st.error_code());
+      out.emplace_back("WatchSweep",
+                       got ? grpc::StatusCode::OK : st.error_code());
     }
     {
       v1::CancelSweepRequest r;
@@ -245,7 +249,8 @@ class AuthServiceTest : public ::testing::Test {
 TEST_F(AuthServiceTest, NobodyAndBadTokensAreUnauthenticatedEverywhere) {
   std::string id;
   ASSERT_TRUE(Submit(kAlpha, "alpha", &id).ok());
-  for (const std::string& token : {std::string(), std::string("forged-token-0000000000")}) {
+  for (const std::string& token :
+       {std::string(), std::string("forged-token-0000000000")}) {
     EXPECT_EQ(Submit(token, "alpha").error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
     for (const auto& [call, code] : SweepCalls(token, id)) {
@@ -263,9 +268,9 @@ TEST_F(AuthServiceTest, NobodyAndBadTokensAreUnauthenticatedEverywhere) {
     reg.set_agent_id("evil");
     reg.add_boards()->set_board_id("evil/b0");
     v1::RegisterAgentResponse regr;
-    EXPECT_EQ(agent_stub_->RegisterAgent(As(token).get(), reg, &regr)
-                  .error_code(),
-              grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(
+        agent_stub_->RegisterAgent(As(token).get(), reg, &regr).error_code(),
+        grpc::StatusCode::UNAUTHENTICATED);
     v1::LeaseWorkRequest lw;
     v1::LeaseWorkResponse lwr;
     EXPECT_EQ(agent_stub_->LeaseWork(As(token).get(), lw, &lwr).error_code(),
@@ -311,21 +316,20 @@ TEST_F(AuthServiceTest, RolesKeepToTheirService) {
   reg.add_boards()->set_board_id("a1/b0");
   reg.mutable_boards(0)->set_kind("sim");
   v1::RegisterAgentResponse regr;
-  EXPECT_EQ(agent_stub_->RegisterAgent(As(kAlpha).get(), reg, &regr)
-                .error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(
+      agent_stub_->RegisterAgent(As(kAlpha).get(), reg, &regr).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(Submit(kAgent, "alpha").error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_TRUE(
-      agent_stub_->RegisterAgent(As(kAgent).get(), reg, &regr).ok());
+  EXPECT_TRUE(agent_stub_->RegisterAgent(As(kAgent).get(), reg, &regr).ok());
 
   // Admin-only calls.
   v1::BoardAdminRequest drain;
   drain.set_board_id("a1/b0");
   v1::BoardInfo board;
-  EXPECT_EQ(farm_stub_->DrainBoard(As(kAlpha).get(), drain, &board)
-                .error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(
+      farm_stub_->DrainBoard(As(kAlpha).get(), drain, &board).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
   v1::SetTeamQuotaRequest q;
   q.mutable_quota()->set_team("alpha");
   q.mutable_quota()->set_weight(100);
@@ -406,14 +410,15 @@ TEST_F(AuthServiceTest, WeightedFairShareOfBoardTime) {
     for (size_t i = 0; i < work.size(); ++i) {
       v1::ReportResultRequest rr;
       rr.set_agent_id("a1");
-      rr.set_board_id(work[i].lease_id().empty() ? "" : absl::StrCat("a1/b", i));
+      rr.set_board_id(work[i].lease_id().empty() ? ""
+                                                 : absl::StrCat("a1/b", i));
       rr.set_lease_id(work[i].lease_id());
       rr.set_epoch(work[i].epoch());
       rr.set_sweep_id(work[i].sweep_id());
       rr.set_round_id(work[i].round_id());
       rr.mutable_result()->set_outcome(v1::OUTCOME_OK);
-      rr.mutable_result()->mutable_measurement()->set_median_us(
-          1000 + (rounds++ % 7));
+      rr.mutable_result()->mutable_measurement()->set_median_us(1000 +
+                                                                (rounds++ % 7));
       rr.mutable_result()->mutable_measurement()->set_samples(5);
       v1::ReportResultResponse rrr;
       ASSERT_TRUE(agent_stub_->ReportResult(As(kAgent).get(), rr, &rrr).ok());
@@ -453,8 +458,8 @@ class TlsTest : public ::testing::Test {
           << ReadFile(dir_ + "/openssl.log").value_or("");
     };
     const std::string d = dir_ + "/";
-    run({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=tunefarm-test-ca", "-keyout", d + "ca.key", "-out",
+    run({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+         "/CN=tunefarm-test-ca", "-keyout", d + "ca.key", "-out",
          d + "ca.crt"});
     for (const std::string name : {"server", "client"}) {
       run({"req", "-newkey", "rsa:2048", "-nodes", "-subj",
@@ -464,8 +469,8 @@ class TlsTest : public ::testing::Test {
                                   "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
                       .ok());
       run({"x509", "-req", "-in", d + name + ".csr", "-CA", d + "ca.crt",
-           "-CAkey", d + "ca.key", "-CAcreateserial", "-days", "1",
-           "-extfile", d + name + ".ext", "-out", d + name + ".crt"});
+           "-CAkey", d + "ca.key", "-CAcreateserial", "-days", "1", "-extfile",
+           d + name + ".ext", "-out", d + name + ".crt"});
     }
   }
   void TearDown() override {
@@ -477,8 +482,8 @@ class TlsTest : public ::testing::Test {
     grpc::SslServerCredentialsOptions ssl(
         mutual ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
                : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-    ssl.pem_key_cert_pairs.push_back({*ReadFile(dir_ + "/server.key"),
-                                      *ReadFile(dir_ + "/server.crt")});
+    ssl.pem_key_cert_pairs.push_back(
+        {*ReadFile(dir_ + "/server.key"), *ReadFile(dir_ + "/server.crt")});
     if (mutual) ssl.pem_root_certs = *ReadFile(dir_ + "/ca.crt");
     grpc::ServerBuilder b;
     b.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(ssl), port);

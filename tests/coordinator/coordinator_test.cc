@@ -67,11 +67,11 @@ struct SpecOptions {
 };
 
 std::string SpecYaml(const SpecOptions& o) {
-  return absl::StrCat("name: ", o.name, "\nteam: qa\noperator: ", o.op,
-                      "\ngoal: ", o.goal, "\nstrategy: grid\nbudget: ",
-                      o.budget, "\nmin_gain: 0.02\nboards: ", o.boards,
-                      "\nmeasurement: {warmup: 1, samples: 5}\npriority: ", o.priority,
-                      "\n");
+  return absl::StrCat(
+      "name: ", o.name, "\nteam: qa\noperator: ", o.op, "\ngoal: ", o.goal,
+      "\nstrategy: grid\nbudget: ", o.budget,
+      "\nmin_gain: 0.02\nboards: ", o.boards,
+      "\nmeasurement: {warmup: 1, samples: 5}\npriority: ", o.priority, "\n");
 }
 
 std::string AgentOf(const std::string& board_id) {
@@ -200,7 +200,8 @@ class CoordinatorTest : public ::testing::Test {
     request.set_agent_id(agent);
     request.set_node("node-" + agent);
     for (const v1::BoardInfo& b : boards) *request.add_boards() = b;
-    absl::StatusOr<v1::RegisterAgentResponse> r = coord_->RegisterAgent(request);
+    absl::StatusOr<v1::RegisterAgentResponse> r =
+        coord_->RegisterAgent(request);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->lease_duration_ms(), 10000);
   }
@@ -325,7 +326,8 @@ class CoordinatorTest : public ::testing::Test {
     return r.ok() ? *r : std::vector<v1::Round>();
   }
   std::vector<v1::SweepEvent> Events(const std::string& id) {
-    absl::StatusOr<std::vector<v1::SweepEvent>> e = store_->ReadEvents(id, 1, 0);
+    absl::StatusOr<std::vector<v1::SweepEvent>> e =
+        store_->ReadEvents(id, 1, 0);
     EXPECT_TRUE(e.ok()) << e.status();
     return e.ok() ? *e : std::vector<v1::SweepEvent>();
   }
@@ -369,11 +371,13 @@ class CoordinatorTest : public ::testing::Test {
   std::map<std::string, std::string> lease_board_;  // lease_id → board_id
 };
 
-// --- submission ---------------------------------------------------------------
+// --- submission
+// ---------------------------------------------------------------
 
 TEST_F(CoordinatorTest, SubmitQueuesTheSweepWithItsBaselineRound) {
   std::vector<std::string> notified;
-  coord_->SetEventListener([&](const std::string& id) { notified.push_back(id); });
+  coord_->SetEventListener(
+      [&](const std::string& id) { notified.push_back(id); });
 
   absl::StatusOr<v1::SubmitSweepResponse> r = SubmitRaw(SpecYaml({}));
   ASSERT_TRUE(r.ok()) << r.status();
@@ -481,7 +485,8 @@ TEST_F(CoordinatorTest, IdempotencyKeyReturnsTheExistingSweep) {
   EXPECT_EQ(fresh->sweep().sweep_id(), "sw-000002");
 }
 
-// --- leases -------------------------------------------------------------------
+// --- leases
+// -------------------------------------------------------------------
 
 TEST_F(CoordinatorTest, LeaseNeedsARegisteredAgentAndItsOwnBoard) {
   const std::string id = Submit(SpecYaml({}));
@@ -514,8 +519,8 @@ TEST_F(CoordinatorTest, LeaseNeedsARegisteredAgentAndItsOwnBoard) {
 
 TEST_F(CoordinatorTest, BaselineRunsFirstThenEveryBoardGetsADistinctCandidate) {
   const std::string id = Submit(SpecYaml({}));
-  Register("a1", {Board("a1/b0"), Board("a1/b1"), Board("a1/b2"),
-                  Board("a1/b3")});
+  Register("a1",
+           {Board("a1/b0"), Board("a1/b1"), Board("a1/b2"), Board("a1/b3")});
 
   const v1::WorkItem base = Lease("a1/b0");
   EXPECT_EQ(base.sweep_id(), id);
@@ -525,8 +530,7 @@ TEST_F(CoordinatorTest, BaselineRunsFirstThenEveryBoardGetsADistinctCandidate) {
   EXPECT_EQ(base.operator_().name(), "toy");
   EXPECT_EQ(base.workload().name(), "small");
   EXPECT_EQ(base.measurement().samples(), 5);
-  EXPECT_EQ(base.lease_expires_unix_ms(),
-            clock_.NowUnixMs() + 10000);
+  EXPECT_EQ(base.lease_expires_unix_ms(), clock_.NowUnixMs() + 10000);
 
   // Candidates need the baseline's number: nothing else to run yet.
   ExpectNoWork("a1/b1");
@@ -571,15 +575,16 @@ TEST_F(CoordinatorTest, BaselineRunsFirstThenEveryBoardGetsADistinctCandidate) {
 }
 
 TEST_F(CoordinatorTest, LeaseRespectsTheBoardSelector) {
-  const std::string id = Submit(SpecYaml(
-      {.boards = "{kind: sim, chip: chip-x, labels: {pool: blue}}"}));
+  const std::string id = Submit(
+      SpecYaml({.boards = "{kind: sim, chip: chip-x, labels: {pool: blue}}"}));
   Register("a1", {Board("a1/cpu", "cpu", "chip-x", {{"pool", "blue"}}),
                   Board("a1/chip", "sim", "chip-y", {{"pool", "blue"}}),
                   Board("a1/nolabel", "sim", "chip-x"),
                   Board("a1/red", "sim", "chip-x", {{"pool", "red"}}),
                   Board("a1/good", "sim", "chip-x",
                         {{"pool", "blue"}, {"zone", "z1"}})});
-  for (const std::string board : {"a1/cpu", "a1/chip", "a1/nolabel", "a1/red"}) {
+  for (const std::string board :
+       {"a1/cpu", "a1/chip", "a1/nolabel", "a1/red"}) {
     ExpectNoWork(board);
   }
   EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_QUEUED);
@@ -697,12 +702,14 @@ TEST_F(CoordinatorTest, RenewLeaseExtendsTheExpiry) {
   renewed = Renew(w, w.epoch());
   ASSERT_TRUE(renewed.ok()) << renewed.status();
   EXPECT_FALSE(renewed->valid());
-  absl::StatusOr<v1::ReportResultResponse> late = Report(w, v1::OUTCOME_OK, 100);
+  absl::StatusOr<v1::ReportResultResponse> late =
+      Report(w, v1::OUTCOME_OK, 100);
   ASSERT_TRUE(late.ok());
   EXPECT_FALSE(late->accepted());
 }
 
-TEST_F(CoordinatorTest, HigherPrioritySweepsGetBoardsFirstAndIdleBoardsServeOthers) {
+TEST_F(CoordinatorTest,
+       HigherPrioritySweepsGetBoardsFirstAndIdleBoardsServeOthers) {
   const std::string low = Submit(SpecYaml({.name = "low"}));
   const std::string high = Submit(SpecYaml({.name = "high", .priority = 10}));
   Register("a1", {Board("a1/b0"), Board("a1/b1"), Board("a1/b2")});
@@ -765,7 +772,8 @@ TEST_F(CoordinatorTest, ResultWithoutOutcomeIsRefused) {
   ReportOk(w, 100);
 }
 
-// --- agents -------------------------------------------------------------------
+// --- agents
+// -------------------------------------------------------------------
 
 TEST_F(CoordinatorTest, SilentAgentLosesItsBoardsAndItsLeasedRound) {
   options_.agent_timeout = absl::Seconds(5);  // shorter than the lease
@@ -803,7 +811,8 @@ TEST_F(CoordinatorTest, SilentAgentLosesItsBoardsAndItsLeasedRound) {
   absl::StatusOr<v1::HeartbeatResponse> hb = Heartbeat("a1");
   EXPECT_EQ(hb.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(LeaseRaw("a1/b1").status().code(), absl::StatusCode::kNotFound);
-  absl::StatusOr<v1::ReportResultResponse> late = Report(w, v1::OUTCOME_OK, 100);
+  absl::StatusOr<v1::ReportResultResponse> late =
+      Report(w, v1::OUTCOME_OK, 100);
   ASSERT_TRUE(late.ok());
   EXPECT_FALSE(late->accepted());
 
@@ -850,7 +859,8 @@ TEST_F(CoordinatorTest, BoardLostOutcomeRequeuesWithoutJudging) {
   EXPECT_EQ(StoredSweep(id).rounds_finished(), 1);
 }
 
-// --- decisions ----------------------------------------------------------------
+// --- decisions
+// ----------------------------------------------------------------
 
 TEST_F(CoordinatorTest, KeepsRollsBackAndRejects) {
   const std::string id = Submit(SpecYaml({}));  // min_gain 0.02
@@ -894,8 +904,7 @@ TEST_F(CoordinatorTest, KeepsRollsBackAndRejects) {
 
   resp = Report(w[4], v1::OUTCOME_BUILD_FAILED);
   ASSERT_TRUE(resp.ok());
-  EXPECT_EQ(StoredRound(id, w[4].round_id()).decision(),
-            v1::DECISION_REJECTED);
+  EXPECT_EQ(StoredRound(id, w[4].round_id()).decision(), v1::DECISION_REJECTED);
 
   s = StoredSweep(id);
   EXPECT_EQ(s.state(), v1::SWEEP_STATE_RUNNING);
@@ -932,7 +941,8 @@ TEST_F(CoordinatorTest, FailedBaselineFailsTheSweep) {
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_FINISHED), 1);
 }
 
-// --- termination --------------------------------------------------------------
+// --- termination
+// --------------------------------------------------------------
 
 TEST_F(CoordinatorTest, GoalReachedEndsTheSweepAndCancelsInFlightRounds) {
   const std::string id = Submit(SpecYaml({.goal = "{speedup: 1.25}"}));
@@ -956,7 +966,8 @@ TEST_F(CoordinatorTest, GoalReachedEndsTheSweepAndCancelsInFlightRounds) {
   EXPECT_EQ(coord_->active_sweeps(), 0);
 
   // Late results of the cancelled rounds are discarded.
-  absl::StatusOr<v1::ReportResultResponse> late = Report(r2, v1::OUTCOME_OK, 50);
+  absl::StatusOr<v1::ReportResultResponse> late =
+      Report(r2, v1::OUTCOME_OK, 50);
   ASSERT_TRUE(late.ok()) << late.status();
   EXPECT_FALSE(late->accepted());
   EXPECT_FALSE(late->duplicate());
@@ -990,8 +1001,8 @@ TEST_F(CoordinatorTest, TargetLatencyReachedEndsTheSweep) {
 TEST_F(CoordinatorTest, RoundBudgetEndsTheSweep) {
   const std::string id = Submit(
       SpecYaml({.budget = "{max_rounds: 3, max_rounds_without_gain: 30}"}));
-  Register("a1", {Board("a1/b0"), Board("a1/b1"), Board("a1/b2"),
-                  Board("a1/b3")});
+  Register("a1",
+           {Board("a1/b0"), Board("a1/b1"), Board("a1/b2"), Board("a1/b3")});
   RunBaseline("a1/b0", 100);
   std::vector<v1::WorkItem> w = {Lease("a1/b0"), Lease("a1/b1"),
                                  Lease("a1/b2")};
@@ -1028,9 +1039,9 @@ TEST_F(CoordinatorTest, RoundsWithoutGainEndTheSweep) {
 }
 
 TEST_F(CoordinatorTest, TimeLimitEndsTheSweepOnTick) {
-  const std::string id = Submit(SpecYaml(
-      {.budget = "{max_rounds: 30, max_rounds_without_gain: 30, "
-                 "time_limit: 1m}"}));
+  const std::string id = Submit(
+      SpecYaml({.budget = "{max_rounds: 30, max_rounds_without_gain: 30, "
+                          "time_limit: 1m}"}));
   // The limit counts from the start (first lease), not from submission.
   clock_.Advance(absl::Minutes(2));
   Tick();
@@ -1075,7 +1086,8 @@ TEST_F(CoordinatorTest, ExhaustedSpaceEndsTheSweep) {
   EXPECT_THAT(*report, HasSubstr(id));
 }
 
-// --- cancel -------------------------------------------------------------------
+// --- cancel
+// -------------------------------------------------------------------
 
 TEST_F(CoordinatorTest, CancelEndsTheSweepOnce) {
   const std::string id = Submit(SpecYaml({}));
@@ -1085,7 +1097,8 @@ TEST_F(CoordinatorTest, CancelEndsTheSweepOnce) {
   v1::CancelSweepRequest cancel;
   cancel.set_sweep_id(id);
   cancel.set_reason("wrong workload");
-  absl::StatusOr<v1::Sweep> cancelled = coord_->CancelSweep(cancel, AnonymousAdmin());
+  absl::StatusOr<v1::Sweep> cancelled =
+      coord_->CancelSweep(cancel, AnonymousAdmin());
   ASSERT_TRUE(cancelled.ok()) << cancelled.status();
   EXPECT_EQ(cancelled->state(), v1::SWEEP_STATE_CANCELLED);
   EXPECT_EQ(cancelled->termination(), v1::TERMINATION_CANCELLED);
@@ -1109,7 +1122,8 @@ TEST_F(CoordinatorTest, CancelEndsTheSweepOnce) {
   ASSERT_TRUE(late.ok());
   EXPECT_FALSE(late->accepted());
 
-  absl::StatusOr<v1::Sweep> twice = coord_->CancelSweep(cancel, AnonymousAdmin());
+  absl::StatusOr<v1::Sweep> twice =
+      coord_->CancelSweep(cancel, AnonymousAdmin());
   EXPECT_EQ(twice.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(twice.status().message(), HasSubstr(id));
 
@@ -1120,7 +1134,8 @@ TEST_F(CoordinatorTest, CancelEndsTheSweepOnce) {
   ExpectEventLogConsistent(id);
 }
 
-// --- recovery -----------------------------------------------------------------
+// --- recovery
+// -----------------------------------------------------------------
 
 TEST_F(CoordinatorTest, RestartResumesTheSweepWithoutLosingRounds) {
   const std::string id = Submit(SpecYaml({}));
@@ -1264,7 +1279,8 @@ TEST_F(CoordinatorTest, SweepFailedOnRestartLogsFinishedEvent) {
   ExpectEventLogConsistent(gone);
 }
 
-// --- diagnoses ----------------------------------------------------------------
+// --- diagnoses
+// ----------------------------------------------------------------
 
 TEST_F(CoordinatorTest, DiagnosisIsAttachedToItsRound) {
   const std::string id = Submit(SpecYaml({}));
@@ -1346,7 +1362,8 @@ TEST_F(CoordinatorTest, DiagnosisIsAttachedToItsRound) {
             absl::StatusCode::kFailedPrecondition);
 }
 
-// --- lineage ------------------------------------------------------------------
+// --- lineage
+// ------------------------------------------------------------------
 
 TEST_F(CoordinatorTest, KeptPathLeadsFromBaselineToBest) {
   const std::string id = Submit(SpecYaml({}));
@@ -1401,7 +1418,6 @@ TEST_F(CoordinatorTest, KeptPathLeadsFromBaselineToBest) {
   EXPECT_THAT(finished[5],
               HasSubstr("rolled back (1.4% faster than its parent)"));
 }
-
 
 // A board its agent reports quarantined (repeated device errors) gets no
 // work until an admin re-admits it; the quarantine is counted.

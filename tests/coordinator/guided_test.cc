@@ -1,13 +1,12 @@
 // The guided strategy over a small hand-made space, driven by a miniature of
 // the coordinator's loop (same decision rule as Coordinator::Decide).
-#include "coordinator/guided_strategy.h"
-
 #include <functional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/guided_strategy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
@@ -41,7 +40,9 @@ struct Result {
 };
 using Cost = std::function<Result(const ParamMap&)>;
 
-int64_t I(const ParamMap& p, const std::string& n) { return p.at(n).int_value(); }
+int64_t I(const ParamMap& p, const std::string& n) {
+  return p.at(n).int_value();
+}
 
 class Driver {
  public:
@@ -62,7 +63,9 @@ class Driver {
   }
 
   SearchHistory History() const { return {&op_, &spec_, &rounds_, best_}; }
-  std::vector<Candidate> Propose(int n) { return strategy_->Propose(History(), n); }
+  std::vector<Candidate> Propose(int n) {
+    return strategy_->Propose(History(), n);
+  }
 
   // Appends a candidate as queued (in flight).
   v1::Round& Queue(const Candidate& c) {
@@ -86,7 +89,8 @@ class Driver {
       return;
     }
     const double us = r.result().measurement().median_us();
-    const double parent = rounds_[r.parent_round()].result().measurement().median_us();
+    const double parent =
+        rounds_[r.parent_round()].result().measurement().median_us();
     if (us < parent && us < best_us_) {
       r.set_decision(v1::DECISION_KEPT);
       best_ = id;
@@ -164,8 +168,9 @@ TEST(GuidedTest, StagesEndAfterTheirPatienceThenExhausted) {
   }
   std::vector<std::string> stages;
   for (const v1::Round& r : d.rounds()) stages.push_back(r.stage());
-  EXPECT_EQ(stages, (std::vector<std::string>{"baseline", "tiling", "tiling",
-                                              "pipeline", "pipeline", "in_core"}));
+  EXPECT_EQ(stages,
+            (std::vector<std::string>{"baseline", "tiling", "tiling",
+                                      "pipeline", "pipeline", "in_core"}));
   const GuidedProgress g = DescribeGuidedProgress(o, d.History());
   EXPECT_TRUE(g.exhausted);
   EXPECT_THAT(g.detail, HasSubstr("every stage exhausted after pass 1"));
@@ -194,14 +199,15 @@ TEST(GuidedTest, DefaultPatienceIsFiveEightUnlimited) {
 
 TEST(GuidedTest, GainResetsPatienceAndStartsAnotherPass) {
   GuidedOptions o;
-  o.tiling_patience = 3;   // the three one-step moves fit in it
+  o.tiling_patience = 3;    // the three one-step moves fit in it
   o.pipeline_patience = 1;  // p1 2 first (nearest): p1 = 3 needs pass 2
   o.in_core_patience = 1;
   o.escapes = 0;  // passes only
   // Faster with larger t2 and with p1 = 3; everything else flat.
   Driver d(
       [](const ParamMap& p) {
-        return Result{v1::OUTCOME_OK, 100.0 - I(p, "t2") / 16.0 - 10.0 * (I(p, "p1") == 3)};
+        return Result{v1::OUTCOME_OK,
+                      100.0 - I(p, "t2") / 16.0 - 10.0 * (I(p, "p1") == 3)};
       },
       o);
   while (d.Step()) {
@@ -212,7 +218,8 @@ TEST(GuidedTest, GainResetsPatienceAndStartsAnotherPass) {
   // A tiling round after a pipeline round: a second pass happened.
   bool second_pass = false;
   for (size_t i = 1; i + 1 < d.rounds().size(); ++i) {
-    if (d.rounds()[i].stage() != "tiling" && d.rounds()[i + 1].stage() == "tiling") {
+    if (d.rounds()[i].stage() != "tiling" &&
+        d.rounds()[i + 1].stage() == "tiling") {
       second_pass = true;
     }
   }
@@ -223,7 +230,8 @@ TEST(GuidedTest, GainResetsPatienceAndStartsAnotherPass) {
   one.max_passes = 1;
   Driver d1(
       [](const ParamMap& p) {
-        return Result{v1::OUTCOME_OK, 100.0 - I(p, "t2") / 16.0 - 10.0 * (I(p, "p1") == 3)};
+        return Result{v1::OUTCOME_OK,
+                      100.0 - I(p, "t2") / 16.0 - 10.0 * (I(p, "p1") == 3)};
       },
       one);
   while (d1.Step()) {
@@ -293,7 +301,8 @@ TEST(GuidedTest, NeighboursNearestFirstWithoutDiagnosis) {
 TEST(GuidedTest, SuggestionsAreFollowedFirstByConfidence) {
   Driver d(Flat);
   v1::Diagnosis* diag = d.best_round().mutable_diagnosis();
-  auto suggest = [&](const std::string& p, const std::string& dir, double conf) {
+  auto suggest = [&](const std::string& p, const std::string& dir,
+                     double conf) {
     v1::Suggestion* s = diag->add_suggestions();
     s->set_parameter(p);
     s->set_direction(dir);
@@ -397,9 +406,8 @@ TEST(GuidedTest, KDistinctSingleChangesAndPatienceCountsInFlight) {
 
 TEST(GuidedTest, DeterministicAndResumable) {
   auto cost = [](const ParamMap& p) {
-    return Result{v1::OUTCOME_OK,
-                  100.0 + (I(p, "t1") - 4) * (I(p, "t1") - 4) - I(p, "t2") / 8.0 -
-                      I(p, "p1")};
+    return Result{v1::OUTCOME_OK, 100.0 + (I(p, "t1") - 4) * (I(p, "t1") - 4) -
+                                      I(p, "t2") / 8.0 - I(p, "p1")};
   };
   GuidedOptions o;
   o.seed = 7;
@@ -410,7 +418,8 @@ TEST(GuidedTest, DeterministicAndResumable) {
   }
   ASSERT_EQ(a.rounds().size(), b.rounds().size());
   for (size_t i = 0; i < a.rounds().size(); ++i) {
-    EXPECT_EQ(ParamsKey(a.rounds()[i].params()), ParamsKey(b.rounds()[i].params()));
+    EXPECT_EQ(ParamsKey(a.rounds()[i].params()),
+              ParamsKey(b.rounds()[i].params()));
   }
   // A fresh strategy object (a restarted coordinator) on a prefix of the
   // history proposes what the original did next.

@@ -132,7 +132,8 @@ TEST(ShippedSpec, ExampleValidatesAgainstShippedOperators) {
   if (!ReadFile(ops + "/sim_matmul/operator.yaml").ok()) {
     GTEST_SKIP() << "ops/sim_matmul is not in this checkout";
   }
-  absl::StatusOr<OperatorCatalog> catalog = OperatorCatalog::LoadFromDirs({ops});
+  absl::StatusOr<OperatorCatalog> catalog =
+      OperatorCatalog::LoadFromDirs({ops});
   ASSERT_TRUE(catalog.ok()) << catalog.status();
   absl::StatusOr<std::string> text =
       ReadFile(std::string(TUNEFARM_SOURCE_DIR) + "/examples/sim_matmul.yaml");
@@ -169,7 +170,8 @@ TEST_F(SpecTest, ZeroIsKeptWhereLegal) {
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->min_gain(), 0);
   spec = ParseAndValidate(
-      With("measurement", "measurement: {warmup: 0, samples: 3, flush_cache: false}"));
+      With("measurement",
+           "measurement: {warmup: 0, samples: 3, flush_cache: false}"));
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->measurement().warmup(), 0);
   EXPECT_FALSE(spec->measurement().flush_cache());
@@ -177,7 +179,8 @@ TEST_F(SpecTest, ZeroIsKeptWhereLegal) {
 
 TEST_F(SpecTest, InlineWorkloadAndStrategyShorthand) {
   absl::StatusOr<v1::SweepSpec> spec = ParseAndValidate(
-      With("workload", "workload: {name: mine, dtype: bf16, dims: {m: 4096, k: 1}}"));
+      With("workload",
+           "workload: {name: mine, dtype: bf16, dims: {m: 4096, k: 1}}"));
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->workload().name(), "mine");
   EXPECT_EQ(spec->workload().dtype(), "bf16");
@@ -189,11 +192,14 @@ TEST_F(SpecTest, InlineWorkloadAndStrategyShorthand) {
 
 TEST_F(SpecTest, DurationsAccepted) {
   for (const auto& [text, seconds] :
-       std::vector<std::pair<std::string, int64_t>>{
-           {"90s", 90}, {"30m", 1800}, {"12h", 43200}, {"7d", 604800},
-           {"1h30m", 5400}, {"600", 600}}) {
-    absl::StatusOr<v1::SweepSpec> spec = ParseAndValidate(With(
-        "budget", absl::StrCat("budget: {time_limit: ", text, "}")));
+       std::vector<std::pair<std::string, int64_t>>{{"90s", 90},
+                                                    {"30m", 1800},
+                                                    {"12h", 43200},
+                                                    {"7d", 604800},
+                                                    {"1h30m", 5400},
+                                                    {"600", 600}}) {
+    absl::StatusOr<v1::SweepSpec> spec = ParseAndValidate(
+        With("budget", absl::StrCat("budget: {time_limit: ", text, "}")));
     ASSERT_TRUE(spec.ok()) << text << ": " << spec.status();
     EXPECT_EQ(spec->budget().time_limit_s(), seconds) << text;
   }
@@ -234,12 +240,14 @@ TEST_F(SpecTest, UnknownWorkload) {
 }
 
 TEST_F(SpecTest, BadInlineWorkload) {
-  EXPECT_THAT(Error(With("workload", "workload: {name: w, dtype: fp16, dims: {m: 0}}")),
-              StartsWith("workload.dims.m: must be between 1 and"));
+  EXPECT_THAT(
+      Error(With("workload", "workload: {name: w, dtype: fp16, dims: {m: 0}}")),
+      StartsWith("workload.dims.m: must be between 1 and"));
   EXPECT_THAT(Error(With("workload", "workload: {name: w, dims: {m: 8}}")),
               StartsWith("workload.dtype: is required"));
-  EXPECT_THAT(Error(With("workload", "workload: {name: w, dtype: fp16, dims: {m: x}}")),
-              StartsWith("workload.dims.m: expected an integer, got 'x'"));
+  EXPECT_THAT(
+      Error(With("workload", "workload: {name: w, dtype: fp16, dims: {m: x}}")),
+      StartsWith("workload.dims.m: expected an integer, got 'x'"));
 }
 
 TEST_F(SpecTest, BadGoal) {
@@ -260,12 +268,14 @@ TEST_F(SpecTest, UnknownStrategy) {
   EXPECT_EQ(Error(With("strategy", "strategy: {name: annealing}")),
             "strategy.name: unknown strategy 'annealing'; known: grid, guided, "
             "random");
-  EXPECT_EQ(Error(With("strategy",
-                       "strategy: {name: guided, options: {tiling_patience: x}}")),
-            "strategy.options.tiling_patience: 'x' is not a count in [0, "
-            "1000000] (0 or 'unlimited' = no limit)");
-  EXPECT_THAT(Error(With("strategy", "strategy: {name: grid, options: {depth: 3}}")),
-              StartsWith("strategy.options.depth: unknown option for strategy grid"));
+  EXPECT_EQ(
+      Error(With("strategy",
+                 "strategy: {name: guided, options: {tiling_patience: x}}")),
+      "strategy.options.tiling_patience: 'x' is not a count in [0, "
+      "1000000] (0 or 'unlimited' = no limit)");
+  EXPECT_THAT(
+      Error(With("strategy", "strategy: {name: grid, options: {depth: 3}}")),
+      StartsWith("strategy.options.depth: unknown option for strategy grid"));
   EXPECT_THAT(Error(With("strategy", "strategy: {name: random, seed: -1}")),
               StartsWith("strategy.seed: expected an integer"));
 }
@@ -288,8 +298,9 @@ TEST_F(SpecTest, MaxRoundsNotANumber) {
 TEST_F(SpecTest, MaxRoundsHuge) {
   EXPECT_EQ(Error(With("budget", "budget: {max_rounds: 1000000000}")),
             "budget.max_rounds: must be between 1 and 100000, got 1000000000");
-  EXPECT_THAT(Error(With("budget", "budget: {max_rounds: 99999999999999999999999}")),
-              StartsWith("budget.max_rounds: expected an integer"));
+  EXPECT_THAT(
+      Error(With("budget", "budget: {max_rounds: 99999999999999999999999}")),
+      StartsWith("budget.max_rounds: expected an integer"));
 }
 
 TEST_F(SpecTest, TimeLimitForever) {
@@ -319,14 +330,16 @@ TEST_F(SpecTest, MinGainNaN) {
 }
 
 TEST_F(SpecTest, BoardKindUnknown) {
-  EXPECT_EQ(Error(With("boards", "boards: {kind: tpu}")),
-            "boards.kind: unknown board kind 'tpu'; known: sim, cpu, cuda, ascend");
+  EXPECT_EQ(
+      Error(With("boards", "boards: {kind: tpu}")),
+      "boards.kind: unknown board kind 'tpu'; known: sim, cpu, cuda, ascend");
 }
 
 TEST_F(SpecTest, BoardKindWithoutBackend) {
-  EXPECT_EQ(Error(With("boards", "boards: {kind: cuda}")),
-            "boards.kind: operator sim_matmul has no 'cuda' backend; it has: sim, "
-            "cpu");
+  EXPECT_EQ(
+      Error(With("boards", "boards: {kind: cuda}")),
+      "boards.kind: operator sim_matmul has no 'cuda' backend; it has: sim, "
+      "cpu");
 }
 
 TEST_F(SpecTest, BoardLabelsChecked) {
@@ -343,11 +356,13 @@ TEST_F(SpecTest, BaselineUnknownParameter) {
 }
 
 TEST_F(SpecTest, BaselineOutOfDomain) {
-  EXPECT_EQ(Error(With("baseline", "baseline: {tile_m: 48}")),
-            "baseline.tile_m: parameter tile_m: 48 is not one of [16, 32, 64, 128, "
-            "256]");
-  EXPECT_THAT(Error(With("baseline", "baseline: {layout: 3}")),
-              StartsWith("baseline.layout: parameter layout: expected a string"));
+  EXPECT_EQ(
+      Error(With("baseline", "baseline: {tile_m: 48}")),
+      "baseline.tile_m: parameter tile_m: 48 is not one of [16, 32, 64, 128, "
+      "256]");
+  EXPECT_THAT(
+      Error(With("baseline", "baseline: {layout: 3}")),
+      StartsWith("baseline.layout: parameter layout: expected a string"));
   // An integer in a domain of doubles means that double.
   absl::StatusOr<v1::SweepSpec> spec =
       ParseAndValidate(With("baseline", "baseline: {ratio: 2}"));
@@ -416,7 +431,8 @@ TEST_F(SpecTest, UnknownTopLevelKey) {
 }
 
 TEST_F(SpecTest, DuplicateKeyRejected) {
-  EXPECT_EQ(Error(std::string(kSpec) + "priority: 5\n"), "priority: duplicate key");
+  EXPECT_EQ(Error(std::string(kSpec) + "priority: 5\n"),
+            "priority: duplicate key");
 }
 
 TEST_F(SpecTest, NonMappingDocument) {
@@ -425,7 +441,8 @@ TEST_F(SpecTest, NonMappingDocument) {
   EXPECT_THAT(Error("just a string\n"),
               StartsWith("document: expected a map, got 'just a string'"));
   EXPECT_EQ(Error(""), "document is empty");
-  EXPECT_THAT(Error("name: [unclosed\n"), StartsWith("YAML syntax error at line"));
+  EXPECT_THAT(Error("name: [unclosed\n"),
+              StartsWith("YAML syntax error at line"));
 }
 
 // Specs can arrive as protos over gRPC, bypassing the YAML parser.

@@ -76,7 +76,8 @@ class History {
 
   // Records candidates as queued rounds.
   void Add(const std::vector<Candidate>& cands) {
-    for (const Candidate& c : cands) AddParams(c.params, v1::ROUND_STATE_QUEUED);
+    for (const Candidate& c : cands)
+      AddParams(c.params, v1::ROUND_STATE_QUEUED);
   }
   void AddParams(const ParamMap& params, v1::RoundState state) {
     v1::Round r;
@@ -197,8 +198,10 @@ TEST(Strategies, CandidatesCarryParentAndChanges) {
       EXPECT_FALSE(c.changes.empty()) << name;
       for (size_t i = 0; i < want.size(); ++i) {
         EXPECT_EQ(c.changes[i].name(), want[i].name());
-        EXPECT_TRUE(ParamValueEquals(c.changes[i].from(), best.at(want[i].name())));
-        EXPECT_TRUE(ParamValueEquals(c.changes[i].to(), c.params.at(want[i].name())));
+        EXPECT_TRUE(
+            ParamValueEquals(c.changes[i].from(), best.at(want[i].name())));
+        EXPECT_TRUE(
+            ParamValueEquals(c.changes[i].to(), c.params.at(want[i].name())));
       }
       EXPECT_FALSE(c.rationale.empty());
     }
@@ -229,7 +232,8 @@ TEST(RandomStrategy, DeterministicForTheSameHistory) {
     std::vector<Candidate> c = Make(h)->Propose(h.view(), 2);
     ASSERT_EQ(c.size(), 2u);
     const std::vector<std::string> a_keys = KeysOf(a);
-    EXPECT_EQ(KeysOf(c), std::vector<std::string>(a_keys.begin(), a_keys.begin() + 2));
+    EXPECT_EQ(KeysOf(c),
+              std::vector<std::string>(a_keys.begin(), a_keys.begin() + 2));
   }
 }
 
@@ -326,7 +330,8 @@ TEST(NewStrategy, KnownAndUnknownNames) {
   s = NewStrategy(spec, op);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.status().message(), HasSubstr("'annealing' is unknown; known: grid, guided, random"));
+  EXPECT_THAT(s.status().message(),
+              HasSubstr("'annealing' is unknown; known: grid, guided, random"));
   spec.mutable_strategy()->set_name("guided");
   s = NewStrategy(spec, op);
   ASSERT_TRUE(s.ok()) << s.status();

@@ -21,23 +21,25 @@
 #include "common/subprocess.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "tests/integration/scrape_metrics.h"
 #include "tests/integration/farm_fixture.h"
+#include "tests/integration/scrape_metrics.h"
 #include "tunefarm/v1/farm.grpc.pb.h"
 
 namespace tunefarm {
 namespace {
 
-std::string SpecYaml(const std::string& strategy, int max_rounds,
-                     int no_gain) {
+std::string SpecYaml(const std::string& strategy, int max_rounds, int no_gain) {
   return absl::StrCat(R"(
 name: it-sweep
 team: itest
 operator: sim_matmul
 workload: square_2k
 goal: {speedup: 1000}
-strategy: {name: )", strategy, R"(, seed: 3}
-budget: {max_rounds: )", max_rounds, R"(, time_limit: 10m, max_rounds_without_gain: )",
+strategy: {name: )",
+                      strategy, R"(, seed: 3}
+budget: {max_rounds: )",
+                      max_rounds,
+                      R"(, time_limit: 10m, max_rounds_without_gain: )",
                       no_gain, R"(}
 min_gain: 0.02
 boards: {kind: sim}
@@ -284,8 +286,7 @@ class CliTest : public FarmTest {
 
 TEST_F(CliTest, SubmitWatchRoundsReportAndExitCodes) {
   std::string out;
-  EXPECT_EQ(Cli({"boards"}, &out), 5) << "no coordinator: unavailable\n"
-                                      << out;
+  EXPECT_EQ(Cli({"boards"}, &out), 5) << "no coordinator: unavailable\n" << out;
   EXPECT_NE(out.find("unreachable"), std::string::npos) << out;
 
   LocalFarmOptions o;
@@ -334,9 +335,8 @@ TEST_F(CliTest, SubmitWatchRoundsReportAndExitCodes) {
 
   // Bad input: exit 2 naming what is wrong; nothing is recorded.
   const std::string bad = dir_ + "/bad.yaml";
-  ASSERT_TRUE(WriteFileAtomic(
-                  bad, absl::StrCat(SpecYaml("random", 6, 100),
-                                    "operator_typo: x\n"))
+  ASSERT_TRUE(WriteFileAtomic(bad, absl::StrCat(SpecYaml("random", 6, 100),
+                                                "operator_typo: x\n"))
                   .ok());
   EXPECT_EQ(Cli({"submit", bad}, &out), 2) << out;
   EXPECT_NE(out.find("operator_typo"), std::string::npos) << out;

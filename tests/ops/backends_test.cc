@@ -43,7 +43,8 @@ std::string Replace(const std::string& from, const std::string& to) {
 }
 
 TEST(BackendsManifest, ReadsSourcesCompilerFlagsAndParameterBackends) {
-  absl::StatusOr<v1::OperatorManifest> op = ParseOperatorManifest(kManifest, "m.yaml");
+  absl::StatusOr<v1::OperatorManifest> op =
+      ParseOperatorManifest(kManifest, "m.yaml");
   ASSERT_TRUE(op.ok()) << op.status();
   const v1::BackendEntry& cpu = op->backends().at("cpu");
   EXPECT_THAT(cpu.sources(), ::testing::ElementsAre("cpu/k.cc", "cpu/util.cc"));
@@ -56,7 +57,8 @@ TEST(BackendsManifest, ReadsSourcesCompilerFlagsAndParameterBackends) {
 }
 
 TEST(BackendsManifest, ProjectionKeepsOnlyTheKindsParameters) {
-  absl::StatusOr<v1::OperatorManifest> op = ParseOperatorManifest(kManifest, "m.yaml");
+  absl::StatusOr<v1::OperatorManifest> op =
+      ParseOperatorManifest(kManifest, "m.yaml");
   ASSERT_TRUE(op.ok()) << op.status();
   v1::OperatorManifest cpu = ProjectManifest(*op, "cpu");
   ASSERT_EQ(cpu.parameters_size(), 2);
@@ -78,23 +80,33 @@ TEST(BackendsManifest, BadEntriesNameTheField) {
     std::string from, to, error;
   };
   const Case cases[] = {
-      {"backends: [cpu]", "backends: [tpu]", "parameters[1].backends[0]: unknown board kind 'tpu'"},
-      {"backends: [cpu]", "backends: [sim]", "parameters[1].backends[0]: 'sim' has no entry under backends"},
-      {"backends: [cpu]", "backends: []", "parameters[1].backends: must be a non-empty list"},
+      {"backends: [cpu]", "backends: [tpu]",
+       "parameters[1].backends[0]: unknown board kind 'tpu'"},
+      {"backends: [cpu]", "backends: [sim]",
+       "parameters[1].backends[0]: 'sim' has no entry under backends"},
+      {"backends: [cpu]", "backends: []",
+       "parameters[1].backends: must be a non-empty list"},
       {"backends: [cpu]", "backends: [cpu, cpu]", "duplicate board kind 'cpu'"},
-      {"[cpu/k.cc, cpu/util.cc]", "[../k.cc]", "backends.cpu.sources[0]: '../k.cc' escapes the package"},
-      {"[cpu/k.cc, cpu/util.cc]", "[/abs/k.cc]", "must be relative to the package"},
-      {"    compiler: c++\n", "    compiler: c++\n    command: [x]\n", "has both command and sources"},
-      {"    sources: [cuda/k.cu]\n    compiler: nvcc\n", "    compiler: nvcc\n", "backends.cuda: needs either command"},
-      {"    flags: [-O3, -march=native]", "    flags: [-O3, \"\"]", "backends.cpu.flags[1]: must not be empty"},
-      {"    flags: [-O3, -march=native]", "    linker: ld", "backends.cpu.linker: unknown field"},
+      {"[cpu/k.cc, cpu/util.cc]", "[../k.cc]",
+       "backends.cpu.sources[0]: '../k.cc' escapes the package"},
+      {"[cpu/k.cc, cpu/util.cc]", "[/abs/k.cc]",
+       "must be relative to the package"},
+      {"    compiler: c++\n", "    compiler: c++\n    command: [x]\n",
+       "has both command and sources"},
+      {"    sources: [cuda/k.cu]\n    compiler: nvcc\n", "    compiler: nvcc\n",
+       "backends.cuda: needs either command"},
+      {"    flags: [-O3, -march=native]", "    flags: [-O3, \"\"]",
+       "backends.cpu.flags[1]: must not be empty"},
+      {"    flags: [-O3, -march=native]", "    linker: ld",
+       "backends.cpu.linker: unknown field"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<v1::OperatorManifest> op =
         ParseOperatorManifest(Replace(c.from, c.to), "m.yaml");
     ASSERT_FALSE(op.ok()) << c.to;
     EXPECT_THAT(std::string(op.status().message()), HasSubstr(c.error)) << c.to;
-    EXPECT_THAT(std::string(op.status().message()), HasSubstr("m.yaml")) << c.to;
+    EXPECT_THAT(std::string(op.status().message()), HasSubstr("m.yaml"))
+        << c.to;
   }
 }
 

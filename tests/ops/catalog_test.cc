@@ -129,18 +129,22 @@ TEST(ParseOperatorManifest, DuplicateParameterRejected) {
 
 TEST(ParseOperatorManifest, EmptyValuesRejected) {
   absl::Status s = ParseError(Mutate("values: [16, 32, 64]", "values: []"));
-  EXPECT_THAT(s.message(), HasSubstr("parameters[0].values: must not be empty"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("parameters[0].values: must not be empty"));
 }
 
 TEST(ParseOperatorManifest, MixedValueTypesRejected) {
-  absl::Status s = ParseError(Mutate("values: [16, 32, 64]", "values: [16, big, 64]"));
+  absl::Status s =
+      ParseError(Mutate("values: [16, 32, 64]", "values: [16, big, 64]"));
   EXPECT_THAT(s.message(), HasSubstr("parameters[0].values[1]"));
   EXPECT_THAT(s.message(), HasSubstr("share one type"));
 }
 
 TEST(ParseOperatorManifest, DuplicateValueRejected) {
-  absl::Status s = ParseError(Mutate("values: [16, 32, 64]", "values: [16, 32, 16]"));
-  EXPECT_THAT(s.message(), HasSubstr("parameters[0].values[2]: duplicate value 16"));
+  absl::Status s =
+      ParseError(Mutate("values: [16, 32, 64]", "values: [16, 32, 16]"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("parameters[0].values[2]: duplicate value 16"));
 }
 
 TEST(ParseOperatorManifest, MissingDefaultRejected) {
@@ -150,38 +154,50 @@ TEST(ParseOperatorManifest, MissingDefaultRejected) {
 
 TEST(ParseOperatorManifest, UnknownStageRejected) {
   absl::Status s = ParseError(Mutate("stage: pipeline", "stage: pipelin"));
-  EXPECT_THAT(s.message(), HasSubstr("parameters[1].stage: unknown stage 'pipelin'"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("parameters[1].stage: unknown stage 'pipelin'"));
 }
 
 TEST(ParseOperatorManifest, BadNamesRejected) {
-  for (const char* bad : {"Tile_M", "9tile", "tile-m", "tile m", "\"\"", "../x"}) {
-    absl::Status s = ParseError(Mutate("name: tile_m", absl::StrCat("name: ", bad)));
-    EXPECT_THAT(s.message(), HasSubstr("parameters[0].name: must match [a-z][a-z0-9_]*"))
+  for (const char* bad :
+       {"Tile_M", "9tile", "tile-m", "tile m", "\"\"", "../x"}) {
+    absl::Status s =
+        ParseError(Mutate("name: tile_m", absl::StrCat("name: ", bad)));
+    EXPECT_THAT(s.message(),
+                HasSubstr("parameters[0].name: must match [a-z][a-z0-9_]*"))
         << bad;
   }
   absl::Status s = ParseError(Mutate("name: toy_matmul", "name: Toy-Matmul"));
   EXPECT_THAT(s.message(), HasSubstr("ops/x/operator.yaml: name: must match"));
   s = ParseError(Mutate("name: square_2k", "name: Square"));
   EXPECT_THAT(s.message(), HasSubstr("workloads[0].name: must match"));
-  s = ParseError(Mutate("dims: {m: 2048, n: 2048, k: 2048}", "dims: {m: 0, n: 1, k: 1}"));
-  EXPECT_THAT(s.message(), HasSubstr("workloads[0].dims.m: must be between 1 and"));
+  s = ParseError(
+      Mutate("dims: {m: 2048, n: 2048, k: 2048}", "dims: {m: 0, n: 1, k: 1}"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("workloads[0].dims.m: must be between 1 and"));
 }
 
 TEST(ParseOperatorManifest, UnknownKeysRejected) {
   absl::Status s = ParseError(Mutate("tolerances:", "tolerance:"));
-  EXPECT_THAT(s.message(), HasSubstr("ops/x/operator.yaml: tolerance: unknown field"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("ops/x/operator.yaml: tolerance: unknown field"));
   s = ParseError(Mutate("    stage: tiling\n", "    stag: tiling\n"));
   EXPECT_THAT(s.message(), HasSubstr("parameters[0].stag: unknown field"));
 }
 
 TEST(ParseOperatorManifest, BackendChecks) {
-  absl::Status s = ParseError(Mutate("command: [\"{pkg}/run_cpu\"]", "command: []"));
+  absl::Status s =
+      ParseError(Mutate("command: [\"{pkg}/run_cpu\"]", "command: []"));
+  EXPECT_THAT(
+      s.message(),
+      HasSubstr("backends.cpu.command: must be a non-empty list of strings"));
+  s = ParseError(
+      Mutate("command: [\"{pkg}/run_cpu\"]", "command: \"{pkg}/run_cpu\""));
   EXPECT_THAT(s.message(),
-              HasSubstr("backends.cpu.command: must be a non-empty list of strings"));
-  s = ParseError(Mutate("command: [\"{pkg}/run_cpu\"]", "command: \"{pkg}/run_cpu\""));
-  EXPECT_THAT(s.message(), HasSubstr("backends.cpu.command: must be a non-empty list"));
+              HasSubstr("backends.cpu.command: must be a non-empty list"));
   s = ParseError(Mutate("command: [\"{pkg}/run_cpu\"]", "command: [[a]]"));
-  EXPECT_THAT(s.message(), HasSubstr("backends.cpu.command[0]: expected a string"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("backends.cpu.command[0]: expected a string"));
   s = ParseError(Mutate("  cpu:\n", "  tpu:\n"));
   EXPECT_THAT(s.message(), HasSubstr("backends.tpu: unknown board kind"));
 }
@@ -190,12 +206,14 @@ TEST(ParseOperatorManifest, TolerancesChecked) {
   absl::Status s = ParseError(Mutate("rtol: 0.01", "rtol: -1"));
   EXPECT_THAT(s.message(), HasSubstr("tolerances.rtol: must be >= 0"));
   s = ParseError(Mutate("atol: 0.001", "atol: .nan"));
-  EXPECT_THAT(s.message(), HasSubstr("tolerances.atol: must be a finite number"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("tolerances.atol: must be a finite number"));
 }
 
 TEST(ParseOperatorManifest, SyntaxErrorCarriesLine) {
   absl::Status s = ParseError("name: x\nparameters: [1, 2\nbackends: {}\n");
-  EXPECT_THAT(s.message(), HasSubstr("ops/x/operator.yaml: YAML syntax error at line"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("ops/x/operator.yaml: YAML syntax error at line"));
   s = ParseError("name: toy\ndescription: ok\n  bad: indent: here\n");
   EXPECT_THAT(s.message(), HasSubstr("YAML syntax error at line 3"));
 }
@@ -253,12 +271,14 @@ TEST_F(CatalogDirTest, LoadsFolderOfPackagesAndSinglePackage) {
 TEST_F(CatalogDirTest, UnknownOperatorListsKnown) {
   WritePackage(root_ + "/ops/alpha", Named("alpha"));
   WritePackage(root_ + "/ops/beta", Named("beta"));
-  absl::StatusOr<OperatorCatalog> c = OperatorCatalog::LoadFromDirs({root_ + "/ops"});
+  absl::StatusOr<OperatorCatalog> c =
+      OperatorCatalog::LoadFromDirs({root_ + "/ops"});
   ASSERT_TRUE(c.ok()) << c.status();
   absl::StatusOr<const v1::OperatorManifest*> m = c->Find("gemm");
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(m.status().message(), "unknown operator 'gemm'; known: alpha, beta");
+  EXPECT_EQ(m.status().message(),
+            "unknown operator 'gemm'; known: alpha, beta");
 }
 
 TEST_F(CatalogDirTest, DuplicateOperatorNamesBothPlaces) {
@@ -267,7 +287,8 @@ TEST_F(CatalogDirTest, DuplicateOperatorNamesBothPlaces) {
   absl::StatusOr<OperatorCatalog> c =
       OperatorCatalog::LoadFromDirs({root_ + "/a", root_ + "/b"});
   ASSERT_FALSE(c.ok());
-  EXPECT_THAT(c.status().message(), HasSubstr("operator 'same' is defined twice"));
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("operator 'same' is defined twice"));
   EXPECT_THAT(c.status().message(), HasSubstr("a/one/operator.yaml"));
   EXPECT_THAT(c.status().message(), HasSubstr("b/two/operator.yaml"));
 }
@@ -275,10 +296,12 @@ TEST_F(CatalogDirTest, DuplicateOperatorNamesBothPlaces) {
 TEST_F(CatalogDirTest, BadManifestNamesItsFile) {
   WritePackage(root_ + "/ops/good", Named("good"));
   WritePackage(root_ + "/ops/bad", Mutate("default: 32", "default: 7"));
-  absl::StatusOr<OperatorCatalog> c = OperatorCatalog::LoadFromDirs({root_ + "/ops"});
+  absl::StatusOr<OperatorCatalog> c =
+      OperatorCatalog::LoadFromDirs({root_ + "/ops"});
   ASSERT_FALSE(c.ok());
-  EXPECT_THAT(c.status().message(),
-              HasSubstr(root_ + "/ops/bad/operator.yaml: parameters[0].default: 7"));
+  EXPECT_THAT(
+      c.status().message(),
+      HasSubstr(root_ + "/ops/bad/operator.yaml: parameters[0].default: 7"));
 }
 
 TEST_F(CatalogDirTest, MissingOrEmptyRootRejected) {
@@ -338,9 +361,10 @@ TEST_F(ParamsTest, ValidateParamsNamesParameterAndValue) {
 
   p = DefaultParams(op_);
   p["unroll"] = IntParam(2);
-  EXPECT_THAT(ValidateParams(op_, p).message(),
-              HasSubstr("unknown parameter 'unroll' for operator toy_matmul; known: "
-                        "tile_m, ratio, layout, double_buffer"));
+  EXPECT_THAT(
+      ValidateParams(op_, p).message(),
+      HasSubstr("unknown parameter 'unroll' for operator toy_matmul; known: "
+                "tile_m, ratio, layout, double_buffer"));
 }
 
 TEST_F(ParamsTest, SpaceSizeMultipliesAndSaturates) {

@@ -37,7 +37,8 @@ ParamMap Conv(int bx, int by, int tx, int ty, int ro, int pad, int shmem) {
 // One file shared by the tests (parsing it takes a moment).
 const Space& ConvolutionKt() {
   static const Space* space = [] {
-    absl::StatusOr<Space> s = LoadSpaceFile(Fixture("convolution_A100.kt.json.gz"));
+    absl::StatusOr<Space> s =
+        LoadSpaceFile(Fixture("convolution_A100.kt.json.gz"));
     EXPECT_TRUE(s.ok()) << s.status();
     return new Space(s.ok() ? *std::move(s) : Space{});
   }();
@@ -79,7 +80,8 @@ TEST(SpaceFileTest, KernelTunerCacheConvolutionA100) {
 }
 
 TEST(SpaceFileTest, T4FileHoldsTheSameMeasurements) {
-  absl::StatusOr<Space> t4 = LoadSpaceFile(Fixture("convolution_A100.t4.json.gz"));
+  absl::StatusOr<Space> t4 =
+      LoadSpaceFile(Fixture("convolution_A100.t4.json.gz"));
   ASSERT_TRUE(t4.ok()) << t4.status();
   EXPECT_EQ(t4->format, "t4");
   EXPECT_EQ(t4->configs.size(), 4362u);
@@ -96,7 +98,8 @@ TEST(SpaceFileTest, T4FileHoldsTheSameMeasurements) {
 }
 
 TEST(SpaceFileTest, KttCoulombAndPnpoly) {
-  absl::StatusOr<Space> c = LoadSpaceFile(Fixture("coulomb3d_RTX_2080_Ti.ktt.json"));
+  absl::StatusOr<Space> c =
+      LoadSpaceFile(Fixture("coulomb3d_RTX_2080_Ti.ktt.json"));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->format, "ktt");
   EXPECT_EQ(c->device, "NVIDIA GeForce RTX 2080 Ti");
@@ -105,7 +108,8 @@ TEST(SpaceFileTest, KttCoulombAndPnpoly) {
   EXPECT_NEAR(c->best_us, 769.696, 1e-9);  // microseconds in the file
   EXPECT_EQ(c->CartesianSize(), 2 * 3 * 6 * 6 * 2);
 
-  absl::StatusOr<Space> p = LoadSpaceFile(Fixture("pnpoly_RTX_3090.ktt.json.gz"));
+  absl::StatusOr<Space> p =
+      LoadSpaceFile(Fixture("pnpoly_RTX_3090.ktt.json.gz"));
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->configs.size(), 4092u);
   EXPECT_EQ(p->ok_count, 3818u);
@@ -162,7 +166,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(SpaceFileTest, BadInputsNameTheProblem) {
   EXPECT_THAT(ParseSpace("{\"x\": 1}", "f.json").status().message(),
               HasSubstr("f.json: not a Kernel Tuner cache"));
-  EXPECT_THAT(ParseSpace("{", "g.json").status().message(), HasSubstr("g.json: "));
+  EXPECT_THAT(ParseSpace("{", "g.json").status().message(),
+              HasSubstr("g.json: "));
   EXPECT_THAT(ParseSpace(std::string("\x1f\x8b\x08\x00garbage", 12), "h.gz")
                   .status()
                   .message(),
@@ -179,12 +184,13 @@ TEST(SpaceFileTest, ManifestFromSpace) {
   const v1::OperatorManifest op = ManifestFromSpace(ConvolutionKt());
   EXPECT_EQ(op.name(), "convolution_kernel");
   ASSERT_EQ(op.parameters_size(), 10);
-  EXPECT_EQ(op.parameters(0).stage(), "tiling");       // block_size_x
-  EXPECT_EQ(op.parameters(2).stage(), "tiling");       // tile_size_x
-  EXPECT_EQ(op.parameters(4).stage(), "pipeline");     // read_only
-  EXPECT_EQ(op.parameters(6).stage(), "pipeline");     // use_shmem
-  EXPECT_EQ(op.parameters(7).stage(), "in_core");      // use_cmem
-  EXPECT_EQ(ParamsKey(DefaultParams(op)), ParamsKey(Conv(16, 1, 1, 1, 0, 0, 0)));
+  EXPECT_EQ(op.parameters(0).stage(), "tiling");    // block_size_x
+  EXPECT_EQ(op.parameters(2).stage(), "tiling");    // tile_size_x
+  EXPECT_EQ(op.parameters(4).stage(), "pipeline");  // read_only
+  EXPECT_EQ(op.parameters(6).stage(), "pipeline");  // use_shmem
+  EXPECT_EQ(op.parameters(7).stage(), "in_core");   // use_cmem
+  EXPECT_EQ(ParamsKey(DefaultParams(op)),
+            ParamsKey(Conv(16, 1, 1, 1, 0, 0, 0)));
   EXPECT_TRUE(ValidateParams(op, DefaultParams(op)).ok());
   EXPECT_EQ(SpaceSize(op), 10240u);
   EXPECT_EQ(StageForSpaceParameter("MWG"), "tiling");
@@ -206,7 +212,8 @@ std::unique_ptr<Board> Replay(double noise = 0) {
   return b.ok() ? *std::move(b) : nullptr;
 }
 
-absl::StatusOr<Evaluation> Eval(Board& b, const ParamMap& params, int epoch = 1) {
+absl::StatusOr<Evaluation> Eval(Board& b, const ParamMap& params,
+                                int epoch = 1) {
   v1::WorkItem w;
   w.set_sweep_id("s1");
   w.set_round_id(4);
@@ -222,7 +229,8 @@ TEST(ReplayBoardTest, AnswersFromTheFile) {
   EXPECT_EQ(b->info().kind(), "replay");
   EXPECT_EQ(b->info().chip(), "NVIDIA A100-PCIE-40GB");
   EXPECT_FALSE(b->info().simulated());
-  EXPECT_THAT(b->info().labels().at("replay"), HasSubstr("convolution_A100.kt.json.gz"));
+  EXPECT_THAT(b->info().labels().at("replay"),
+              HasSubstr("convolution_A100.kt.json.gz"));
 
   absl::StatusOr<Evaluation> ok = Eval(*b, Conv(32, 4, 1, 3, 1, 0, 1));
   ASSERT_TRUE(ok.ok()) << ok.status();
@@ -232,7 +240,8 @@ TEST(ReplayBoardTest, AnswersFromTheFile) {
   EXPECT_NEAR(m.median_us(), 553.6000076681376, 1e-6);
   EXPECT_FALSE(m.simulated());
   EXPECT_THAT(m.policy(), HasSubstr("replayed from "));
-  EXPECT_THAT(m.policy(), HasSubstr("measured on NVIDIA A100-PCIE-40GB by Kernel Tuner"));
+  EXPECT_THAT(m.policy(),
+              HasSubstr("measured on NVIDIA A100-PCIE-40GB by Kernel Tuner"));
   EXPECT_GT(m.samples(), 1);
   EXPECT_LE(m.min_us(), m.p20_us());
   EXPECT_LE(m.p20_us(), m.p80_us());
@@ -247,7 +256,8 @@ TEST(ReplayBoardTest, AnswersFromTheFile) {
   absl::StatusOr<Evaluation> absent = Eval(*b, Conv(32, 1, 1, 1, 0, 1, 1));
   ASSERT_TRUE(absent.ok());
   EXPECT_EQ(absent->result.outcome(), v1::OUTCOME_BUILD_FAILED);
-  EXPECT_THAT(absent->result.detail(), HasSubstr("not in the space (constraint)"));
+  EXPECT_THAT(absent->result.detail(),
+              HasSubstr("not in the space (constraint)"));
 }
 
 TEST(ReplayBoardTest, CompileFailuresAreBuildFailures) {
@@ -275,7 +285,8 @@ TEST(ReplayBoardTest, NoiseIsDeterministicAndRecorded) {
   EXPECT_EQ(x1, x2);
   EXPECT_NE(x1, x3);
   EXPECT_NE(x1, 553.6000076681376);
-  EXPECT_THAT(Eval(*a, p)->result.measurement().policy(), HasSubstr("injected noise"));
+  EXPECT_THAT(Eval(*a, p)->result.measurement().policy(),
+              HasSubstr("injected noise"));
   ReplayBoardOptions bad;
   bad.space = std::make_shared<const Space>(ConvolutionKt());
   bad.noise = -1;

@@ -68,8 +68,8 @@ TEST(StorageCrashTest, AcknowledgedCommitsSurviveSigkill) {
   std::vector<char*> argv = {exe.data(), const_cast<char*>(db_path.c_str()),
                              nullptr};
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(),
-                         environ);
+  int rc =
+      ::posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
   ASSERT_EQ(rc, 0) << "posix_spawn " << exe << ": " << std::strerror(rc);
@@ -123,8 +123,8 @@ TEST(StorageCrashTest, AcknowledgedCommitsSurviveSigkill) {
 
   for (int64_t i = 1; i <= last_ack; ++i) {
     absl::StatusOr<v1::Round> round = (*store)->GetRound(kCrashSweepId, i);
-    ASSERT_TRUE(round.ok()) << "acknowledged round " << i << ": "
-                            << round.status();
+    ASSERT_TRUE(round.ok())
+        << "acknowledged round " << i << ": " << round.status();
     ASSERT_TRUE(MessageDifferencer::Equals(*round, CrashRound(i)))
         << "round " << i << " differs";
   }
@@ -140,8 +140,7 @@ TEST(StorageCrashTest, AcknowledgedCommitsSurviveSigkill) {
   std::printf("acknowledged %lld commits before SIGKILL; %zu on disk\n",
               static_cast<long long>(last_ack), rounds->size());
   ASSERT_GE(static_cast<int64_t>(rounds->size()), last_ack);
-  ASSERT_EQ(rounds->size(), events->size())
-      << "a commit was applied partially";
+  ASSERT_EQ(rounds->size(), events->size()) << "a commit was applied partially";
   for (size_t k = 0; k < rounds->size(); ++k) {
     const int64_t i = static_cast<int64_t>(k) + 1;
     EXPECT_EQ((*rounds)[k].round_id(), i);

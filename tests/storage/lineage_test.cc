@@ -92,8 +92,7 @@ TEST(LineageTest, MissingParentIsFailedPrecondition) {
   auto a = AncestorsOf(rounds, 3);
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(a.status().message(),
-              HasSubstr("round 2 names parent round 7"));
+  EXPECT_THAT(a.status().message(), HasSubstr("round 2 names parent round 7"));
   // A parent id below -1 is just as missing.
   auto b = AncestorsOf({R(0, -5)}, 0);
   ASSERT_FALSE(b.ok());

@@ -287,7 +287,8 @@ TEST_F(StoreTest, ReopenKeepsEverything) {
     ASSERT_TRUE(ms.ok());
     EXPECT_THAT(*ms, ElementsAre(ProtoEq(MakeMeasurement(100 - i))));
   }
-  EXPECT_THAT(Seqs(*store_->ReadEvents("s1", 1, 0)), ElementsAre(1, 2, 3, 4, 5));
+  EXPECT_THAT(Seqs(*store_->ReadEvents("s1", 1, 0)),
+              ElementsAre(1, 2, 3, 4, 5));
   EXPECT_THAT(*store_->ListBoards(), ElementsAre(ProtoEq(MakeBoard("b1"))));
   EXPECT_EQ(store_->GetMeta("counter")->value_or(""), "5");
 }
@@ -332,7 +333,8 @@ TEST_F(StoreTest, KeysSortNumericallyAndSweepsAreIsolated) {
   for (const auto& s : *sweeps) ids.push_back(s.sweep_id());
   EXPECT_THAT(ids, ElementsAre("a", "a0", "ab", "b"));
 
-  EXPECT_THAT(RoundIds(*store_->ListRounds("a")), ElementsAre(0, 1, 2, 10, 100));
+  EXPECT_THAT(RoundIds(*store_->ListRounds("a")),
+              ElementsAre(0, 1, 2, 10, 100));
   EXPECT_THAT(RoundIds(*store_->ListRounds("ab")), ElementsAre(3));
   EXPECT_THAT(RoundIds(*store_->ListRounds("a0")), ElementsAre(5));
   EXPECT_THAT(RoundIds(*store_->ListRounds("b")), IsEmpty());
@@ -359,7 +361,7 @@ TEST_F(StoreTest, LineageThroughTheStore) {
   ws.PutRound(MakeRound("s", 2, 0));
   ws.PutRound(MakeRound("s", 3, 1));
   ws.PutRound(MakeRound("other", 9, 3));  // another sweep: ignored
-  ws.PutSweep(sweep);  // best_round = -1
+  ws.PutSweep(sweep);                     // best_round = -1
   MustCommit(ws);
 
   auto kept = store_->KeptPath("s");
@@ -407,8 +409,8 @@ void Corrupt(const std::string& path, const std::string& cf) {
   ASSERT_LT(target, names.size()) << "no column family " << cf;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(), path,
-                                        descriptors, &handles, &db);
+  rocksdb::Status s =
+      rocksdb::DB::Open(rocksdb::DBOptions(), path, descriptors, &handles, &db);
   ASSERT_TRUE(s.ok()) << s.ToString();
   std::vector<std::string> keys;
   {
@@ -422,8 +424,8 @@ void Corrupt(const std::string& path, const std::string& cf) {
   // 0xff starts a field with an invalid wire type: never parses.
   const std::string garbage("\xff\xff\xff\xff garbage", 13);
   for (const std::string& key : keys) {
-    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), handles[target], key, garbage)
-                    .ok());
+    ASSERT_TRUE(
+        db->Put(rocksdb::WriteOptions(), handles[target], key, garbage).ok());
   }
   for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
   delete db;

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "harness.h"
 #include "../reference.h"
+#include "harness.h"
 
 #ifndef TF_PARAM_MC
 #error "tf_params.h missing: build this file through tunefarm's BuildVariant"
@@ -114,8 +114,8 @@ int main(int argc, char** argv) {
   op.check = [](const tf_harness::Workload& w, std::string* error) {
     return gemm::ReadShape(w, &g_shape, error);
   };
-  op.reference = [](const tf_harness::Workload&, uint64_t seed, std::vector<float>* ref,
-                    std::string*) {
+  op.reference = [](const tf_harness::Workload&, uint64_t seed,
+                    std::vector<float>* ref, std::string*) {
     *ref = gemm::Reference(g_shape, seed);
     return true;
   };
@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
     const double flops = 2.0 * g_shape.m * g_shape.n * g_shape.k;
     const double bytes = 4.0 * (g_shape.m * g_shape.k + g_shape.k * g_shape.n +
                                 g_shape.m * g_shape.n);
-    return "flops," + std::to_string(flops) + "\nbytes," + std::to_string(bytes) + "\n";
+    return "flops," + std::to_string(flops) + "\nbytes," +
+           std::to_string(bytes) + "\n";
   };
   return tf_harness::Main(argc, argv, op);
 }

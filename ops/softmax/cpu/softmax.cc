@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "harness.h"
 #include "../reference.h"
+#include "harness.h"
 
 #ifndef TF_PARAM_VEC
 #error "tf_params.h missing: build this file through tunefarm's BuildVariant"
@@ -110,8 +110,8 @@ int main(int argc, char** argv) {
   op.check = [](const tf_harness::Workload& w, std::string* error) {
     return softmax::ReadShape(w, &g_shape, error);
   };
-  op.reference = [](const tf_harness::Workload&, uint64_t seed, std::vector<float>* ref,
-                    std::string*) {
+  op.reference = [](const tf_harness::Workload&, uint64_t seed,
+                    std::vector<float>* ref, std::string*) {
     *ref = softmax::Reference(g_shape, seed);
     return true;
   };

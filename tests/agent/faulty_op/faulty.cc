@@ -36,8 +36,8 @@ int main(int argc, char** argv) {
     }
     return true;
   };
-  op.reference = [](const tf_harness::Workload&, uint64_t seed, std::vector<float>* ref,
-                    std::string*) {
+  op.reference = [](const tf_harness::Workload&, uint64_t seed,
+                    std::vector<float>* ref, std::string*) {
     ref->resize(static_cast<size_t>(g_n));
     tf_harness::FillInputs(seed, 1, ref->data(), ref->size());
     for (float& v : *ref) v *= TF_PARAM_SCALE;
