@@ -29,6 +29,7 @@
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
 #include "storage/store.h"
+#include "tests/coordinator/coordinator_harness.h"
 
 namespace tunefarm {
 namespace {
@@ -46,35 +47,24 @@ std::string SimSpec(const std::string& name, int max_rounds) {
 class CoreFixture : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::string> dir = MakeTempDir("agent_overlap_test");
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = *dir;
+    ASSERT_TRUE(disk_.MakeDir("agent_overlap_test").ok());
     absl::StatusOr<v1::OperatorManifest> op = LoadOperatorManifest(
         std::string(TUNEFARM_SOURCE_DIR) + "/ops/sim_matmul");
     ASSERT_TRUE(op.ok()) << op.status();
     catalog_.Add(*op);
-    absl::StatusOr<std::unique_ptr<Store>> store =
-        OpenRocksDbStore(dir_ + "/db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
     CoordinatorOptions options;
     options.lease_duration = absl::Seconds(10);
     options.agent_timeout = absl::Seconds(30);
-    coord_ = std::make_unique<Coordinator>(store_.get(), &catalog_, clock(),
-                                           options, nullptr);
-    ASSERT_TRUE(coord_->Recover().ok());
+    absl::Status st = disk_.Open(&catalog_, clock(), options);
+    ASSERT_TRUE(st.ok()) << st;
   }
-  void TearDown() override {
-    coord_.reset();
-    store_.reset();
-    (void)RemoveAll(dir_);
-  }
+  Coordinator* coord() { return disk_.coordinator(); }
   virtual Clock* clock() { return &fake_clock_; }
 
   std::string Submit(const std::string& yaml) {
     v1::SubmitSweepRequest request;
     request.set_spec_yaml(yaml);
-    auto r = coord_->SubmitSweep(request, AnonymousAdmin());
+    auto r = coord()->SubmitSweep(request, AnonymousAdmin());
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? r->sweep().sweep_id() : "";
   }
@@ -87,7 +77,7 @@ class CoreFixture : public ::testing::Test {
     b->set_kind("sim");
     b->set_chip("Ascend910B-sim");
     b->set_simulated(true);
-    ASSERT_TRUE(coord_->RegisterAgent(request).ok());
+    ASSERT_TRUE(coord()->RegisterAgent(request).ok());
   }
   v1::LeaseWorkResponse Lease(const std::string& agent,
                               const std::string& board, bool prefetch) {
@@ -95,7 +85,7 @@ class CoreFixture : public ::testing::Test {
     request.set_agent_id(agent);
     request.set_board_id(board);
     request.set_prefetch(prefetch);
-    auto r = coord_->LeaseWork(request);
+    auto r = coord()->LeaseWork(request);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : v1::LeaseWorkResponse();
   }
@@ -104,7 +94,7 @@ class CoreFixture : public ::testing::Test {
     request.set_agent_id(agent);
     request.set_lease_id(w.lease_id());
     request.set_epoch(w.epoch());
-    auto r = coord_->RenewLease(request);
+    auto r = coord()->RenewLease(request);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() && r->valid();
   }
@@ -129,27 +119,44 @@ class CoreFixture : public ::testing::Test {
     m->set_max_us(102);
     m->set_samples(5);
     m->set_warmup(1);
-    auto r = coord_->ReportResult(request);
+    auto r = coord()->ReportResult(request);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : v1::ReportResultResponse();
   }
   std::string CurrentLease(const std::string& board) {
-    for (const v1::BoardInfo& b : coord_->ListBoards({})) {
+    for (const v1::BoardInfo& b : coord()->ListBoards({})) {
       if (b.board_id() == board) return b.current_lease_id();
     }
     return "?";
   }
   v1::RoundState RoundState(const std::string& sweep, int64_t round) {
-    auto r = store_->GetRound(sweep, round);
+    auto r = disk_.store()->GetRound(sweep, round);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? r->state() : v1::ROUND_STATE_UNSPECIFIED;
   }
 
-  std::string dir_;
+  // Board a1/sim0 runs sweep "one"'s baseline and holds sweep "two"'s
+  // baseline ahead.
+  struct CurrentAndAhead {
+    std::string s1, s2;
+    v1::WorkItem current, ahead;
+  };
+  void LeaseCurrentAndAhead(CurrentAndAhead* held) {
+    RegisterBoard("a1", "a1/sim0");
+    held->s1 = Submit(SimSpec("one", 3));
+    held->s2 = Submit(SimSpec("two", 3));
+    v1::LeaseWorkResponse current = Lease("a1", "a1/sim0", false);
+    v1::LeaseWorkResponse ahead = Lease("a1", "a1/sim0", true);
+    ASSERT_TRUE(current.granted() && ahead.granted());
+    ASSERT_EQ(current.work().sweep_id(), held->s1);
+    ASSERT_EQ(ahead.work().sweep_id(), held->s2);
+    held->current = current.work();
+    held->ahead = ahead.work();
+  }
+
   FakeClock fake_clock_;
   OperatorCatalog catalog_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<Coordinator> coord_;
+  CoordinatorOnDisk disk_;
 };
 
 using PrefetchLeaseTest = CoreFixture;
@@ -188,7 +195,7 @@ TEST_F(PrefetchLeaseTest, AtMostOneAheadAndItBecomesCurrentWhenTheBoardFrees) {
   EXPECT_TRUE(Renew("a1", current.work()));
   EXPECT_TRUE(Renew("a1", ahead.work()));
   fake_clock_.Advance(absl::Seconds(8));
-  ASSERT_TRUE(coord_->Tick().ok());
+  ASSERT_TRUE(coord()->Tick().ok());
   EXPECT_EQ(RoundState(s2, 0), v1::ROUND_STATE_LEASED);
 
   // The current result frees the board: the lease ahead becomes current,
@@ -203,55 +210,43 @@ TEST_F(PrefetchLeaseTest, AtMostOneAheadAndItBecomesCurrentWhenTheBoardFrees) {
 }
 
 TEST_F(PrefetchLeaseTest, RevokedLeaseAheadIsInvalidAndFreesTheSlot) {
-  RegisterBoard("a1", "a1/sim0");
-  Submit(SimSpec("one", 3));
-  const std::string s2 = Submit(SimSpec("two", 3));
+  CurrentAndAhead held;
+  ASSERT_NO_FATAL_FAILURE(LeaseCurrentAndAhead(&held));
   Submit(SimSpec("three", 3));
-  v1::LeaseWorkResponse current = Lease("a1", "a1/sim0", false);
-  v1::LeaseWorkResponse ahead = Lease("a1", "a1/sim0", true);
-  ASSERT_TRUE(current.granted() && ahead.granted());
   v1::CancelSweepRequest cancel;
-  cancel.set_sweep_id(s2);
-  ASSERT_TRUE(coord_->CancelSweep(cancel, AnonymousAdmin()).ok());
-  EXPECT_FALSE(Renew("a1", ahead.work()));
-  EXPECT_TRUE(Renew("a1", current.work()));
-  EXPECT_EQ(CurrentLease("a1/sim0"), current.work().lease_id());
+  cancel.set_sweep_id(held.s2);
+  ASSERT_TRUE(coord()->CancelSweep(cancel, AnonymousAdmin()).ok());
+  EXPECT_FALSE(Renew("a1", held.ahead));
+  EXPECT_TRUE(Renew("a1", held.current));
+  EXPECT_EQ(CurrentLease("a1/sim0"), held.current.lease_id());
   // The slot ahead is free again.
   v1::LeaseWorkResponse again = Lease("a1", "a1/sim0", true);
   ASSERT_TRUE(again.granted());
-  EXPECT_NE(again.work().sweep_id(), s2);
+  EXPECT_NE(again.work().sweep_id(), held.s2);
 }
 
 TEST_F(PrefetchLeaseTest, LostAgentsLeaseAndLeaseAheadBothRequeue) {
-  RegisterBoard("a1", "a1/sim0");
-  const std::string s1 = Submit(SimSpec("one", 3));
-  const std::string s2 = Submit(SimSpec("two", 3));
-  v1::LeaseWorkResponse current = Lease("a1", "a1/sim0", false);
-  v1::LeaseWorkResponse ahead = Lease("a1", "a1/sim0", true);
-  ASSERT_TRUE(current.granted() && ahead.granted());
+  CurrentAndAhead held;
+  ASSERT_NO_FATAL_FAILURE(LeaseCurrentAndAhead(&held));
   fake_clock_.Advance(absl::Seconds(31));  // silent past agent_timeout
-  ASSERT_TRUE(coord_->Tick().ok());
-  EXPECT_EQ(RoundState(s1, 0), v1::ROUND_STATE_QUEUED);
-  EXPECT_EQ(RoundState(s2, 0), v1::ROUND_STATE_QUEUED);
-  EXPECT_FALSE(Renew("a1", ahead.work()));
+  ASSERT_TRUE(coord()->Tick().ok());
+  EXPECT_EQ(RoundState(held.s1, 0), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(RoundState(held.s2, 0), v1::ROUND_STATE_QUEUED);
+  EXPECT_FALSE(Renew("a1", held.ahead));
   // Another agent picks both up.
   RegisterBoard("a2", "a2/sim0");
   v1::LeaseWorkResponse rerun = Lease("a2", "a2/sim0", false);
   ASSERT_TRUE(rerun.granted());
-  EXPECT_EQ(rerun.work().sweep_id(), s1);
+  EXPECT_EQ(rerun.work().sweep_id(), held.s1);
   EXPECT_EQ(rerun.work().epoch(), 2);
 }
 
 TEST_F(PrefetchLeaseTest, PlainLeaseRequeuesTheLeaseAheadToo) {
-  RegisterBoard("a1", "a1/sim0");
-  Submit(SimSpec("one", 3));
-  const std::string s2 = Submit(SimSpec("two", 3));
-  ASSERT_TRUE(Lease("a1", "a1/sim0", false).granted());
-  v1::LeaseWorkResponse ahead = Lease("a1", "a1/sim0", true);
-  ASSERT_TRUE(ahead.granted());
+  CurrentAndAhead held;
+  ASSERT_NO_FATAL_FAILURE(LeaseCurrentAndAhead(&held));
   // A plain request means the agent runs neither (it restarted).
   ASSERT_TRUE(Lease("a1", "a1/sim0", false).granted());
-  EXPECT_FALSE(Renew("a1", ahead.work()));
+  EXPECT_FALSE(Renew("a1", held.ahead));
 }
 
 // Draining a board means no new variant starts on it: the round it holds
@@ -259,21 +254,18 @@ TEST_F(PrefetchLeaseTest, PlainLeaseRequeuesTheLeaseAheadToo) {
 // runs on another board; the round it runs now finishes and is recorded.
 TEST_F(PrefetchLeaseTest,
        DrainRequeuesTheLeaseAheadAndTheCurrentRoundFinishes) {
-  RegisterBoard("a1", "a1/sim0");
-  const std::string s1 = Submit(SimSpec("one", 3));
-  const std::string s2 = Submit(SimSpec("two", 3));
-  v1::LeaseWorkResponse current = Lease("a1", "a1/sim0", false);
-  v1::LeaseWorkResponse ahead = Lease("a1", "a1/sim0", true);
-  ASSERT_TRUE(current.granted() && ahead.granted());
-  ASSERT_EQ(ahead.work().sweep_id(), s2);
+  CurrentAndAhead held;
+  ASSERT_NO_FATAL_FAILURE(LeaseCurrentAndAhead(&held));
+  const std::string& s1 = held.s1;
+  const std::string& s2 = held.s2;
   v1::BoardAdminRequest drain;
   drain.set_board_id("a1/sim0");
   drain.set_reason("maintenance");
-  ASSERT_TRUE(coord_->DrainBoard(drain).ok());
+  ASSERT_TRUE(coord()->DrainBoard(drain).ok());
   EXPECT_EQ(RoundState(s2, 0), v1::ROUND_STATE_QUEUED);
-  EXPECT_FALSE(Renew("a1", ahead.work()));
-  EXPECT_TRUE(Renew("a1", current.work()));
-  EXPECT_TRUE(ReportOk("a1", "a1/sim0", current.work()).accepted());
+  EXPECT_FALSE(Renew("a1", held.ahead));
+  EXPECT_TRUE(Renew("a1", held.current));
+  EXPECT_TRUE(ReportOk("a1", "a1/sim0", held.current).accepted());
   EXPECT_EQ(RoundState(s1, 0), v1::ROUND_STATE_DONE);
   // Nothing was promoted in the lease ahead's place, and nothing new comes.
   EXPECT_EQ(CurrentLease("a1/sim0"), "");
@@ -408,14 +400,14 @@ class AgentOverlapTest : public CoreFixture {
   // One agent with one sim board whose runs take `run_delay` of real time.
   // `hold`: evaluations wait until board_->Release().
   void StartAgent(bool prefetch, absl::Duration run_delay, bool hold = false) {
-    client_ = std::make_unique<InProcessClient>(coord_.get());
+    client_ = std::make_unique<InProcessClient>(coord());
     SimBoardOptions o;
     o.board_id = "a1/sim0";
     o.agent_id = "a1";
     o.node = "node";
     const std::string bin = SIM_MATMUL_BIN;
     o.bin_dir = bin.substr(0, bin.rfind('/'));
-    o.work_root = dir_ + "/work";
+    o.work_root = disk_.dir() + "/work";
     o.run_delay = run_delay;
     auto board = std::make_unique<RecordingBoard>(NewSimBoard(o));
     board_ = board.get();
@@ -435,7 +427,6 @@ class AgentOverlapTest : public CoreFixture {
     stop_ = true;
     if (runner_.joinable()) runner_.join();
     agent_.reset();
-    CoreFixture::TearDown();
   }
   bool WaitSweepsDone() {
     const absl::Time deadline = absl::Now() + absl::Seconds(40);
@@ -449,7 +440,7 @@ class AgentOverlapTest : public CoreFixture {
     return false;
   }
   std::vector<v1::Round> Rounds(const std::string& sweep) {
-    auto r = store_->ListRounds(sweep);
+    auto r = disk_.store()->ListRounds(sweep);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : std::vector<v1::Round>();
   }

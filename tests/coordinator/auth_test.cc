@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
 #include "storage/store.h"
+#include "tests/coordinator/coordinator_harness.h"
 
 namespace tunefarm {
 namespace {
@@ -113,12 +114,6 @@ TEST(TeamPolicyTest, ParsesQuotasAndNamesBadFields) {
 class AuthServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = MakeTempDir("auth_test");
-    ASSERT_TRUE(dir.ok());
-    dir_ = *dir;
-    auto store = OpenRocksDbStore(dir_ + "/db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
     auto catalog = OperatorCatalog::LoadFromDirs({TUNEFARM_SOURCE_DIR "/ops"});
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = std::make_unique<OperatorCatalog>(std::move(*catalog));
@@ -131,51 +126,27 @@ class AuthServiceTest : public ::testing::Test {
     o.default_quota.set_weight(1);
     o.team_quotas["beta"].set_team("beta");
     o.team_quotas["beta"].set_weight(3);
-    coordinator_ = std::make_unique<Coordinator>(store_.get(), catalog_.get(),
-                                                 &clock_, o, nullptr);
-    ASSERT_TRUE(coordinator_->Recover().ok());
-    loop_ = std::make_unique<ControlLoop>(absl::Milliseconds(50), [] {});
-    loop_->Start();
-    farm_ =
-        std::make_unique<FarmService>(coordinator_.get(), loop_.get(),
-                                      store_.get(), &notifier_, tokens_.get());
-    agent_ = std::make_unique<AgentGrpcService>(coordinator_.get(), loop_.get(),
-                                                tokens_.get());
-    grpc::ServerBuilder b;
-    int port = 0;
-    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    b.RegisterService(farm_.get());
-    b.RegisterService(agent_.get());
-    server_ = b.BuildAndStart();
-    ASSERT_NE(port, 0);
-    auto ch = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                  grpc::InsecureChannelCredentials());
-    farm_stub_ = v1::TuneFarm::NewStub(ch);
-    agent_stub_ = v1::AgentService::NewStub(ch);
-  }
-  void TearDown() override {
-    notifier_.Shutdown();
-    server_->Shutdown(std::chrono::system_clock::now());
-    loop_->Stop();
-    coordinator_.reset();
-    store_.reset();
-    (void)RemoveAll(dir_);
+    ASSERT_TRUE(disk_.MakeDir("auth_test").ok());
+    absl::Status st = disk_.Open(catalog_.get(), &clock_, o);
+    ASSERT_TRUE(st.ok()) << st;
+    st = services_.Start(disk_.coordinator(), disk_.store(), tokens_.get());
+    ASSERT_TRUE(st.ok()) << st;
   }
 
   static std::unique_ptr<grpc::ClientContext> As(const std::string& token) {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() +
-                      std::chrono::seconds(10));
-    if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
-    return ctx;
+    return LoopbackServices::As(token);
   }
+  Coordinator* coordinator() { return disk_.coordinator(); }
+  Store* store() { return disk_.store(); }
+  v1::TuneFarm::Stub* farm() { return services_.farm(); }
+  v1::AgentService::Stub* agent() { return services_.agent(); }
 
   grpc::Status Submit(const std::string& token, const std::string& team,
                       std::string* id = nullptr, int max_rounds = 50) {
     v1::SubmitSweepRequest req;
     req.set_spec_yaml(Spec(team, max_rounds));
     v1::SubmitSweepResponse resp;
-    grpc::Status st = farm_stub_->SubmitSweep(As(token).get(), req, &resp);
+    grpc::Status st = farm()->SubmitSweep(As(token).get(), req, &resp);
     if (id != nullptr) *id = resp.sweep().sweep_id();
     return st;
   }
@@ -188,31 +159,28 @@ class AuthServiceTest : public ::testing::Test {
       v1::GetSweepRequest r;
       r.set_sweep_id(sweep_id);
       v1::Sweep s;
-      out.emplace_back(
-          "GetSweep",
-          farm_stub_->GetSweep(As(token).get(), r, &s).error_code());
+      out.emplace_back("GetSweep",
+                       farm()->GetSweep(As(token).get(), r, &s).error_code());
     }
     {
       v1::ListRoundsRequest r;
       r.set_sweep_id(sweep_id);
       v1::ListRoundsResponse s;
-      out.emplace_back(
-          "ListRounds",
-          farm_stub_->ListRounds(As(token).get(), r, &s).error_code());
+      out.emplace_back("ListRounds",
+                       farm()->ListRounds(As(token).get(), r, &s).error_code());
     }
     {
       v1::GetReportRequest r;
       r.set_sweep_id(sweep_id);
       v1::GetReportResponse s;
-      out.emplace_back(
-          "GetReport",
-          farm_stub_->GetReport(As(token).get(), r, &s).error_code());
+      out.emplace_back("GetReport",
+                       farm()->GetReport(As(token).get(), r, &s).error_code());
     }
     {
       v1::WatchSweepRequest r;
       r.set_sweep_id(sweep_id);
       auto ctx = As(token);
-      auto reader = farm_stub_->WatchSweep(ctx.get(), r);
+      auto reader = farm()->WatchSweep(ctx.get(), r);
       v1::SweepEvent ev;
       const bool got = reader->Read(&ev);
       if (got) ctx->TryCancel();
@@ -226,24 +194,16 @@ class AuthServiceTest : public ::testing::Test {
       v1::Sweep s;
       out.emplace_back(
           "CancelSweep",
-          farm_stub_->CancelSweep(As(token).get(), r, &s).error_code());
+          farm()->CancelSweep(As(token).get(), r, &s).error_code());
     }
     return out;
   }
 
-  std::string dir_;
   FakeClock clock_;
-  std::unique_ptr<Store> store_;
   std::unique_ptr<OperatorCatalog> catalog_;
   std::unique_ptr<TokenTable> tokens_;
-  std::unique_ptr<Coordinator> coordinator_;
-  std::unique_ptr<ControlLoop> loop_;
-  EventNotifier notifier_;
-  std::unique_ptr<FarmService> farm_;
-  std::unique_ptr<AgentGrpcService> agent_;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<v1::TuneFarm::Stub> farm_stub_;
-  std::unique_ptr<v1::AgentService::Stub> agent_stub_;
+  CoordinatorOnDisk disk_;
+  LoopbackServices services_;  // after disk_: stops first
 };
 
 TEST_F(AuthServiceTest, NobodyAndBadTokensAreUnauthenticatedEverywhere) {
@@ -258,26 +218,25 @@ TEST_F(AuthServiceTest, NobodyAndBadTokensAreUnauthenticatedEverywhere) {
     }
     v1::ListSweepsRequest ls;
     v1::ListSweepsResponse lsr;
-    EXPECT_EQ(farm_stub_->ListSweeps(As(token).get(), ls, &lsr).error_code(),
+    EXPECT_EQ(farm()->ListSweeps(As(token).get(), ls, &lsr).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
     v1::ListBoardsRequest lb;
     v1::ListBoardsResponse lbr;
-    EXPECT_EQ(farm_stub_->ListBoards(As(token).get(), lb, &lbr).error_code(),
+    EXPECT_EQ(farm()->ListBoards(As(token).get(), lb, &lbr).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
     v1::RegisterAgentRequest reg;
     reg.set_agent_id("evil");
     reg.add_boards()->set_board_id("evil/b0");
     v1::RegisterAgentResponse regr;
-    EXPECT_EQ(
-        agent_stub_->RegisterAgent(As(token).get(), reg, &regr).error_code(),
-        grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(agent()->RegisterAgent(As(token).get(), reg, &regr).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
     v1::LeaseWorkRequest lw;
     v1::LeaseWorkResponse lwr;
-    EXPECT_EQ(agent_stub_->LeaseWork(As(token).get(), lw, &lwr).error_code(),
+    EXPECT_EQ(agent()->LeaseWork(As(token).get(), lw, &lwr).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
     v1::ReportResultRequest rr;
     v1::ReportResultResponse rrr;
-    EXPECT_EQ(agent_stub_->ReportResult(As(token).get(), rr, &rrr).error_code(),
+    EXPECT_EQ(agent()->ReportResult(As(token).get(), rr, &rrr).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
   }
 }
@@ -294,19 +253,19 @@ TEST_F(AuthServiceTest, ATeamSeesAndStopsOnlyItsOwnSweeps) {
   // beta's list does not show alpha's sweep; asking for alpha's is refused.
   v1::ListSweepsRequest ls;
   v1::ListSweepsResponse lsr;
-  ASSERT_TRUE(farm_stub_->ListSweeps(As(kBeta).get(), ls, &lsr).ok());
+  ASSERT_TRUE(farm()->ListSweeps(As(kBeta).get(), ls, &lsr).ok());
   EXPECT_EQ(lsr.sweeps_size(), 0);
   ls.set_team("alpha");
-  EXPECT_EQ(farm_stub_->ListSweeps(As(kBeta).get(), ls, &lsr).error_code(),
+  EXPECT_EQ(farm()->ListSweeps(As(kBeta).get(), ls, &lsr).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   // The sweep is untouched by beta's cancel attempt; alpha can do all.
   v1::Sweep sweep;
-  ASSERT_TRUE(store_->GetSweep(alpha_sweep).ok());
-  EXPECT_EQ(store_->GetSweep(alpha_sweep)->state(), v1::SWEEP_STATE_QUEUED);
+  ASSERT_TRUE(store()->GetSweep(alpha_sweep).ok());
+  EXPECT_EQ(store()->GetSweep(alpha_sweep)->state(), v1::SWEEP_STATE_QUEUED);
   for (const auto& [call, code] : SweepCalls(kAlpha, alpha_sweep)) {
     EXPECT_EQ(code, grpc::StatusCode::OK) << call;
   }
-  EXPECT_EQ(store_->GetSweep(alpha_sweep)->state(), v1::SWEEP_STATE_CANCELLED);
+  EXPECT_EQ(store()->GetSweep(alpha_sweep)->state(), v1::SWEEP_STATE_CANCELLED);
 }
 
 TEST_F(AuthServiceTest, RolesKeepToTheirService) {
@@ -316,27 +275,25 @@ TEST_F(AuthServiceTest, RolesKeepToTheirService) {
   reg.add_boards()->set_board_id("a1/b0");
   reg.mutable_boards(0)->set_kind("sim");
   v1::RegisterAgentResponse regr;
-  EXPECT_EQ(
-      agent_stub_->RegisterAgent(As(kAlpha).get(), reg, &regr).error_code(),
-      grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(agent()->RegisterAgent(As(kAlpha).get(), reg, &regr).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(Submit(kAgent, "alpha").error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_TRUE(agent_stub_->RegisterAgent(As(kAgent).get(), reg, &regr).ok());
+  EXPECT_TRUE(agent()->RegisterAgent(As(kAgent).get(), reg, &regr).ok());
 
   // Admin-only calls.
   v1::BoardAdminRequest drain;
   drain.set_board_id("a1/b0");
   v1::BoardInfo board;
-  EXPECT_EQ(
-      farm_stub_->DrainBoard(As(kAlpha).get(), drain, &board).error_code(),
-      grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(farm()->DrainBoard(As(kAlpha).get(), drain, &board).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
   v1::SetTeamQuotaRequest q;
   q.mutable_quota()->set_team("alpha");
   q.mutable_quota()->set_weight(100);
   v1::TeamQuota quota;
-  EXPECT_EQ(farm_stub_->SetTeamQuota(As(kAlpha).get(), q, &quota).error_code(),
+  EXPECT_EQ(farm()->SetTeamQuota(As(kAlpha).get(), q, &quota).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
-  ASSERT_TRUE(farm_stub_->DrainBoard(As(kAdmin).get(), drain, &board).ok());
+  ASSERT_TRUE(farm()->DrainBoard(As(kAdmin).get(), drain, &board).ok());
   EXPECT_EQ(board.state(), v1::BOARD_STATE_DRAINING);
   // A drained board gets no work.
   std::string id;
@@ -345,18 +302,18 @@ TEST_F(AuthServiceTest, RolesKeepToTheirService) {
   lw.set_agent_id("a1");
   lw.set_board_id("a1/b0");
   v1::LeaseWorkResponse lwr;
-  ASSERT_TRUE(agent_stub_->LeaseWork(As(kAgent).get(), lw, &lwr).ok());
+  ASSERT_TRUE(agent()->LeaseWork(As(kAgent).get(), lw, &lwr).ok());
   EXPECT_FALSE(lwr.granted());
-  ASSERT_TRUE(farm_stub_->AdmitBoard(As(kAdmin).get(), drain, &board).ok());
-  ASSERT_TRUE(agent_stub_->LeaseWork(As(kAgent).get(), lw, &lwr).ok());
+  ASSERT_TRUE(farm()->AdmitBoard(As(kAdmin).get(), drain, &board).ok());
+  ASSERT_TRUE(agent()->LeaseWork(As(kAgent).get(), lw, &lwr).ok());
   EXPECT_TRUE(lwr.granted());
   // Users see boards but not which sweep holds them.
   v1::ListBoardsRequest lb;
   v1::ListBoardsResponse lbr;
-  ASSERT_TRUE(farm_stub_->ListBoards(As(kBeta).get(), lb, &lbr).ok());
+  ASSERT_TRUE(farm()->ListBoards(As(kBeta).get(), lb, &lbr).ok());
   ASSERT_EQ(lbr.boards_size(), 1);
   EXPECT_TRUE(lbr.boards(0).current_lease_id().empty());
-  ASSERT_TRUE(farm_stub_->ListBoards(As(kAdmin).get(), lb, &lbr).ok());
+  ASSERT_TRUE(farm()->ListBoards(As(kAdmin).get(), lb, &lbr).ok());
   EXPECT_FALSE(lbr.boards(0).current_lease_id().empty());
 }
 
@@ -366,7 +323,7 @@ TEST_F(AuthServiceTest, QuotaOfActiveSweepsIsResourceExhausted) {
   q.mutable_quota()->set_weight(1);
   q.mutable_quota()->set_max_active_sweeps(1);
   v1::TeamQuota quota;
-  ASSERT_TRUE(farm_stub_->SetTeamQuota(As(kAdmin).get(), q, &quota).ok());
+  ASSERT_TRUE(farm()->SetTeamQuota(As(kAdmin).get(), q, &quota).ok());
   ASSERT_TRUE(Submit(kAlpha, "alpha").ok());
   grpc::Status second = Submit(kAlpha, "alpha");
   EXPECT_EQ(second.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
@@ -376,7 +333,7 @@ TEST_F(AuthServiceTest, QuotaOfActiveSweepsIsResourceExhausted) {
   // Quotas set by an admin survive a restart (stored).
   v1::ListTeamsRequest lt;
   v1::ListTeamsResponse ltr;
-  ASSERT_TRUE(farm_stub_->ListTeams(As(kAlpha).get(), lt, &ltr).ok());
+  ASSERT_TRUE(farm()->ListTeams(As(kAlpha).get(), lt, &ltr).ok());
   ASSERT_EQ(ltr.teams_size(), 1) << "a user sees only its own team";
   EXPECT_EQ(ltr.teams(0).quota().max_active_sweeps(), 1);
 }
@@ -394,7 +351,7 @@ TEST_F(AuthServiceTest, WeightedFairShareOfBoardTime) {
     b->set_kind("sim");
   }
   v1::RegisterAgentResponse regr;
-  ASSERT_TRUE(agent_stub_->RegisterAgent(As(kAgent).get(), reg, &regr).ok());
+  ASSERT_TRUE(agent()->RegisterAgent(As(kAgent).get(), reg, &regr).ok());
   int rounds = 0;
   for (int step = 0; step < 300; ++step) {
     std::vector<v1::WorkItem> work;
@@ -403,7 +360,7 @@ TEST_F(AuthServiceTest, WeightedFairShareOfBoardTime) {
       lw.set_agent_id("a1");
       lw.set_board_id(absl::StrCat("a1/b", i));
       v1::LeaseWorkResponse lwr;
-      ASSERT_TRUE(agent_stub_->LeaseWork(As(kAgent).get(), lw, &lwr).ok());
+      ASSERT_TRUE(agent()->LeaseWork(As(kAgent).get(), lw, &lwr).ok());
       if (lwr.granted()) work.push_back(lwr.work());
     }
     clock_.Advance(absl::Seconds(1));  // every round takes one board-second
@@ -421,13 +378,13 @@ TEST_F(AuthServiceTest, WeightedFairShareOfBoardTime) {
                                                                 (rounds++ % 7));
       rr.mutable_result()->mutable_measurement()->set_samples(5);
       v1::ReportResultResponse rrr;
-      ASSERT_TRUE(agent_stub_->ReportResult(As(kAgent).get(), rr, &rrr).ok());
+      ASSERT_TRUE(agent()->ReportResult(As(kAgent).get(), rr, &rrr).ok());
       ASSERT_TRUE(rrr.accepted()) << rrr.reason();
     }
   }
   v1::ListTeamsRequest lt;
   v1::ListTeamsResponse ltr;
-  ASSERT_TRUE(farm_stub_->ListTeams(As(kAdmin).get(), lt, &ltr).ok());
+  ASSERT_TRUE(farm()->ListTeams(As(kAdmin).get(), lt, &ltr).ok());
   double alpha = 0, beta = 0;
   for (const v1::TeamUsage& u : ltr.teams()) {
     if (u.quota().team() == "alpha") alpha = u.board_seconds();

@@ -32,6 +32,7 @@
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
 #include "storage/store.h"
+#include "tests/coordinator/coordinator_harness.h"
 
 namespace tunefarm {
 namespace {
@@ -100,44 +101,35 @@ class CountingMetrics : public FarmMetrics {
 class ClusterCoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = MakeTempDir("cluster_test");
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = *dir;
     auto catalog = OperatorCatalog::LoadFromDirs({TUNEFARM_SOURCE_DIR "/ops"});
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = std::make_unique<OperatorCatalog>(std::move(*catalog));
     options_.lease_duration = absl::Hours(1);
     options_.agent_timeout = absl::Hours(1);
     options_.default_quota.set_weight(1);
-    Open();
+    ASSERT_TRUE(disk_.MakeDir("cluster_test").ok());
+    ASSERT_NO_FATAL_FAILURE(Restart());
     Register({SimBoardInfo("a/0", {}), SimBoardInfo("a/1", {{"pool", "gold"}}),
               SimBoardInfo("a/2", {{"pool", "gold"}})});
   }
-  void TearDown() override {
-    coord_.reset();
-    store_.reset();
-    (void)RemoveAll(dir_);
-  }
-  void Open() {
-    auto store = OpenRocksDbStore(dir_ + "/db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-    coord_ = std::make_unique<Coordinator>(store_.get(), catalog_.get(),
-                                           &clock_, options_, &metrics_);
-    absl::Status st = coord_->Recover();
+  // Opens the core, or restarts it, with the current `options_`.
+  void Restart() {
+    absl::Status st = disk_.Open(catalog_.get(), &clock_, options_, &metrics_);
     ASSERT_TRUE(st.ok()) << st;
   }
+  Coordinator* coord() { return disk_.coordinator(); }
+  Store* store() { return disk_.store(); }
   void Register(const std::vector<v1::BoardInfo>& boards) {
     v1::RegisterAgentRequest r;
     r.set_agent_id("a");
     r.set_node("node-a");
     for (const auto& b : boards) *r.add_boards() = b;
-    ASSERT_TRUE(coord_->RegisterAgent(r).ok());
+    ASSERT_TRUE(coord()->RegisterAgent(r).ok());
   }
   std::string Submit(const std::string& team, const std::string& boards) {
     v1::SubmitSweepRequest r;
     r.set_spec_yaml(Spec(team, boards));
-    auto s = coord_->SubmitSweep(r, AnonymousAdmin());
+    auto s = coord()->SubmitSweep(r, AnonymousAdmin());
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? s->sweep().sweep_id() : "";
   }
@@ -146,7 +138,7 @@ class ClusterCoreTest : public ::testing::Test {
     v1::LeaseWorkRequest r;
     r.set_agent_id("a");
     r.set_board_id(id);
-    auto w = coord_->LeaseWork(r);
+    auto w = coord()->LeaseWork(r);
     EXPECT_TRUE(w.ok()) << w.status();
     return w.ok() && w->granted() ? w->work().sweep_id() : "";
   }
@@ -154,7 +146,7 @@ class ClusterCoreTest : public ::testing::Test {
     v1::LeaseWorkRequest r;
     r.set_agent_id("a");
     r.set_board_id(id);
-    auto w = coord_->LeaseWork(r);
+    auto w = coord()->LeaseWork(r);
     EXPECT_TRUE(w.ok()) << w.status();
     return w.ok() ? *w : v1::LeaseWorkResponse();
   }
@@ -176,24 +168,24 @@ class ClusterCoreTest : public ::testing::Test {
     m->set_median_us(median_us);
     m->set_samples(median_us > 0 ? 10 : 0);
     m->set_simulated(true);
-    auto resp = coord_->ReportResult(r);
+    auto resp = coord()->ReportResult(r);
     EXPECT_TRUE(resp.ok()) << resp.status();
     return resp.ok() ? *resp : v1::ReportResultResponse();
   }
   std::string DetailOf(const std::string& id) {
-    for (const v1::BoardInfo& b : coord_->ListBoards({})) {
+    for (const v1::BoardInfo& b : coord()->ListBoards({})) {
       if (b.board_id() == id) return b.health_detail();
     }
     return "<no board>";
   }
   std::string ReservedFor(const std::string& id) {
-    for (const v1::BoardInfo& b : coord_->ListBoards({})) {
+    for (const v1::BoardInfo& b : coord()->ListBoards({})) {
       if (b.board_id() == id) return b.reserved_for();
     }
     return "<no board>";
   }
   v1::BoardState StateOf(const std::string& id) {
-    for (const v1::BoardInfo& b : coord_->ListBoards({})) {
+    for (const v1::BoardInfo& b : coord()->ListBoards({})) {
       if (b.board_id() == id) return b.state();
     }
     return v1::BOARD_STATE_UNSPECIFIED;
@@ -207,22 +199,20 @@ class ClusterCoreTest : public ::testing::Test {
     if (state == v1::BOARD_STATE_QUARANTINED) {
       b->set_health_detail("2 device errors in a row");
     }
-    auto resp = coord_->Heartbeat(r);
+    auto resp = coord()->Heartbeat(r);
     EXPECT_TRUE(resp.ok()) << resp.status();
     return resp.ok() ? *resp : v1::HeartbeatResponse();
   }
 
-  std::string dir_;
   FakeClock clock_;
   CountingMetrics metrics_;
   CoordinatorOptions options_;
   std::unique_ptr<OperatorCatalog> catalog_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<Coordinator> coord_;
+  CoordinatorOnDisk disk_;
 };
 
 TEST_F(ClusterCoreTest, ReservedBoardServesOnlyItsTeamOthersGoElsewhere) {
-  ASSERT_TRUE(coord_->ReserveBoards(OfBoard("a/0", "alpha")).ok());
+  ASSERT_TRUE(coord()->ReserveBoards(OfBoard("a/0", "alpha")).ok());
   EXPECT_EQ(ReservedFor("a/0"), "alpha");
   EXPECT_EQ(ReservedFor("a/1"), "");
   const std::string beta = Submit("beta", "{kind: sim}");
@@ -236,7 +226,7 @@ TEST_F(ClusterCoreTest, ReservedOnlySweepWaitsForItsTeamsPool) {
   const std::string alpha = Submit("alpha", "{kind: sim, reserved_only: true}");
   EXPECT_EQ(LeaseSweep("a/0"), "");
   EXPECT_EQ(LeaseSweep("a/1"), "");
-  auto list = coord_->ReserveBoards(OfPool("pool", "gold", "alpha"));
+  auto list = coord()->ReserveBoards(OfPool("pool", "gold", "alpha"));
   ASSERT_TRUE(list.ok()) << list.status();
   ASSERT_EQ(list->reservations_size(), 1);
   EXPECT_FALSE(list->reservations(0).from_policy());
@@ -248,14 +238,14 @@ TEST_F(ClusterCoreTest, ReservedOnlySweepWaitsForItsTeamsPool) {
 }
 
 TEST_F(ClusterCoreTest, BoardReservationWinsOverPoolAndUnreserveFreesIt) {
-  ASSERT_TRUE(coord_->ReserveBoards(OfPool("pool", "gold", "alpha")).ok());
-  ASSERT_TRUE(coord_->ReserveBoards(OfBoard("a/2", "beta")).ok());
+  ASSERT_TRUE(coord()->ReserveBoards(OfPool("pool", "gold", "alpha")).ok());
+  ASSERT_TRUE(coord()->ReserveBoards(OfBoard("a/2", "beta")).ok());
   EXPECT_EQ(ReservedFor("a/1"), "alpha");
   EXPECT_EQ(ReservedFor("a/2"), "beta");
   // Reserving the same pool again moves it to another team.
-  ASSERT_TRUE(coord_->ReserveBoards(OfPool("pool", "gold", "gamma")).ok());
+  ASSERT_TRUE(coord()->ReserveBoards(OfPool("pool", "gold", "gamma")).ok());
   EXPECT_EQ(ReservedFor("a/1"), "gamma");
-  auto left = coord_->UnreserveBoards(OfPool("pool", "gold", ""));
+  auto left = coord()->UnreserveBoards(OfPool("pool", "gold", ""));
   ASSERT_TRUE(left.ok()) << left.status();
   ASSERT_EQ(left->reservations_size(), 1);
   EXPECT_EQ(left->reservations(0).board_id(), "a/2");
@@ -267,36 +257,34 @@ TEST_F(ClusterCoreTest, BoardReservationWinsOverPoolAndUnreserveFreesIt) {
 TEST_F(ClusterCoreTest, BadReservationsAreRefusedNamingTheField) {
   v1::BoardReservation both = OfBoard("a/0", "alpha");
   (*both.mutable_labels())["pool"] = "gold";
-  auto st = coord_->ReserveBoards(both).status();
+  auto st = coord()->ReserveBoards(both).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(st.message()), HasSubstr("board_id and labels"));
-  st = coord_->ReserveBoards(v1::BoardReservation()).status();
+  st = coord()->ReserveBoards(v1::BoardReservation()).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
-  st = coord_->ReserveBoards(OfBoard("a/0", "")).status();
+  st = coord()->ReserveBoards(OfBoard("a/0", "")).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(st.message()), HasSubstr("reservation.team"));
-  st = coord_->UnreserveBoards(OfBoard("a/0", "")).status();
+  st = coord()->UnreserveBoards(OfBoard("a/0", "")).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(st.message()), HasSubstr("board a/0"));
   EXPECT_EQ(ReservedFor("a/0"), "");  // nothing changed
 }
 
 TEST_F(ClusterCoreTest, AdminReservationsSurviveRestartPolicyOnesAreFixed) {
-  ASSERT_TRUE(coord_->ReserveBoards(OfBoard("a/0", "alpha")).ok());
-  coord_.reset();
-  store_.reset();
+  ASSERT_TRUE(coord()->ReserveBoards(OfBoard("a/0", "alpha")).ok());
   v1::BoardReservation from_file = OfPool("pool", "gold", "beta");
   from_file.set_from_policy(true);
   options_.reservations = {from_file};
-  Open();
+  Restart();
   // Until its agent registers again the board is lost, but still reserved.
   EXPECT_EQ(ReservedFor("a/0"), "alpha");
   Register({SimBoardInfo("a/0", {}), SimBoardInfo("a/1", {{"pool", "gold"}})});
   EXPECT_EQ(ReservedFor("a/0"), "alpha");
   EXPECT_EQ(ReservedFor("a/1"), "beta");
   for (auto st :
-       {coord_->ReserveBoards(OfPool("pool", "gold", "alpha")).status(),
-        coord_->UnreserveBoards(OfPool("pool", "gold", "")).status()}) {
+       {coord()->ReserveBoards(OfPool("pool", "gold", "alpha")).status(),
+        coord()->UnreserveBoards(OfPool("pool", "gold", "")).status()}) {
     EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(std::string(st.message()), HasSubstr("policy file"));
   }
@@ -317,7 +305,7 @@ TEST_F(ClusterCoreTest, ReadmitIsSentToTheAgentUntilItLiftsItsFlag) {
   v1::BoardAdminRequest admit;
   admit.set_board_id("a/0");
   admit.set_reason("card reseated");
-  ASSERT_TRUE(coord_->AdmitBoard(admit).ok());
+  ASSERT_TRUE(coord()->AdmitBoard(admit).ok());
   EXPECT_EQ(StateOf("a/0"), v1::BOARD_STATE_IDLE);
   // The agent has not heard yet: it is told again on every heartbeat, and
   // its stale report does not quarantine the board again.
@@ -338,7 +326,7 @@ TEST_F(ClusterCoreTest, ReadmitIsSentToTheAgentUntilItLiftsItsFlag) {
 TEST_F(ClusterCoreTest, DrainOutlivesTheAgentReconnecting) {
   v1::BoardAdminRequest drain;
   drain.set_board_id("a/0");
-  ASSERT_TRUE(coord_->DrainBoard(drain).ok());
+  ASSERT_TRUE(coord()->DrainBoard(drain).ok());
   Register({SimBoardInfo("a/0", {}), SimBoardInfo("a/1", {{"pool", "gold"}})});
   EXPECT_EQ(StateOf("a/0"), v1::BOARD_STATE_DRAINING);
   Submit("alpha", "{kind: sim}");
@@ -356,13 +344,11 @@ class HealthCheckTest : public ClusterCoreTest {
     ASSERT_TRUE(checks.ok()) << checks.status();
     ASSERT_TRUE(checks->contains("sim"));
     golden_ = checks->at("sim");
-    coord_.reset();
-    store_.reset();
     options_.health_checks = *std::move(checks);
     options_.health_check_interval = absl::Minutes(60);
     options_.health_retry_interval = absl::Minutes(5);
     options_.agent_timeout = absl::Hours(24);  // the clock jumps by hours
-    Open();
+    ASSERT_NO_FATAL_FAILURE(Restart());
     Register({SimBoardInfo("a/0", {}), SimBoardInfo("a/1", {})});
     sweep_ = Submit("alpha", "{kind: sim}");
   }
@@ -396,7 +382,7 @@ TEST_F(HealthCheckTest, ABoardRunsItsGoldenWhenItJoinsBeforeAnySweepWork) {
   renew.set_agent_id("a");
   renew.set_lease_id(w.work().lease_id());
   renew.set_epoch(w.work().epoch());
-  auto renewed = coord_->RenewLease(renew);
+  auto renewed = coord()->RenewLease(renew);
   ASSERT_TRUE(renewed.ok()) << renewed.status();
   EXPECT_TRUE(renewed->valid());
 
@@ -417,7 +403,7 @@ TEST_F(HealthCheckTest, ABoardRunsItsGoldenWhenItJoinsBeforeAnySweepWork) {
   EXPECT_EQ(next.work().sweep_id(), sweep_);
   EXPECT_EQ(next.work().round_id(), 0);
   EXPECT_EQ(next.work().epoch(), 1);
-  auto rounds = store_->ListRounds(sweep_);
+  auto rounds = store()->ListRounds(sweep_);
   ASSERT_TRUE(rounds.ok());
   EXPECT_EQ(rounds->size(), 1u);
 }
@@ -453,11 +439,11 @@ TEST_F(HealthCheckTest, BoardFaultRequeuesTheRoundUnblamedAndRechecksTheBoard) {
   ASSERT_EQ(w.work().sweep_id(), sweep_);
   EXPECT_TRUE(Report("a/0", w.work(), v1::OUTCOME_BOARD_LOST, 0).accepted());
   // The variant is not judged: its round is queued again, nothing counted.
-  auto sweep = store_->GetSweep(sweep_);
+  auto sweep = store()->GetSweep(sweep_);
   ASSERT_TRUE(sweep.ok());
   EXPECT_EQ(sweep->rounds_finished(), 0);
   EXPECT_EQ(sweep->rounds_without_gain(), 0);
-  auto round = store_->GetRound(sweep_, 0);
+  auto round = store()->GetRound(sweep_, 0);
   ASSERT_TRUE(round.ok());
   EXPECT_EQ(round->state(), v1::ROUND_STATE_QUEUED);
   EXPECT_EQ(round->decision(), v1::DECISION_UNSPECIFIED);
@@ -474,12 +460,12 @@ TEST_F(HealthCheckTest, PeriodicRecheckExpiryAndAdminReadmit) {
   EXPECT_TRUE(Check("a/0", InRange()).accepted());
   EXPECT_FALSE(LeaseWork("a/0").work().health_check());  // the baseline
   clock_.Advance(absl::Minutes(61));
-  ASSERT_TRUE(coord_->Tick().ok());  // expires the baseline's lease
+  ASSERT_TRUE(coord()->Tick().ok());  // expires the baseline's lease
   // Due again after the interval; the agent never answers this one.
   v1::LeaseWorkResponse w = LeaseWork("a/0");
   ASSERT_TRUE(w.work().health_check());
   clock_.Advance(options_.lease_duration + absl::Seconds(1));
-  ASSERT_TRUE(coord_->Tick().ok());
+  ASSERT_TRUE(coord()->Tick().ok());
   EXPECT_EQ(StateOf("a/0"), v1::BOARD_STATE_QUARANTINED);
   EXPECT_THAT(DetailOf("a/0"), HasSubstr("no result within the lease"));
   // Its late result is stale, and changes nothing.
@@ -488,7 +474,7 @@ TEST_F(HealthCheckTest, PeriodicRecheckExpiryAndAdminReadmit) {
   // An admin's word puts it straight back in service.
   v1::BoardAdminRequest admit;
   admit.set_board_id("a/0");
-  ASSERT_TRUE(coord_->AdmitBoard(admit).ok());
+  ASSERT_TRUE(coord()->AdmitBoard(admit).ok());
   v1::LeaseWorkResponse next = LeaseWork("a/0");
   EXPECT_TRUE(next.granted());
   EXPECT_FALSE(next.work().health_check());
@@ -618,12 +604,6 @@ class SelfQuarantiningBoard : public Board {
 class ClusterServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = MakeTempDir("cluster_service_test");
-    ASSERT_TRUE(dir.ok());
-    dir_ = *dir;
-    auto store = OpenRocksDbStore(dir_ + "/db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
     auto catalog = OperatorCatalog::LoadFromDirs({TUNEFARM_SOURCE_DIR "/ops"});
     ASSERT_TRUE(catalog.ok()) << catalog.status();
     catalog_ = std::make_unique<OperatorCatalog>(std::move(*catalog));
@@ -635,64 +615,39 @@ class ClusterServiceTest : public ::testing::Test {
     o.heartbeat_interval = absl::Milliseconds(20);
     o.agent_timeout = absl::Hours(1);
     o.default_quota.set_weight(1);
-    coordinator_ = std::make_unique<Coordinator>(store_.get(), catalog_.get(),
-                                                 &SystemClock(), o, nullptr);
-    ASSERT_TRUE(coordinator_->Recover().ok());
-    loop_ = std::make_unique<ControlLoop>(absl::Milliseconds(50), [] {});
-    loop_->Start();
-    farm_ =
-        std::make_unique<FarmService>(coordinator_.get(), loop_.get(),
-                                      store_.get(), &notifier_, tokens_.get());
-    agent_service_ = std::make_unique<AgentGrpcService>(
-        coordinator_.get(), loop_.get(), tokens_.get());
-    grpc::ServerBuilder b;
-    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                       &port_);
-    b.RegisterService(farm_.get());
-    b.RegisterService(agent_service_.get());
-    server_ = b.BuildAndStart();
-    ASSERT_NE(port_, 0);
-    auto ch = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_),
-                                  grpc::InsecureChannelCredentials());
-    farm_stub_ = v1::TuneFarm::NewStub(ch);
-    agent_stub_ = v1::AgentService::NewStub(ch);
-  }
-  void TearDown() override {
-    notifier_.Shutdown();
-    server_->Shutdown(std::chrono::system_clock::now());
-    loop_->Stop();
-    coordinator_.reset();
-    store_.reset();
-    (void)RemoveAll(dir_);
+    ASSERT_TRUE(disk_.MakeDir("cluster_service_test").ok());
+    absl::Status st = disk_.Open(catalog_.get(), &SystemClock(), o);
+    ASSERT_TRUE(st.ok()) << st;
+    st = services_.Start(disk_.coordinator(), disk_.store(), tokens_.get());
+    ASSERT_TRUE(st.ok()) << st;
   }
   static std::unique_ptr<grpc::ClientContext> As(const std::string& token) {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() +
-                      std::chrono::seconds(10));
-    if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
-    return ctx;
+    return LoopbackServices::As(token);
   }
+  v1::TuneFarm::Stub* farm() { return services_.farm(); }
+  v1::AgentService::Stub* agent() { return services_.agent(); }
   grpc::Status Reserve(const std::string& token, const v1::BoardReservation& r,
                        bool reserve = true) {
     v1::ReserveBoardsRequest req;
     *req.mutable_reservation() = r;
     v1::ListReservationsResponse resp;
-    return reserve ? farm_stub_->ReserveBoards(As(token).get(), req, &resp)
-                   : farm_stub_->UnreserveBoards(As(token).get(), req, &resp);
+    return reserve ? farm()->ReserveBoards(As(token).get(), req, &resp)
+                   : farm()->UnreserveBoards(As(token).get(), req, &resp);
   }
   std::string Submit(const std::string& token, const std::string& team,
                      const std::string& boards) {
     v1::SubmitSweepRequest req;
     req.set_spec_yaml(Spec(team, boards));
     v1::SubmitSweepResponse resp;
-    grpc::Status st = farm_stub_->SubmitSweep(As(token).get(), req, &resp);
+    grpc::Status st = farm()->SubmitSweep(As(token).get(), req, &resp);
     EXPECT_TRUE(st.ok()) << st.error_message();
     return resp.sweep().sweep_id();
   }
   v1::BoardInfo BoardSeenBy(const std::string& token, const std::string& id) {
     v1::ListBoardsResponse resp;
     EXPECT_TRUE(
-        farm_stub_->ListBoards(As(token).get(), v1::ListBoardsRequest(), &resp)
+        farm()
+            ->ListBoards(As(token).get(), v1::ListBoardsRequest(), &resp)
             .ok());
     for (const v1::BoardInfo& b : resp.boards()) {
       if (b.board_id() == id) return b;
@@ -700,19 +655,10 @@ class ClusterServiceTest : public ::testing::Test {
     return v1::BoardInfo();
   }
 
-  std::string dir_;
-  int port_ = 0;
-  std::unique_ptr<Store> store_;
   std::unique_ptr<OperatorCatalog> catalog_;
   std::unique_ptr<TokenTable> tokens_;
-  std::unique_ptr<Coordinator> coordinator_;
-  std::unique_ptr<ControlLoop> loop_;
-  EventNotifier notifier_;
-  std::unique_ptr<FarmService> farm_;
-  std::unique_ptr<AgentGrpcService> agent_service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<v1::TuneFarm::Stub> farm_stub_;
-  std::unique_ptr<v1::AgentService::Stub> agent_stub_;
+  CoordinatorOnDisk disk_;
+  LoopbackServices services_;  // after disk_: stops first
 };
 
 TEST_F(ClusterServiceTest, OnlyAdminsReserveAndOtherTeamsNeverLeaseIt) {
@@ -721,8 +667,7 @@ TEST_F(ClusterServiceTest, OnlyAdminsReserveAndOtherTeamsNeverLeaseIt) {
   *reg.add_boards() = SimBoardInfo("rack1/0", {});
   *reg.add_boards() = SimBoardInfo("rack1/1", {});
   v1::RegisterAgentResponse reg_resp;
-  ASSERT_TRUE(
-      agent_stub_->RegisterAgent(As(kAgent).get(), reg, &reg_resp).ok());
+  ASSERT_TRUE(agent()->RegisterAgent(As(kAgent).get(), reg, &reg_resp).ok());
 
   const v1::BoardReservation r = OfBoard("rack1/0", "alpha");
   EXPECT_EQ(Reserve("", r).error_code(), grpc::StatusCode::UNAUTHENTICATED);
@@ -749,7 +694,7 @@ TEST_F(ClusterServiceTest, OnlyAdminsReserveAndOtherTeamsNeverLeaseIt) {
     req.set_agent_id("rack1");
     req.set_board_id(board);
     v1::LeaseWorkResponse resp;
-    EXPECT_TRUE(agent_stub_->LeaseWork(As(kAgent).get(), req, &resp).ok());
+    EXPECT_TRUE(agent()->LeaseWork(As(kAgent).get(), req, &resp).ok());
     return resp.granted() ? resp.work().sweep_id() : "";
   };
   EXPECT_EQ(lease("rack1/0"), "");
@@ -767,15 +712,16 @@ TEST_F(ClusterServiceTest, AdminReadmitLiftsTheAgentsOwnQuarantine) {
   so.agent_id = "rack1";
   so.node = "node1";
   so.bin_dir = bin.substr(0, bin.rfind('/'));
-  so.work_root = dir_ + "/work";
+  so.work_root = disk_.dir() + "/work";
   auto board = std::make_unique<SelfQuarantiningBoard>(NewSimBoard(so));
   SelfQuarantiningBoard* sick = board.get();
   std::vector<std::unique_ptr<Board>> boards;
   boards.push_back(std::move(board));
   ClientSecurity security;
   security.token = kAgent;
-  auto client = NewGrpcCoordinatorClient(absl::StrCat("127.0.0.1:", port_),
-                                         security, absl::Seconds(10));
+  auto client =
+      NewGrpcCoordinatorClient(absl::StrCat("127.0.0.1:", services_.port()),
+                               security, absl::Seconds(10));
   ASSERT_TRUE(client.ok()) << client.status();
   AgentOptions ao;
   ao.agent_id = "rack1";
@@ -803,10 +749,9 @@ TEST_F(ClusterServiceTest, AdminReadmitLiftsTheAgentsOwnQuarantine) {
   admit.set_board_id("rack1/sim0");
   admit.set_reason("card reseated");
   v1::BoardInfo admitted;
-  EXPECT_EQ(
-      farm_stub_->AdmitBoard(As(kAlpha).get(), admit, &admitted).error_code(),
-      grpc::StatusCode::PERMISSION_DENIED);
-  ASSERT_TRUE(farm_stub_->AdmitBoard(As(kAdmin).get(), admit, &admitted).ok());
+  EXPECT_EQ(farm()->AdmitBoard(As(kAlpha).get(), admit, &admitted).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(farm()->AdmitBoard(As(kAdmin).get(), admit, &admitted).ok());
   EXPECT_TRUE(wait_for([&] { return sick->readmits.load() == 1; }));
   EXPECT_FALSE(sick->quarantined.load());
   // Back in service: the board runs the sweep's rounds.

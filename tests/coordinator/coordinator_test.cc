@@ -22,6 +22,7 @@
 #include "ops/catalog.h"
 #include "storage/lineage.h"
 #include "storage/store.h"
+#include "tests/coordinator/coordinator_harness.h"
 
 namespace tunefarm {
 namespace {
@@ -135,9 +136,7 @@ class FakeFarmMetrics : public FarmMetrics {
 class CoordinatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::string> dir = MakeTempDir("coordinator_test");
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = *dir;
+    ASSERT_TRUE(disk_.MakeDir("coordinator_test").ok());
     for (const char* text : {kToyOperator, kTinyOperator}) {
       absl::StatusOr<v1::OperatorManifest> op =
           ParseOperatorManifest(text, "test/operator.yaml");
@@ -147,35 +146,20 @@ class CoordinatorTest : public ::testing::Test {
     options_.lease_duration = absl::Seconds(10);
     options_.heartbeat_interval = absl::Seconds(1);
     options_.agent_timeout = absl::Seconds(30);
-    options_.report_dir = dir_ + "/reports";
-    OpenStoreAndCoordinator();
+    options_.report_dir = disk_.dir() + "/reports";
+    ASSERT_NO_FATAL_FAILURE(Restart());
   }
 
-  void TearDown() override {
-    coord_.reset();
-    store_.reset();
-    ASSERT_TRUE(RemoveAll(dir_).ok());
-  }
-
-  void OpenStoreAndCoordinator() {
-    absl::StatusOr<std::unique_ptr<Store>> store =
-        OpenRocksDbStore(dir_ + "/db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
-    coord_ = std::make_unique<Coordinator>(store_.get(), &catalog_, &clock_,
-                                           options_, &metrics_);
-    absl::Status st = coord_->Recover();
+  // Opens the core, or restarts it as a coordinator process restart would:
+  // everything in memory is dropped, the database is closed and opened
+  // again, and the new core recovers from it.
+  void Restart() {
+    lease_board_.clear();
+    absl::Status st = disk_.Open(&catalog_, &clock_, options_, &metrics_);
     ASSERT_TRUE(st.ok()) << st;
   }
-
-  // A coordinator process restart: everything in memory is dropped, the
-  // database is closed and opened again, and the new core recovers from it.
-  void Restart() {
-    coord_.reset();
-    store_.reset();
-    lease_board_.clear();
-    OpenStoreAndCoordinator();
-  }
+  Coordinator* coord() { return disk_.coordinator(); }
+  Store* store() { return disk_.store(); }
 
   // --- user side -----------------------------------------------------------
   absl::StatusOr<v1::SubmitSweepResponse> SubmitRaw(
@@ -183,7 +167,7 @@ class CoordinatorTest : public ::testing::Test {
     v1::SubmitSweepRequest request;
     request.set_spec_yaml(yaml);
     request.set_idempotency_key(idempotency_key);
-    return coord_->SubmitSweep(request, AnonymousAdmin());
+    return coord()->SubmitSweep(request, AnonymousAdmin());
   }
 
   // Submits and returns the new sweep's id ("" after a recorded failure).
@@ -201,7 +185,7 @@ class CoordinatorTest : public ::testing::Test {
     request.set_node("node-" + agent);
     for (const v1::BoardInfo& b : boards) *request.add_boards() = b;
     absl::StatusOr<v1::RegisterAgentResponse> r =
-        coord_->RegisterAgent(request);
+        coord()->RegisterAgent(request);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->lease_duration_ms(), 10000);
   }
@@ -210,7 +194,7 @@ class CoordinatorTest : public ::testing::Test {
     v1::LeaseWorkRequest request;
     request.set_agent_id(AgentOf(board_id));
     request.set_board_id(board_id);
-    absl::StatusOr<v1::LeaseWorkResponse> r = coord_->LeaseWork(request);
+    absl::StatusOr<v1::LeaseWorkResponse> r = coord()->LeaseWork(request);
     if (r.ok() && r->granted()) lease_board_[r->work().lease_id()] = board_id;
     return r;
   }
@@ -263,7 +247,7 @@ class CoordinatorTest : public ::testing::Test {
     } else {
       result->set_detail(absl::StrCat("test says ", v1::Outcome_Name(outcome)));
     }
-    return coord_->ReportResult(request);
+    return coord()->ReportResult(request);
   }
 
   // A result that must be accepted as new (not a duplicate).
@@ -292,7 +276,7 @@ class CoordinatorTest : public ::testing::Test {
       b->set_board_id(board);
       b->set_current_lease_id(lease);
     }
-    return coord_->Heartbeat(request);
+    return coord()->Heartbeat(request);
   }
 
   absl::StatusOr<v1::RenewLeaseResponse> Renew(const v1::WorkItem& work,
@@ -301,33 +285,33 @@ class CoordinatorTest : public ::testing::Test {
     request.set_agent_id(AgentOf(lease_board_[work.lease_id()]));
     request.set_lease_id(work.lease_id());
     request.set_epoch(epoch);
-    return coord_->RenewLease(request);
+    return coord()->RenewLease(request);
   }
 
   void Tick() {
-    absl::Status st = coord_->Tick();
+    absl::Status st = coord()->Tick();
     ASSERT_TRUE(st.ok()) << st;
   }
 
   // --- reading back the durable state --------------------------------------
   v1::Sweep StoredSweep(const std::string& id) {
-    absl::StatusOr<v1::Sweep> s = store_->GetSweep(id);
+    absl::StatusOr<v1::Sweep> s = store()->GetSweep(id);
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? *s : v1::Sweep();
   }
   v1::Round StoredRound(const std::string& id, int64_t round_id) {
-    absl::StatusOr<v1::Round> r = store_->GetRound(id, round_id);
+    absl::StatusOr<v1::Round> r = store()->GetRound(id, round_id);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : v1::Round();
   }
   std::vector<v1::Round> StoredRounds(const std::string& id) {
-    absl::StatusOr<std::vector<v1::Round>> r = store_->ListRounds(id);
+    absl::StatusOr<std::vector<v1::Round>> r = store()->ListRounds(id);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : std::vector<v1::Round>();
   }
   std::vector<v1::SweepEvent> Events(const std::string& id) {
     absl::StatusOr<std::vector<v1::SweepEvent>> e =
-        store_->ReadEvents(id, 1, 0);
+        store()->ReadEvents(id, 1, 0);
     EXPECT_TRUE(e.ok()) << e.status();
     return e.ok() ? *e : std::vector<v1::SweepEvent>();
   }
@@ -354,20 +338,18 @@ class CoordinatorTest : public ::testing::Test {
               static_cast<int64_t>(events.size()));
   }
   v1::BoardInfo BoardNow(const std::string& board_id) {
-    for (const v1::BoardInfo& b : coord_->ListBoards(v1::BoardSelector())) {
+    for (const v1::BoardInfo& b : coord()->ListBoards(v1::BoardSelector())) {
       if (b.board_id() == board_id) return b;
     }
     ADD_FAILURE() << "board " << board_id << " not listed";
     return v1::BoardInfo();
   }
 
-  std::string dir_;
   OperatorCatalog catalog_;
   FakeClock clock_;
   FakeFarmMetrics metrics_;
   CoordinatorOptions options_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<Coordinator> coord_;
+  CoordinatorOnDisk disk_;
   std::map<std::string, std::string> lease_board_;  // lease_id → board_id
 };
 
@@ -376,7 +358,7 @@ class CoordinatorTest : public ::testing::Test {
 
 TEST_F(CoordinatorTest, SubmitQueuesTheSweepWithItsBaselineRound) {
   std::vector<std::string> notified;
-  coord_->SetEventListener(
+  coord()->SetEventListener(
       [&](const std::string& id) { notified.push_back(id); });
 
   absl::StatusOr<v1::SubmitSweepResponse> r = SubmitRaw(SpecYaml({}));
@@ -388,7 +370,7 @@ TEST_F(CoordinatorTest, SubmitQueuesTheSweepWithItsBaselineRound) {
   EXPECT_EQ(r->sweep().best_round(), -1);
   EXPECT_EQ(r->sweep().submitted_unix_ms(), clock_.NowUnixMs());
   EXPECT_THAT(notified, ElementsAre(id));
-  EXPECT_EQ(coord_->active_sweeps(), 1);
+  EXPECT_EQ(coord()->active_sweeps(), 1);
 
   const v1::Sweep stored = StoredSweep(id);
   EXPECT_EQ(stored.state(), v1::SWEEP_STATE_QUEUED);
@@ -433,15 +415,15 @@ TEST_F(CoordinatorTest, SubmitRejectsBadSpecsNamingTheField) {
   v1::SubmitSweepRequest long_key;
   long_key.set_spec_yaml(SpecYaml({}));
   long_key.set_idempotency_key(std::string(129, 'k'));
-  r = coord_->SubmitSweep(long_key, AnonymousAdmin());
+  r = coord()->SubmitSweep(long_key, AnonymousAdmin());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(), HasSubstr("idempotency_key"));
 
   // Nothing was stored and no sweep number was spent.
-  absl::StatusOr<std::vector<v1::Sweep>> sweeps = store_->ListSweeps();
+  absl::StatusOr<std::vector<v1::Sweep>> sweeps = store()->ListSweeps();
   ASSERT_TRUE(sweeps.ok());
   EXPECT_THAT(*sweeps, IsEmpty());
-  EXPECT_EQ(coord_->active_sweeps(), 0);
+  EXPECT_EQ(coord()->active_sweeps(), 0);
   EXPECT_EQ(Submit(SpecYaml({})), "sw-000001");
 }
 
@@ -457,12 +439,12 @@ TEST_F(CoordinatorTest, IdempotencyKeyReturnsTheExistingSweep) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->existing());
   EXPECT_EQ(again->sweep().sweep_id(), id);
-  absl::StatusOr<std::vector<v1::Sweep>> sweeps = store_->ListSweeps();
+  absl::StatusOr<std::vector<v1::Sweep>> sweeps = store()->ListSweeps();
   ASSERT_TRUE(sweeps.ok());
   EXPECT_EQ(sweeps->size(), 1u);
   EXPECT_EQ(static_cast<int64_t>(Events(id).size()), events_before);
   EXPECT_EQ(StoredRounds(id).size(), 1u);
-  EXPECT_EQ(coord_->active_sweeps(), 1);
+  EXPECT_EQ(coord()->active_sweeps(), 1);
 
   absl::StatusOr<v1::SubmitSweepResponse> other =
       SubmitRaw(SpecYaml({.goal = "{speedup: 50}"}), "key-1");
@@ -499,19 +481,19 @@ TEST_F(CoordinatorTest, LeaseNeedsARegisteredAgentAndItsOwnBoard) {
   v1::LeaseWorkRequest foreign;
   foreign.set_agent_id("a1");
   foreign.set_board_id("a2/b0");
-  r = coord_->LeaseWork(foreign);
+  r = coord()->LeaseWork(foreign);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(r.status().message(), HasSubstr("a2/b0"));
 
   foreign.set_board_id("a1/nope");
-  r = coord_->LeaseWork(foreign);
+  r = coord()->LeaseWork(foreign);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
 
   // Another agent cannot take over a board whose agent is alive.
   v1::RegisterAgentRequest steal;
   steal.set_agent_id("a3");
   *steal.add_boards() = Board("a1/b0");
-  EXPECT_EQ(coord_->RegisterAgent(steal).status().code(),
+  EXPECT_EQ(coord()->RegisterAgent(steal).status().code(),
             absl::StatusCode::kAlreadyExists);
 
   EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_QUEUED);
@@ -592,10 +574,10 @@ TEST_F(CoordinatorTest, LeaseRespectsTheBoardSelector) {
   EXPECT_EQ(w.round_id(), 0);
 
   v1::BoardSelector selector = StoredSweep(id).spec().boards();
-  std::vector<v1::BoardInfo> listed = coord_->ListBoards(selector);
+  std::vector<v1::BoardInfo> listed = coord()->ListBoards(selector);
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0].board_id(), "a1/good");
-  EXPECT_EQ(coord_->ListBoards(v1::BoardSelector()).size(), 5u);
+  EXPECT_EQ(coord()->ListBoards(v1::BoardSelector()).size(), 5u);
 }
 
 TEST_F(CoordinatorTest, ExpiredLeaseIsRequeuedAndItsEpochFenced) {
@@ -663,7 +645,7 @@ TEST_F(CoordinatorTest, ExpiredLeaseIsRequeuedAndItsEpochFenced) {
   EXPECT_EQ(StoredSweep(id).rounds_finished(), 1);
   EXPECT_EQ(metrics_.rounds_recorded["OUTCOME_OK"], 2);  // baseline + once
   absl::StatusOr<std::vector<v1::Measurement>> ms =
-      store_->ListMeasurements(id, 1);
+      store()->ListMeasurements(id, 1);
   ASSERT_TRUE(ms.ok()) << ms.status();
   ASSERT_EQ(ms->size(), 1u);
   EXPECT_DOUBLE_EQ((*ms)[0].median_us(), 97);
@@ -693,7 +675,7 @@ TEST_F(CoordinatorTest, RenewLeaseExtendsTheExpiry) {
   v1::RenewLeaseRequest malformed;
   malformed.set_agent_id("a1");
   malformed.set_lease_id("garbage");
-  EXPECT_EQ(coord_->RenewLease(malformed).status().code(),
+  EXPECT_EQ(coord()->RenewLease(malformed).status().code(),
             absl::StatusCode::kInvalidArgument);
 
   clock_.Advance(absl::Seconds(3));  // past the renewed expiry
@@ -797,7 +779,7 @@ TEST_F(CoordinatorTest, SilentAgentLosesItsBoardsAndItsLeasedRound) {
     EXPECT_EQ(b.current_lease_id(), "");
   }
   EXPECT_EQ(BoardNow("a2/b0").state(), v1::BOARD_STATE_IDLE);
-  absl::StatusOr<std::vector<v1::BoardInfo>> stored = store_->ListBoards();
+  absl::StatusOr<std::vector<v1::BoardInfo>> stored = store()->ListBoards();
   ASSERT_TRUE(stored.ok()) << stored.status();
   for (const v1::BoardInfo& b : *stored) {
     EXPECT_EQ(b.state(), AgentOf(b.board_id()) == "a1" ? v1::BOARD_STATE_LOST
@@ -935,7 +917,7 @@ TEST_F(CoordinatorTest, FailedBaselineFailsTheSweep) {
   EXPECT_THAT(s.termination_detail(), HasSubstr("PRECISION_FAILED"));
   EXPECT_EQ(s.best_round(), -1);
   EXPECT_EQ(StoredRound(id, 0).decision(), v1::DECISION_BASELINE);
-  EXPECT_EQ(coord_->active_sweeps(), 0);
+  EXPECT_EQ(coord()->active_sweeps(), 0);
   ExpectNoWork("a1/b1");
   EXPECT_TRUE(ReadFile(s.report_path()).ok()) << s.report_path();
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_FINISHED), 1);
@@ -963,7 +945,7 @@ TEST_F(CoordinatorTest, GoalReachedEndsTheSweepAndCancelsInFlightRounds) {
     EXPECT_EQ(r.state(), v1::ROUND_STATE_CANCELLED);
     EXPECT_THAT(r.decision_reason(), HasSubstr("not run"));
   }
-  EXPECT_EQ(coord_->active_sweeps(), 0);
+  EXPECT_EQ(coord()->active_sweeps(), 0);
 
   // Late results of the cancelled rounds are discarded.
   absl::StatusOr<v1::ReportResultResponse> late =
@@ -1062,7 +1044,7 @@ TEST_F(CoordinatorTest, TimeLimitEndsTheSweepOnTick) {
   EXPECT_EQ(s.termination(), v1::TERMINATION_TIME_LIMIT);
   EXPECT_THAT(s.termination_detail(), HasSubstr("60"));
   EXPECT_EQ(StoredRound(id, w.round_id()).state(), v1::ROUND_STATE_CANCELLED);
-  EXPECT_EQ(coord_->active_sweeps(), 0);
+  EXPECT_EQ(coord()->active_sweeps(), 0);
 }
 
 TEST_F(CoordinatorTest, ExhaustedSpaceEndsTheSweep) {
@@ -1098,7 +1080,7 @@ TEST_F(CoordinatorTest, CancelEndsTheSweepOnce) {
   cancel.set_sweep_id(id);
   cancel.set_reason("wrong workload");
   absl::StatusOr<v1::Sweep> cancelled =
-      coord_->CancelSweep(cancel, AnonymousAdmin());
+      coord()->CancelSweep(cancel, AnonymousAdmin());
   ASSERT_TRUE(cancelled.ok()) << cancelled.status();
   EXPECT_EQ(cancelled->state(), v1::SWEEP_STATE_CANCELLED);
   EXPECT_EQ(cancelled->termination(), v1::TERMINATION_CANCELLED);
@@ -1108,7 +1090,7 @@ TEST_F(CoordinatorTest, CancelEndsTheSweepOnce) {
   EXPECT_EQ(s.state(), v1::SWEEP_STATE_CANCELLED);
   EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_CANCELLED);
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_FINISHED), 1);
-  EXPECT_EQ(coord_->active_sweeps(), 0);
+  EXPECT_EQ(coord()->active_sweeps(), 0);
   EXPECT_EQ(BoardNow("a1/b0").state(), v1::BOARD_STATE_IDLE);
 
   absl::StatusOr<v1::HeartbeatResponse> hb =
@@ -1123,12 +1105,12 @@ TEST_F(CoordinatorTest, CancelEndsTheSweepOnce) {
   EXPECT_FALSE(late->accepted());
 
   absl::StatusOr<v1::Sweep> twice =
-      coord_->CancelSweep(cancel, AnonymousAdmin());
+      coord()->CancelSweep(cancel, AnonymousAdmin());
   EXPECT_EQ(twice.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(twice.status().message(), HasSubstr(id));
 
   cancel.set_sweep_id("sw-999999");
-  EXPECT_EQ(coord_->CancelSweep(cancel, AnonymousAdmin()).status().code(),
+  EXPECT_EQ(coord()->CancelSweep(cancel, AnonymousAdmin()).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_FINISHED), 1);
   ExpectEventLogConsistent(id);
@@ -1152,8 +1134,8 @@ TEST_F(CoordinatorTest, RestartResumesTheSweepWithoutLosingRounds) {
 
   Restart();
   lease_board_[r2.lease_id()] = r2_board;
-  EXPECT_EQ(coord_->active_sweeps(), 1);
-  for (const v1::BoardInfo& b : coord_->ListBoards(v1::BoardSelector())) {
+  EXPECT_EQ(coord()->active_sweeps(), 1);
+  for (const v1::BoardInfo& b : coord()->ListBoards(v1::BoardSelector())) {
     EXPECT_EQ(b.state(), v1::BOARD_STATE_LOST) << b.board_id();
   }
   EXPECT_EQ(StoredRound(id, 2).state(), v1::ROUND_STATE_LEASED);
@@ -1249,7 +1231,7 @@ TEST_F(CoordinatorTest, RestartDoesNotRevokeLeasesAgentsStillHold) {
 TEST_F(CoordinatorTest, RestartFailsSweepsWhoseOperatorIsGone) {
   const std::string gone = Submit(SpecYaml({.op = "tiny"}));
   const std::string kept = Submit(SpecYaml({.name = "kept"}));
-  coord_.reset();
+  disk_.Close();  // the core points at the catalog
   catalog_ = OperatorCatalog();
   absl::StatusOr<v1::OperatorManifest> toy =
       ParseOperatorManifest(kToyOperator, "test/operator.yaml");
@@ -1257,7 +1239,7 @@ TEST_F(CoordinatorTest, RestartFailsSweepsWhoseOperatorIsGone) {
   catalog_.Add(*toy);
   Restart();
 
-  EXPECT_EQ(coord_->active_sweeps(), 1);
+  EXPECT_EQ(coord()->active_sweeps(), 1);
   const v1::Sweep s = StoredSweep(gone);
   EXPECT_EQ(s.state(), v1::SWEEP_STATE_FAILED);
   EXPECT_THAT(s.termination_detail(), HasSubstr("tiny"));
@@ -1270,7 +1252,7 @@ TEST_F(CoordinatorTest, RestartFailsSweepsWhoseOperatorIsGone) {
 // sweep that ends must log one, and must not leave rounds queued.
 TEST_F(CoordinatorTest, SweepFailedOnRestartLogsFinishedEvent) {
   const std::string gone = Submit(SpecYaml({.op = "tiny"}));
-  coord_.reset();
+  disk_.Close();  // the core points at the catalog
   catalog_ = OperatorCatalog();
   Restart();
   EXPECT_EQ(StoredSweep(gone).state(), v1::SWEEP_STATE_FAILED);
@@ -1298,7 +1280,7 @@ TEST_F(CoordinatorTest, DiagnosisIsAttachedToItsRound) {
   h->set_op_name("MatMulV2");
   h->set_duration_us(40);
   h->set_share(0.8);
-  absl::Status st = coord_->RecordDiagnosis(d);
+  absl::Status st = coord()->RecordDiagnosis(d);
   ASSERT_TRUE(st.ok()) << st;
   v1::Round r = StoredRound(id, 0);
   EXPECT_EQ(r.diagnosis().bound(), "memory");
@@ -1314,14 +1296,16 @@ TEST_F(CoordinatorTest, DiagnosisIsAttachedToItsRound) {
 
   v1::Diagnosis wrong = d;
   wrong.set_epoch(2);
-  EXPECT_EQ(coord_->RecordDiagnosis(wrong).code(),
+  EXPECT_EQ(coord()->RecordDiagnosis(wrong).code(),
             absl::StatusCode::kFailedPrecondition);
   wrong = d;
   wrong.set_round_id(42);
-  EXPECT_EQ(coord_->RecordDiagnosis(wrong).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(coord()->RecordDiagnosis(wrong).code(),
+            absl::StatusCode::kNotFound);
   wrong = d;
   wrong.set_sweep_id("sw-999999");
-  EXPECT_EQ(coord_->RecordDiagnosis(wrong).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(coord()->RecordDiagnosis(wrong).code(),
+            absl::StatusCode::kNotFound);
 
   // Later rounds do not wipe it.
   ReportOk(Lease("a1/b0"), 99);
@@ -1330,13 +1314,13 @@ TEST_F(CoordinatorTest, DiagnosisIsAttachedToItsRound) {
   // A finished sweep still takes diagnoses (analyzers lag behind).
   v1::CancelSweepRequest cancel;
   cancel.set_sweep_id(id);
-  ASSERT_TRUE(coord_->CancelSweep(cancel, AnonymousAdmin()).ok());
+  ASSERT_TRUE(coord()->CancelSweep(cancel, AnonymousAdmin()).ok());
   const int64_t seq_before = StoredSweep(id).last_event_seq();
   v1::Diagnosis later = d;
   later.set_round_id(1);
   later.set_epoch(StoredRound(id, 1).lease().epoch());
   later.set_bound("compute");
-  st = coord_->RecordDiagnosis(later);
+  st = coord()->RecordDiagnosis(later);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(StoredRound(id, 1).diagnosis().bound(), "compute");
   const v1::Sweep s = StoredSweep(id);
@@ -1350,7 +1334,7 @@ TEST_F(CoordinatorTest, DiagnosisIsAttachedToItsRound) {
   // duplicate and stored once: the first one stays, no second event.
   v1::Diagnosis again = d;
   again.set_bound("latency");
-  EXPECT_EQ(coord_->RecordDiagnosis(again).code(),
+  EXPECT_EQ(coord()->RecordDiagnosis(again).code(),
             absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(StoredRound(id, 0).diagnosis().bound(), "memory");
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_DIAGNOSIS, 0), 1);
@@ -1358,7 +1342,7 @@ TEST_F(CoordinatorTest, DiagnosisIsAttachedToItsRound) {
   EXPECT_EQ(metrics_.diagnoses, 2);
   wrong = d;
   wrong.set_epoch(7);
-  EXPECT_EQ(coord_->RecordDiagnosis(wrong).code(),
+  EXPECT_EQ(coord()->RecordDiagnosis(wrong).code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
@@ -1388,17 +1372,17 @@ TEST_F(CoordinatorTest, KeptPathLeadsFromBaselineToBest) {
   EXPECT_EQ(s.best_round(), 4);
   EXPECT_DOUBLE_EQ(s.best_us(), 70);
 
-  absl::StatusOr<std::vector<int64_t>> path = store_->KeptPath(id);
+  absl::StatusOr<std::vector<int64_t>> path = store()->KeptPath(id);
   ASSERT_TRUE(path.ok()) << path.status();
   EXPECT_THAT(*path, ElementsAre(0, 1, 3, 4));
   absl::StatusOr<std::vector<int64_t>> from_rounds =
       KeptPathTo(StoredRounds(id), s.best_round());
   ASSERT_TRUE(from_rounds.ok()) << from_rounds.status();
   EXPECT_EQ(*from_rounds, *path);
-  absl::StatusOr<std::vector<int64_t>> ancestors = store_->Ancestors(id, 5);
+  absl::StatusOr<std::vector<int64_t>> ancestors = store()->Ancestors(id, 5);
   ASSERT_TRUE(ancestors.ok());
   EXPECT_THAT(*ancestors, ElementsAre(4, 3, 1, 0));
-  absl::StatusOr<std::vector<int64_t>> children = store_->Children(id, 1);
+  absl::StatusOr<std::vector<int64_t>> children = store()->Children(id, 1);
   ASSERT_TRUE(children.ok());
   EXPECT_THAT(*children, ElementsAre(2, 3));
   for (int64_t kept : {1, 3, 4}) {
@@ -1430,15 +1414,15 @@ TEST_F(CoordinatorTest, QuarantinedBoardGetsNoWorkUntilAdmitted) {
   b->set_board_id("a1/b0");
   b->set_state(v1::BOARD_STATE_QUARANTINED);
   b->set_health_detail("device error twice in a row");
-  ASSERT_TRUE(coord_->Heartbeat(hb).ok());
-  std::vector<v1::BoardInfo> boards = coord_->ListBoards(v1::BoardSelector());
+  ASSERT_TRUE(coord()->Heartbeat(hb).ok());
+  std::vector<v1::BoardInfo> boards = coord()->ListBoards(v1::BoardSelector());
   ASSERT_EQ(boards.size(), 1u);
   EXPECT_EQ(boards[0].state(), v1::BOARD_STATE_QUARANTINED);
   EXPECT_EQ(metrics_.quarantines["a1/b0"], 1);
   ExpectNoWork("a1/b0");
   v1::BoardAdminRequest admit;
   admit.set_board_id("a1/b0");
-  ASSERT_TRUE(coord_->AdmitBoard(admit).ok());
+  ASSERT_TRUE(coord()->AdmitBoard(admit).ok());
   Lease("a1/b0");
 }
 
@@ -1483,7 +1467,7 @@ class KeepRuleTest : public CoordinatorTest {
       request.mutable_result()->set_detail("test says so");
     }
     *request.mutable_result()->mutable_measurement() = m;
-    absl::StatusOr<v1::ReportResultResponse> r = coord_->ReportResult(request);
+    absl::StatusOr<v1::ReportResultResponse> r = coord()->ReportResult(request);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(r->accepted()) << r->reason();
   }

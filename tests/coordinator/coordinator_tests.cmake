@@ -1,17 +1,17 @@
 # Coordinator domain-core tests (included from tests/coordinator/CMakeLists.txt).
 add_executable(coordinator_test ${CMAKE_CURRENT_LIST_DIR}/coordinator_test.cc)
 target_link_libraries(coordinator_test PRIVATE
-  tunefarm_coordinator GTest::gtest_main GTest::gmock)
+  coordinator_test_harness GTest::gtest_main GTest::gmock)
 gtest_discover_tests(coordinator_test DISCOVERY_TIMEOUT 60)
 
 # Identity, authorisation, quotas, fair share and TLS over real gRPC.
 add_executable(auth_test ${CMAKE_CURRENT_LIST_DIR}/auth_test.cc)
-target_link_libraries(auth_test PRIVATE tunefarm_coordinator_grpc
+target_link_libraries(auth_test PRIVATE coordinator_test_harness
   tunefarm_grpc_util GTest::gtest_main)
 gtest_discover_tests(auth_test DISCOVERY_TIMEOUT 60)
 
 # Issue 4's termination reasons and guided stage transitions (domain core).
 add_executable(termination_test ${CMAKE_CURRENT_LIST_DIR}/termination_test.cc)
 target_link_libraries(termination_test PRIVATE
-  tunefarm_coordinator GTest::gtest_main GTest::gmock)
+  coordinator_test_harness GTest::gtest_main GTest::gmock)
 gtest_discover_tests(termination_test DISCOVERY_TIMEOUT 60)

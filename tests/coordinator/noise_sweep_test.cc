@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
 #include "storage/store.h"
+#include "tests/coordinator/coordinator_harness.h"
 
 namespace tunefarm {
 namespace {
@@ -33,30 +34,19 @@ struct SweepOutcome {
 class NoiseSweepTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::string> dir = MakeTempDir("noise_sweep_test");
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = *dir;
+    ASSERT_TRUE(disk_.MakeDir("noise_sweep_test").ok());
     absl::StatusOr<v1::OperatorManifest> op = LoadOperatorManifest(
         std::string(TUNEFARM_SOURCE_DIR) + "/ops/sim_matmul");
     ASSERT_TRUE(op.ok()) << op.status();
     catalog_.Add(*op);
-    absl::StatusOr<std::unique_ptr<Store>> store =
-        OpenRocksDbStore(dir_ + "/db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
     CoordinatorOptions options;
     options.lease_duration = absl::Seconds(60);
-    options.report_dir = dir_ + "/reports";
-    coord_ =
-        std::make_unique<Coordinator>(store_.get(), &catalog_, &clock_, options,
-                                      /*metrics=*/nullptr);
-    ASSERT_TRUE(coord_->Recover().ok());
+    options.report_dir = disk_.dir() + "/reports";
+    absl::Status st = disk_.Open(&catalog_, &clock_, options);
+    ASSERT_TRUE(st.ok()) << st;
   }
-  void TearDown() override {
-    coord_.reset();
-    store_.reset();
-    ASSERT_TRUE(RemoveAll(dir_).ok());
-  }
+  Coordinator* coord() { return disk_.coordinator(); }
+  Store* store() { return disk_.store(); }
 
   // K sim boards of one agent.
   void AddBoards(int k, double noise, double fixed_latency_us) {
@@ -69,7 +59,7 @@ class NoiseSweepTest : public ::testing::Test {
       o.agent_id = "agent-n";
       o.node = "node-n";
       o.bin_dir = DirOf(SIM_MATMUL_BIN);
-      o.work_root = dir_ + "/work/" + std::to_string(i);
+      o.work_root = disk_.dir() + "/work/" + std::to_string(i);
       o.seed = 11 + i;
       o.noise = noise;
       o.fixed_latency_us = fixed_latency_us;
@@ -77,7 +67,7 @@ class NoiseSweepTest : public ::testing::Test {
       boards_.push_back(NewSimBoard(o));
       *request.add_boards() = boards_.back()->info();
     }
-    ASSERT_TRUE(coord_->RegisterAgent(request).ok());
+    ASSERT_TRUE(coord()->RegisterAgent(request).ok());
   }
 
   // Submits, then runs lease → evaluate → report rounds on every board (all
@@ -92,12 +82,12 @@ class NoiseSweepTest : public ::testing::Test {
         "min_gain: 0.02\nboards: {kind: sim}\n",
         "measurement: {warmup: 1, samples: 6, max_samples: 6}\n"));
     absl::StatusOr<v1::SubmitSweepResponse> s =
-        coord_->SubmitSweep(submit, AnonymousAdmin());
+        coord()->SubmitSweep(submit, AnonymousAdmin());
     EXPECT_TRUE(s.ok()) << s.status();
     if (!s.ok()) return {};
     const std::string id = s->sweep().sweep_id();
     for (int step = 0; step < 4 * max_rounds + 10; ++step) {
-      absl::StatusOr<v1::Sweep> sweep = store_->GetSweep(id);
+      absl::StatusOr<v1::Sweep> sweep = store()->GetSweep(id);
       if (!sweep.ok() || sweep->state() == v1::SWEEP_STATE_SUCCEEDED ||
           sweep->state() == v1::SWEEP_STATE_FAILED ||
           sweep->state() == v1::SWEEP_STATE_CANCELLED) {
@@ -108,7 +98,7 @@ class NoiseSweepTest : public ::testing::Test {
         v1::LeaseWorkRequest lease;
         lease.set_agent_id("agent-n");
         lease.set_board_id(b->info().board_id());
-        absl::StatusOr<v1::LeaseWorkResponse> r = coord_->LeaseWork(lease);
+        absl::StatusOr<v1::LeaseWorkResponse> r = coord()->LeaseWork(lease);
         EXPECT_TRUE(r.ok()) << r.status();
         if (r.ok() && r->granted()) batch.push_back({b.get(), r->work()});
       }
@@ -126,13 +116,13 @@ class NoiseSweepTest : public ::testing::Test {
         report.set_round_id(work.round_id());
         *report.mutable_result() = e->result;
         absl::StatusOr<v1::ReportResultResponse> rr =
-            coord_->ReportResult(report);
+            coord()->ReportResult(report);
         EXPECT_TRUE(rr.ok()) << rr.status();
       }
       clock_.Advance(absl::Seconds(1));
     }
     SweepOutcome out;
-    absl::StatusOr<std::vector<v1::Round>> rounds = store_->ListRounds(id);
+    absl::StatusOr<std::vector<v1::Round>> rounds = store()->ListRounds(id);
     EXPECT_TRUE(rounds.ok()) << rounds.status();
     if (!rounds.ok()) return out;
     out.rounds = *rounds;
@@ -146,7 +136,7 @@ class NoiseSweepTest : public ::testing::Test {
         if (r.result().measurement().paired()) ++out.paired;
       }
     }
-    absl::StatusOr<v1::Sweep> sweep = store_->GetSweep(id);
+    absl::StatusOr<v1::Sweep> sweep = store()->GetSweep(id);
     EXPECT_TRUE(sweep.ok());
     if (sweep.ok()) {
       EXPECT_EQ(sweep->state(), v1::SWEEP_STATE_SUCCEEDED)
@@ -155,11 +145,9 @@ class NoiseSweepTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
   OperatorCatalog catalog_;
   FakeClock clock_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<Coordinator> coord_;
+  CoordinatorOnDisk disk_;
   std::vector<std::unique_ptr<Board>> boards_;
 };
 

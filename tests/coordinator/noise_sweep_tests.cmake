@@ -2,7 +2,7 @@
 # boards with injected noise (included from tests/coordinator/CMakeLists.txt).
 add_executable(noise_sweep_test ${CMAKE_CURRENT_LIST_DIR}/noise_sweep_test.cc)
 target_link_libraries(noise_sweep_test PRIVATE
-  tunefarm_coordinator tunefarm_board tunefarm_sim_model GTest::gtest_main)
+  coordinator_test_harness tunefarm_board tunefarm_sim_model GTest::gtest_main)
 add_dependencies(noise_sweep_test tunefarm-sim-matmul)
 target_compile_definitions(noise_sweep_test PRIVATE
   SIM_MATMUL_BIN="$<TARGET_FILE:tunefarm-sim-matmul>")

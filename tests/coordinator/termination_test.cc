@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
 #include "storage/store.h"
+#include "tests/coordinator/coordinator_harness.h"
 
 namespace tunefarm {
 namespace {
@@ -73,9 +74,7 @@ std::string Yaml(const Spec& s) {
 class TerminationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::string> dir = MakeTempDir("termination_test");
-    ASSERT_TRUE(dir.ok()) << dir.status();
-    dir_ = *dir;
+    ASSERT_TRUE(disk_.MakeDir("termination_test").ok());
     for (const char* text : {kStagedOperator, kTinyOperator}) {
       absl::StatusOr<v1::OperatorManifest> op =
           ParseOperatorManifest(text, "test/operator.yaml");
@@ -85,13 +84,8 @@ class TerminationTest : public ::testing::Test {
     CoordinatorOptions options;
     options.lease_duration = absl::Seconds(10);
     options.agent_timeout = absl::Hours(100);  // time-limit tests jump ahead
-    absl::StatusOr<std::unique_ptr<Store>> store =
-        OpenRocksDbStore(dir_ + "/db");
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
-    coord_ = std::make_unique<Coordinator>(store_.get(), &catalog_, &clock_,
-                                           options, nullptr);
-    ASSERT_TRUE(coord_->Recover().ok());
+    absl::Status st = disk_.Open(&catalog_, &clock_, options);
+    ASSERT_TRUE(st.ok()) << st;
     v1::RegisterAgentRequest reg;
     reg.set_agent_id("a1");
     reg.set_node("node-a1");
@@ -100,20 +94,17 @@ class TerminationTest : public ::testing::Test {
     b->set_kind("sim");
     b->set_chip("chip-x");
     b->set_simulated(true);
-    ASSERT_TRUE(coord_->RegisterAgent(reg).ok());
+    ASSERT_TRUE(coord()->RegisterAgent(reg).ok());
   }
 
-  void TearDown() override {
-    coord_.reset();
-    store_.reset();
-    ASSERT_TRUE(RemoveAll(dir_).ok());
-  }
+  Coordinator* coord() { return disk_.coordinator(); }
+  Store* store() { return disk_.store(); }
 
   void Submit(const Spec& spec) {
     v1::SubmitSweepRequest request;
     request.set_spec_yaml(Yaml(spec));
     absl::StatusOr<v1::SubmitSweepResponse> r =
-        coord_->SubmitSweep(request, AnonymousAdmin());
+        coord()->SubmitSweep(request, AnonymousAdmin());
     ASSERT_TRUE(r.ok()) << r.status();
     id_ = r->sweep().sweep_id();
   }
@@ -123,7 +114,7 @@ class TerminationTest : public ::testing::Test {
     v1::LeaseWorkRequest request;
     request.set_agent_id("a1");
     request.set_board_id(kBoard);
-    absl::StatusOr<v1::LeaseWorkResponse> r = coord_->LeaseWork(request);
+    absl::StatusOr<v1::LeaseWorkResponse> r = coord()->LeaseWork(request);
     EXPECT_TRUE(r.ok()) << r.status();
     if (!r.ok() || !r->granted()) {
       v1::WorkItem none;
@@ -154,7 +145,7 @@ class TerminationTest : public ::testing::Test {
     } else {
       result->set_detail("test says no");
     }
-    absl::StatusOr<v1::ReportResultResponse> r = coord_->ReportResult(request);
+    absl::StatusOr<v1::ReportResultResponse> r = coord()->ReportResult(request);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(r->accepted()) << r->reason();
   }
@@ -173,16 +164,16 @@ class TerminationTest : public ::testing::Test {
     d.set_epoch(1);
     d.set_analyzer_id("an-1");
     d.set_simulated(true);
-    return coord_->RecordDiagnosis(d);
+    return coord()->RecordDiagnosis(d);
   }
 
   v1::Sweep Sweep() {
-    absl::StatusOr<v1::Sweep> s = store_->GetSweep(id_);
+    absl::StatusOr<v1::Sweep> s = store()->GetSweep(id_);
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? *s : v1::Sweep();
   }
   std::vector<v1::Round> Rounds() {
-    absl::StatusOr<std::vector<v1::Round>> r = store_->ListRounds(id_);
+    absl::StatusOr<std::vector<v1::Round>> r = store()->ListRounds(id_);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : std::vector<v1::Round>();
   }
@@ -196,14 +187,12 @@ class TerminationTest : public ::testing::Test {
         << v1::TerminationReason_Name(s.termination()) << ": "
         << s.termination_detail();
     EXPECT_THAT(s.termination_detail(), HasSubstr(detail));
-    EXPECT_EQ(coord_->active_sweeps(), 0);
+    EXPECT_EQ(coord()->active_sweeps(), 0);
   }
 
-  std::string dir_;
   OperatorCatalog catalog_;
   FakeClock clock_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<Coordinator> coord_;
+  CoordinatorOnDisk disk_;
   std::string id_;
 };
 
@@ -365,11 +354,11 @@ TEST_F(TerminationTest, TimeLimitDefaultsToTwelveHours) {
   EXPECT_EQ(Sweep().spec().budget().time_limit_s(), 12 * 3600);
   ASSERT_EQ(Run(100), 0);
   clock_.Advance(absl::Hours(12) - absl::Seconds(1));
-  ASSERT_TRUE(coord_->Tick().ok());
+  ASSERT_TRUE(coord()->Tick().ok());
   EXPECT_TRUE(Running());
   ASSERT_EQ(Run(99), 1);
   clock_.Advance(absl::Seconds(1));
-  ASSERT_TRUE(coord_->Tick().ok());
+  ASSERT_TRUE(coord()->Tick().ok());
   ExpectEnded(v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_TIME_LIMIT,
               "time limit of 43200 s reached");
 }
@@ -400,7 +389,7 @@ TEST_F(TerminationTest, Cancel) {
   v1::CancelSweepRequest cancel;
   cancel.set_sweep_id(id_);
   cancel.set_reason("wrong workload");
-  ASSERT_TRUE(coord_->CancelSweep(cancel, AnonymousAdmin()).ok());
+  ASSERT_TRUE(coord()->CancelSweep(cancel, AnonymousAdmin()).ok());
   ExpectEnded(v1::SWEEP_STATE_CANCELLED, v1::TERMINATION_CANCELLED,
               "wrong workload");
 }
