@@ -63,6 +63,9 @@ bool Agent::EnsureRegistered(const std::atomic<bool>& stop) {
       info->set_agent_id(options_.agent_id);
       absl::MutexLock slot_lock(&slot->mu);
       info->set_current_lease_id(slot->lease_id);
+      if (slot->ahead.has_value()) {
+        info->set_lease_ahead_id(slot->ahead->lease_id());
+      }
     }
     auto response = client_->RegisterAgent(request);
     if (response.ok()) {

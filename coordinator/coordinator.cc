@@ -479,41 +479,40 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
   const absl::Time now = clock_->Now();
   for (const v1::BoardInfo& b : request.boards()) {
     BoardRuntime& br = boards_[b.board_id()];
-    // A lease the agent no longer claims is work it lost (agent restart).
-    if (!br.lease_id.empty() && br.lease_id != b.current_lease_id()) {
-      std::string sweep_id;
-      int64_t round_id = 0, epoch = 0;
-      if (ParseLeaseId(br.lease_id, &sweep_id, &round_id, &epoch)) {
-        if (SweepRuntime* s = FindSweep(sweep_id);
-            s != nullptr && round_id < static_cast<int64_t>(s->rounds.size())) {
-          v1::Round& r = s->rounds[round_id];
-          if (r.state() == v1::ROUND_STATE_LEASED &&
-              r.lease().lease_id() == br.lease_id) {
-            Requeue(txn, *s, r,
-                    absl::StrCat("agent ", request.agent_id(),
-                                 " re-registered without the lease"));
-          }
+    // A lease on this board that the agent does not claim is work it lost
+    // (an agent restart), a lease a restarted coordinator recovered
+    // included. Either claim covers either lease: the agent may have moved
+    // its lease ahead up before this coordinator saw the current result.
+    const auto claimed = [&b](const std::string& id) {
+      return id == b.current_lease_id() || id == b.lease_ahead_id();
+    };
+    for (auto& [sweep_id, s] : sweeps_) {
+      for (v1::Round& r : s->rounds) {
+        if (r.state() == v1::ROUND_STATE_LEASED &&
+            r.lease().board_id() == b.board_id() &&
+            !claimed(r.lease().lease_id())) {
+          Requeue(txn, *s, r,
+                  absl::StrCat("agent ", request.agent_id(),
+                               " re-registered without the lease"));
         }
       }
-      br.lease_id.clear();
     }
-    // After a coordinator restart the agent may still run a lease this
-    // coordinator recovered: adopt it, so its result is still welcome.
-    if (br.lease_id.empty() && !b.current_lease_id().empty()) {
-      std::string sweep_id;
-      int64_t round_id = 0, epoch = 0;
-      if (ParseLeaseId(b.current_lease_id(), &sweep_id, &round_id, &epoch)) {
-        SweepRuntime* s = FindSweep(sweep_id);
-        if (s != nullptr && round_id >= 0 &&
-            round_id < static_cast<int64_t>(s->rounds.size())) {
-          const v1::Round& r = s->rounds[round_id];
-          if (r.state() == v1::ROUND_STATE_LEASED &&
-              r.lease().lease_id() == b.current_lease_id() &&
-              r.lease().board_id() == b.board_id()) {
-            br.lease_id = b.current_lease_id();
-          }
-        }
-      }
+    if (!br.lease_id.empty() && !claimed(br.lease_id)) {
+      FreeBoard(b.board_id(), br.lease_id);  // a health check's
+    }
+    // After a coordinator restart the agent may still run, or hold ahead, a
+    // lease this coordinator recovered: adopt it, so its result is still
+    // welcome and a lost board requeues it at once.
+    const auto recovered = [&](const std::string& id) {
+      const v1::Round* r = LiveLease(id);
+      return r != nullptr && r->lease().board_id() == b.board_id();
+    };
+    if (br.lease_id.empty() && recovered(b.current_lease_id())) {
+      br.lease_id = b.current_lease_id();
+    }
+    if (!br.lease_id.empty() && br.prefetch_lease_id.empty() &&
+        b.lease_ahead_id() != br.lease_id && recovered(b.lease_ahead_id())) {
+      br.prefetch_lease_id = b.lease_ahead_id();
     }
     const int64_t rounds_run = br.info.rounds_run();
     // An admin's drain outlives the agent's reconnects.
@@ -524,6 +523,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
     br.info.set_rounds_run(rounds_run);
     br.info.set_last_seen_unix_ms(absl::ToUnixMillis(now));
     br.info.set_current_lease_id(br.lease_id);
+    br.info.clear_lease_ahead_id();  // kept as br.prefetch_lease_id
     br.info.set_state(draining              ? v1::BOARD_STATE_DRAINING
                       : br.lease_id.empty() ? v1::BOARD_STATE_IDLE
                                             : v1::BOARD_STATE_BUSY);

@@ -52,6 +52,10 @@ class CoreFixture : public ::testing::Test {
         std::string(TUNEFARM_SOURCE_DIR) + "/ops/sim_matmul");
     ASSERT_TRUE(op.ok()) << op.status();
     catalog_.Add(*op);
+    ASSERT_NO_FATAL_FAILURE(Restart());
+  }
+  // Opens the core, or restarts it (memory dropped, state recovered).
+  void Restart() {
     CoordinatorOptions options;
     options.lease_duration = absl::Seconds(10);
     options.agent_timeout = absl::Seconds(30);
@@ -68,7 +72,10 @@ class CoreFixture : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? r->sweep().sweep_id() : "";
   }
-  void RegisterBoard(const std::string& agent, const std::string& board) {
+  // The agent (re-)registers `board`, claiming the leases it holds.
+  void RegisterBoard(const std::string& agent, const std::string& board,
+                     const std::string& current_lease = "",
+                     const std::string& lease_ahead = "") {
     v1::RegisterAgentRequest request;
     request.set_agent_id(agent);
     request.set_node("node");
@@ -77,6 +84,8 @@ class CoreFixture : public ::testing::Test {
     b->set_kind("sim");
     b->set_chip("Ascend910B-sim");
     b->set_simulated(true);
+    b->set_current_lease_id(current_lease);
+    b->set_lease_ahead_id(lease_ahead);
     ASSERT_TRUE(coord()->RegisterAgent(request).ok());
   }
   v1::LeaseWorkResponse Lease(const std::string& agent,
@@ -247,6 +256,51 @@ TEST_F(PrefetchLeaseTest, PlainLeaseRequeuesTheLeaseAheadToo) {
   // A plain request means the agent runs neither (it restarted).
   ASSERT_TRUE(Lease("a1", "a1/sim0", false).granted());
   EXPECT_FALSE(Renew("a1", held.ahead));
+}
+
+// A restarted agent holds neither lease: both go back to the queue at once,
+// and the lease ahead is not moved up in the current one's place.
+TEST_F(PrefetchLeaseTest, AgentRestartRequeuesTheLeaseAheadToo) {
+  CurrentAndAhead held;
+  ASSERT_NO_FATAL_FAILURE(LeaseCurrentAndAhead(&held));
+  RegisterBoard("a1", "a1/sim0");
+  EXPECT_EQ(RoundState(held.s1, 0), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(RoundState(held.s2, 0), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(CurrentLease("a1/sim0"), "");
+  EXPECT_FALSE(Renew("a1", held.ahead));
+}
+
+// A restarted coordinator adopts both leases the agent reports, so the lease
+// ahead still moves up when the current result comes in and no second one
+// is granted ahead meanwhile.
+TEST_F(PrefetchLeaseTest, RestartedCoordinatorAdoptsTheLeaseAhead) {
+  CurrentAndAhead held;
+  ASSERT_NO_FATAL_FAILURE(LeaseCurrentAndAhead(&held));
+  Submit(SimSpec("three", 3));
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  RegisterBoard("a1", "a1/sim0", held.current.lease_id(),
+                held.ahead.lease_id());
+  EXPECT_EQ(CurrentLease("a1/sim0"), held.current.lease_id());
+  EXPECT_TRUE(Renew("a1", held.ahead));
+  EXPECT_FALSE(Lease("a1", "a1/sim0", /*prefetch=*/true).granted());
+  EXPECT_TRUE(ReportOk("a1", "a1/sim0", held.current).accepted());
+  EXPECT_EQ(CurrentLease("a1/sim0"), held.ahead.lease_id());
+  EXPECT_EQ(RoundState(held.s2, 0), v1::ROUND_STATE_LEASED);
+}
+
+// After a coordinator restart, a lease ahead that the agent no longer holds
+// (it restarted too) is re-queued when the agent registers, not at expiry.
+TEST_F(PrefetchLeaseTest, RestartedCoordinatorRequeuesALeaseAheadNobodyHolds) {
+  CurrentAndAhead held;
+  ASSERT_NO_FATAL_FAILURE(LeaseCurrentAndAhead(&held));
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  RegisterBoard("a1", "a1/sim0", held.current.lease_id());
+  EXPECT_EQ(CurrentLease("a1/sim0"), held.current.lease_id());
+  EXPECT_EQ(RoundState(held.s1, 0), v1::ROUND_STATE_LEASED);
+  EXPECT_EQ(RoundState(held.s2, 0), v1::ROUND_STATE_QUEUED);
+  EXPECT_FALSE(Renew("a1", held.ahead));
+  EXPECT_TRUE(ReportOk("a1", "a1/sim0", held.current).accepted());
+  EXPECT_EQ(CurrentLease("a1/sim0"), "");
 }
 
 // Draining a board means no new variant starts on it: the round it holds
