@@ -34,9 +34,21 @@ struct Coordinator::SweepRuntime {
   bool finished = false;
 };
 
+// One mutation of the core: its writes, and how to put memory back. Every
+// change to memory is first saved here (Save*, Touch), so that when the
+// commit fails the core is exactly as it was before and nothing is
+// acknowledged; effects outside memory (metrics) wait in after_commit.
 struct Coordinator::Txn {
   WriteSet writes;
   std::set<SweepRuntime*> touched;
+  // Run newest first when the commit fails. They find their objects by id:
+  // rounds may move when a sweep's vector grows.
+  std::vector<std::function<void()>> undo;
+  std::set<std::string> saved_sweeps, saved_boards;
+  std::set<std::pair<std::string, int64_t>> saved_rounds;
+  std::set<std::string> saved_teams;
+  bool saved_reservations = false;
+  std::vector<std::function<void()>> after_commit;
 };
 
 namespace {
@@ -138,6 +150,126 @@ Coordinator::Coordinator(Store* store, const OperatorCatalog* catalog,
       metrics_(metrics) {}
 
 Coordinator::~Coordinator() = default;
+
+void Coordinator::SaveSweep(Txn& txn, SweepRuntime& s) {
+  const std::string& id = s.sweep.sweep_id();
+  if (!txn.saved_sweeps.insert(id).second) return;
+  txn.undo.push_back([this, id, sweep = s.sweep, finished = s.finished,
+                      size = s.rounds.size()] {
+    SweepRuntime* rt = FindSweep(id);
+    if (rt == nullptr) return;
+    rt->sweep = sweep;
+    rt->finished = finished;
+    if (rt->rounds.size() > size) rt->rounds.resize(size);
+  });
+}
+
+void Coordinator::Touch(Txn& txn, SweepRuntime& s) {
+  SaveSweep(txn, s);
+  txn.touched.insert(&s);
+}
+
+void Coordinator::SaveRound(Txn& txn, SweepRuntime& s, const v1::Round& round) {
+  const std::string& id = s.sweep.sweep_id();
+  const int64_t index = round.round_id();
+  if (!txn.saved_rounds.insert({id, index}).second) return;
+  // A round created in this transaction goes with the sweep's size.
+  SaveSweep(txn, s);
+  txn.undo.push_back([this, id, index, round] {
+    SweepRuntime* rt = FindSweep(id);
+    if (rt != nullptr && index >= 0 &&
+        index < static_cast<int64_t>(rt->rounds.size())) {
+      rt->rounds[index] = round;
+    }
+  });
+}
+
+void Coordinator::SaveBoard(Txn& txn, const std::string& board_id) {
+  if (!txn.saved_boards.insert(board_id).second) return;
+  std::optional<BoardRuntime> before;
+  if (auto it = boards_.find(board_id); it != boards_.end()) {
+    before = it->second;
+  }
+  txn.undo.push_back([this, board_id, before = std::move(before)] {
+    if (before.has_value()) {
+      boards_[board_id] = *before;
+    } else {
+      boards_.erase(board_id);
+    }
+  });
+}
+
+void Coordinator::SaveAgent(Txn& txn, const std::string& agent_id) {
+  std::optional<AgentRuntime> before;
+  if (auto it = agents_.find(agent_id); it != agents_.end()) {
+    before = it->second;
+  }
+  txn.undo.push_back([this, agent_id, before = std::move(before)] {
+    if (before.has_value()) {
+      agents_[agent_id] = *before;
+    } else {
+      agents_.erase(agent_id);
+    }
+  });
+}
+
+void Coordinator::SaveTeamSeconds(Txn& txn, const std::string& team) {
+  if (!txn.saved_teams.insert(team).second) return;
+  std::optional<double> before;
+  if (auto it = team_board_seconds_.find(team);
+      it != team_board_seconds_.end()) {
+    before = it->second;
+  }
+  txn.undo.push_back([this, team, before] {
+    if (before.has_value()) {
+      team_board_seconds_[team] = *before;
+    } else {
+      team_board_seconds_.erase(team);
+    }
+  });
+}
+
+void Coordinator::SaveReservationList(Txn& txn) {
+  if (txn.saved_reservations) return;
+  txn.saved_reservations = true;
+  txn.undo.push_back(
+      [this, before = reservations_] { reservations_ = before; });
+}
+
+std::string Coordinator::DescribeState() const {
+  std::string out =
+      absl::StrCat("next_sweep_number: ", next_sweep_number_, "\n");
+  for (const auto& [id, s] : sweeps_) {
+    absl::StrAppend(&out, "sweep ", id, (s->finished ? " finished" : ""), ": ",
+                    s->sweep.ShortDebugString(), "\n");
+    for (const v1::Round& r : s->rounds) {
+      absl::StrAppend(&out, "  round ", r.ShortDebugString(), "\n");
+    }
+  }
+  for (const auto& [id, b] : boards_) {
+    absl::StrAppend(&out, "board ", id, ": lease '", b.lease_id, "' ahead '",
+                    b.prefetch_lease_id, "' readmit ", b.readmit_pending,
+                    " check_due ", b.check_due, " next_check ",
+                    absl::FormatTime(b.next_check), " check_expires ",
+                    absl::FormatTime(b.check_expires), " checks ", b.checks_run,
+                    " ", b.info.ShortDebugString(), "\n");
+  }
+  for (const auto& [id, a] : agents_) {
+    absl::StrAppend(&out, "agent ", id, ": last_seen ",
+                    absl::FormatTime(a.last_seen), " boards ",
+                    absl::StrJoin(a.board_ids, ","), "\n");
+  }
+  for (const auto& [team, secs] : team_board_seconds_) {
+    absl::StrAppend(&out, "team ", team, ": ", secs, " board s\n");
+  }
+  for (const v1::BoardReservation& r : reservations_) {
+    absl::StrAppend(&out, "reservation ", r.ShortDebugString(), "\n");
+  }
+  for (const auto& [team, q] : options_.team_quotas) {
+    absl::StrAppend(&out, "quota ", q.ShortDebugString(), "\n");
+  }
+  return out;
+}
 
 Coordinator::SweepRuntime* Coordinator::FindSweep(const std::string& sweep_id) {
   auto it = sweeps_.find(sweep_id);
@@ -244,6 +376,7 @@ absl::Status Coordinator::Recover() {
 
 void Coordinator::AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
                            std::string message, const v1::Round* round) {
+  Touch(txn, s);
   v1::SweepEvent ev;
   ev.set_sweep_id(s.sweep.sweep_id());
   ev.set_seq(s.sweep.last_event_seq() + 1);
@@ -260,20 +393,31 @@ void Coordinator::AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
     *ev.mutable_sweep() = s.sweep;
   }
   txn.writes.AppendEvent(ev);
-  txn.touched.insert(&s);
 }
 
 absl::Status Coordinator::Commit(Txn& txn) {
   for (SweepRuntime* s : txn.touched) txn.writes.PutSweep(s->sweep);
-  if (txn.writes.empty()) return absl::OkStatus();
-  absl::Status st = store_->Commit(txn.writes);
+  absl::Status st =
+      txn.writes.empty() ? absl::OkStatus() : store_->Commit(txn.writes);
   if (!st.ok()) {
-    // In-memory state is now ahead of the durable one; only a restart
-    // (which recovers from the store) makes them agree again.
-    spdlog::critical("store commit failed: {}", st.ToString());
+    // Not durable, so not applied: memory goes back to what the store
+    // holds, and the caller answers with an error (a retry starts afresh).
+    for (auto it = txn.undo.rbegin(); it != txn.undo.rend(); ++it) (*it)();
+    txn.undo.clear();
+    txn.touched.clear();
+    const absl::Time now = clock_->Now();
+    if (now - last_commit_error_log_ >= absl::Seconds(10)) {
+      last_commit_error_log_ = now;
+      spdlog::error("store commit failed, nothing applied: {}", st.ToString());
+    }
+    // A full disk keeps its own code (callers say RESOURCE_EXHAUSTED).
+    if (absl::IsResourceExhausted(st)) return st;
     return absl::UnavailableError(
         absl::StrCat("could not record durably: ", st.message()));
   }
+  txn.undo.clear();
+  for (auto& effect : txn.after_commit) effect();
+  if (txn.writes.empty()) return absl::OkStatus();
   std::vector<std::string> done;
   for (SweepRuntime* s : txn.touched) {
     if (event_listener_) event_listener_(s->sweep.sweep_id());
@@ -350,6 +494,10 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
     }
   }
 
+  // A full disk refuses new work (the answer to an idempotent retry above
+  // is only a read).
+  TF_RETURN_IF_ERROR(store_->Writable());
+
   v1::Sweep sweep;
   sweep.set_sweep_id(absl::StrFormat("sw-%06d", next_sweep_number_));
   *sweep.mutable_spec() = spec;
@@ -359,7 +507,9 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
   sweep.set_next_round_id(1);
   sweep.set_idempotency_key(request.idempotency_key());
   sweep.set_simulated(spec.boards().kind() == "sim");
+  Txn txn;
   TF_ASSIGN_OR_RETURN(SweepRuntime * s, LoadRuntime(sweep));
+  txn.undo.push_back([this, id = sweep.sweep_id()] { sweeps_.erase(id); });
 
   v1::Round baseline;
   baseline.set_sweep_id(sweep.sweep_id());
@@ -370,8 +520,6 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
   baseline.set_state(v1::ROUND_STATE_QUEUED);
   baseline.set_created_unix_ms(clock_->NowUnixMs());
   s->rounds.push_back(baseline);
-
-  Txn txn;
   txn.writes.PutRound(baseline);
   txn.writes.PutMeta(kNextSweepKey, absl::StrCat(next_sweep_number_ + 1));
   if (!idem_key.empty()) txn.writes.PutMeta(idem_key, sweep.sweep_id());
@@ -381,11 +529,7 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
                         spec.workload().name(), ", strategy ",
                         spec.strategy().name()),
            nullptr);
-  absl::Status st = Commit(txn);
-  if (!st.ok()) {
-    sweeps_.erase(sweep.sweep_id());
-    return st;
-  }
+  TF_RETURN_IF_ERROR(Commit(txn));
   ++next_sweep_number_;
   spdlog::info("submitted {} ({} / {})", s->sweep.sweep_id(),
                spec.operator_name(), spec.name());
@@ -478,6 +622,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
   Txn txn;
   const absl::Time now = clock_->Now();
   for (const v1::BoardInfo& b : request.boards()) {
+    SaveBoard(txn, b.board_id());
     BoardRuntime& br = boards_[b.board_id()];
     // A lease on this board that the agent does not claim is work it lost
     // (an agent restart), a lease a restarted coordinator recovered
@@ -498,7 +643,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
       }
     }
     if (!br.lease_id.empty() && !claimed(br.lease_id)) {
-      FreeBoard(b.board_id(), br.lease_id);  // a health check's
+      FreeBoard(txn, b.board_id(), br.lease_id);  // a health check's
     }
     // After a coordinator restart the agent may still run, or hold ahead, a
     // lease this coordinator recovered: adopt it, so its result is still
@@ -532,6 +677,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
     br.check_due = options_.health_checks.contains(br.info.kind());
     txn.writes.PutBoard(br.info);
   }
+  SaveAgent(txn, request.agent_id());
   AgentRuntime& agent = agents_[request.agent_id()];
   agent.last_seen = now;
   agent.board_ids.assign(ids.begin(), ids.end());
@@ -556,12 +702,15 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
   }
   it->second.last_seen = clock_->Now();
   v1::HeartbeatResponse response;
+  Txn txn;
+  bool boards_changed = false;
   for (const v1::BoardInfo& b : request.boards()) {
     auto bit = boards_.find(b.board_id());
     if (bit == boards_.end() ||
         bit->second.info.agent_id() != request.agent_id()) {
       continue;
     }
+    SaveBoard(txn, b.board_id());
     bit->second.info.set_last_seen_unix_ms(clock_->NowUnixMs());
     // The agent's word on health, when it has one; else the coordinator's
     // (admin action, health check) stands.
@@ -574,16 +723,21 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
       response.add_readmitted_board_ids(b.board_id());
     } else if (bit->second.info.state() != v1::BOARD_STATE_QUARANTINED) {
       bit->second.info.set_state(v1::BOARD_STATE_QUARANTINED);
-      if (metrics_ != nullptr) metrics_->BoardQuarantined(bit->second.info);
-      spdlog::warn("board {} quarantined by its agent: {}", b.board_id(),
-                   b.health_detail());
-      PublishBoardMetrics();
+      txn.writes.PutBoard(bit->second.info);
+      boards_changed = true;
+      txn.after_commit.push_back([this, info = bit->second.info] {
+        if (metrics_ != nullptr) metrics_->BoardQuarantined(info);
+        spdlog::warn("board {} quarantined by its agent: {}", info.board_id(),
+                     info.health_detail());
+      });
     }
     if (!b.current_lease_id().empty() &&
         b.current_lease_id() != bit->second.lease_id) {
       response.add_revoked_lease_ids(b.current_lease_id());
     }
   }
+  TF_RETURN_IF_ERROR(Commit(txn));
+  if (boards_changed) PublishBoardMetrics();
   return response;
 }
 
@@ -614,6 +768,7 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
     return nullptr;
   }
   Candidate& c = proposed.front();
+  Touch(txn, s);  // before the round is added, so undo drops it
   v1::Round round;
   round.set_sweep_id(s.sweep.sweep_id());
   round.set_round_id(static_cast<int64_t>(s.rounds.size()));
@@ -626,7 +781,6 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
   s.sweep.set_next_round_id(round.round_id() + 1);
   s.sweep.set_candidates_proposed(s.sweep.candidates_proposed() + 1);
   txn.writes.PutRound(round);
-  txn.touched.insert(&s);
   s.rounds.push_back(std::move(round));
   return &s.rounds.back();
 }
@@ -635,6 +789,9 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
                              BoardRuntime& board, bool prefetch,
                              v1::WorkItem* work) {
   const absl::Time now = clock_->Now();
+  Touch(txn, s);
+  SaveRound(txn, s, round);
+  SaveBoard(txn, board.info.board_id());
   round.set_attempts(round.attempts() + 1);
   v1::Lease* lease = round.mutable_lease();
   lease->set_epoch(round.attempts());
@@ -669,8 +826,11 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
                    prefetch ? " (prefetched)" : ""),
       &round);
   if (metrics_ != nullptr) {
-    metrics_->LeaseGranted(absl::ToDoubleSeconds(
-        now - absl::FromUnixMillis(round.created_unix_ms())));
+    txn.after_commit.push_back(
+        [this, waited = absl::ToDoubleSeconds(
+                   now - absl::FromUnixMillis(round.created_unix_ms()))] {
+          metrics_->LeaseGranted(waited);
+        });
   }
 
   work->set_lease_id(lease->lease_id());
@@ -711,8 +871,11 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
                                             " is not registered by agent ",
                                             request.agent_id()));
   }
+  // A full disk refuses new work before anything changes.
+  TF_RETURN_IF_ERROR(store_->Writable());
   BoardRuntime& board = bit->second;
   Txn txn;
+  SaveBoard(txn, request.board_id());
   v1::LeaseWorkResponse response;
   response.set_retry_after_ms(200);
   if (request.prefetch()) {
@@ -725,6 +888,7 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
         LiveLease(board.lease_id) == nullptr ||
         !board.prefetch_lease_id.empty()) {
       response.set_retry_after_ms(1000);
+      TF_RETURN_IF_ERROR(Commit(txn));
       return response;
     }
     GrantNextRound(txn, board, /*prefetch=*/true, &response);
@@ -758,8 +922,7 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
   }
   board.info.set_state(v1::BOARD_STATE_IDLE);
   GrantNextRound(txn, board, /*prefetch=*/false, &response);
-  absl::Status st = Commit(txn);
-  if (!st.ok()) return st;
+  TF_RETURN_IF_ERROR(Commit(txn));
   PublishBoardMetrics();
   return response;
 }
@@ -886,10 +1049,11 @@ absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
   return response;
 }
 
-void Coordinator::FreeBoard(const std::string& board_id,
+void Coordinator::FreeBoard(Txn& txn, const std::string& board_id,
                             const std::string& lease_id) {
   auto it = boards_.find(board_id);
   if (it == boards_.end() || lease_id.empty()) return;
+  SaveBoard(txn, board_id);
   BoardRuntime& board = it->second;
   if (board.prefetch_lease_id == lease_id) {
     board.prefetch_lease_id.clear();
@@ -901,6 +1065,7 @@ void Coordinator::FreeBoard(const std::string& board_id,
   // The lease waiting behind it becomes the current one. Its board time (and
   // expiry) start now: the wait was not its own.
   if (v1::Round* next = LiveLease(board.prefetch_lease_id); next != nullptr) {
+    SaveRound(txn, *FindSweep(next->sweep_id()), *next);
     board.lease_id = board.prefetch_lease_id;
     board.info.set_current_lease_id(board.lease_id);
     const absl::Time now = clock_->Now();
@@ -916,6 +1081,7 @@ void Coordinator::FreeBoard(const std::string& board_id,
 
 void Coordinator::RequeueLeaseAhead(Txn& txn, BoardRuntime& board,
                                     const std::string& why) {
+  SaveBoard(txn, board.info.board_id());
   if (v1::Round* ahead = LiveLease(board.prefetch_lease_id)) {
     Requeue(txn, *FindSweep(ahead->sweep_id()), *ahead, why);
   }
@@ -924,7 +1090,8 @@ void Coordinator::RequeueLeaseAhead(Txn& txn, BoardRuntime& board,
 
 void Coordinator::Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
                           const std::string& why) {
-  FreeBoard(round.lease().board_id(), round.lease().lease_id());
+  SaveRound(txn, s, round);
+  FreeBoard(txn, round.lease().board_id(), round.lease().lease_id());
   round.set_state(v1::ROUND_STATE_QUEUED);
   txn.writes.PutRound(round);
   AddEvent(txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
@@ -998,18 +1165,23 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
     return response;
   }
   Txn txn;
+  Touch(txn, *s);
+  SaveRound(txn, *s, round);
   const absl::Time now = clock_->Now();
   const std::string outcome = v1::Outcome_Name(request.result().outcome());
   if (metrics_ != nullptr) {
-    metrics_->RoundRecorded(
-        outcome,
-        absl::ToDoubleSeconds(
-            now - absl::FromUnixMillis(round.lease().granted_unix_ms())));
+    txn.after_commit.push_back(
+        [this, outcome,
+         held = absl::ToDoubleSeconds(
+             now - absl::FromUnixMillis(round.lease().granted_unix_ms()))] {
+          metrics_->RoundRecorded(outcome, held);
+        });
   }
   if (request.result().outcome() == v1::OUTCOME_BOARD_LOST) {
     // The board's fault, not the variant's: run it again elsewhere, and
     // let the board prove itself on its golden before more work.
     if (auto b = boards_.find(round.lease().board_id()); b != boards_.end()) {
+      SaveBoard(txn, b->first);
       b->second.check_due =
           options_.health_checks.contains(b->second.info.kind());
     }
@@ -1019,19 +1191,26 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
     response.set_accepted(true);
     return response;
   }
-  FreeBoard(round.lease().board_id(), round.lease().lease_id());
+  FreeBoard(txn, round.lease().board_id(), round.lease().lease_id());
   const double board_seconds = std::max(
       0.0, absl::ToDoubleSeconds(
                now - absl::FromUnixMillis(round.lease().granted_unix_ms())));
+  SaveTeamSeconds(txn, s->sweep.spec().team());
   team_board_seconds_[s->sweep.spec().team()] += board_seconds;
   if (auto b = boards_.find(round.lease().board_id()); b != boards_.end()) {
+    SaveBoard(txn, b->first);
     b->second.info.set_rounds_run(b->second.info.rounds_run() + 1);
     if (metrics_ != nullptr) {
-      metrics_->BoardBusy(b->second.info, board_seconds);
+      txn.after_commit.push_back([this, info = b->second.info, board_seconds] {
+        metrics_->BoardBusy(info, board_seconds);
+      });
     }
   }
   if (metrics_ != nullptr) {
-    metrics_->TeamRound(s->sweep.spec().team(), outcome, board_seconds);
+    txn.after_commit.push_back(
+        [this, team = s->sweep.spec().team(), outcome, board_seconds] {
+          metrics_->TeamRound(team, outcome, board_seconds);
+        });
   }
   *round.mutable_result() = request.result();
   round.set_board_id(round.lease().board_id());
@@ -1212,11 +1391,13 @@ void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
 void Coordinator::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
                          v1::TerminationReason reason, std::string detail) {
   if (s.finished) return;
+  Touch(txn, s);
   s.finished = true;
   for (v1::Round& r : s.rounds) {
     if (r.state() == v1::ROUND_STATE_QUEUED ||
         r.state() == v1::ROUND_STATE_LEASED) {
-      FreeBoard(r.lease().board_id(), r.lease().lease_id());
+      SaveRound(txn, s, r);
+      FreeBoard(txn, r.lease().board_id(), r.lease().lease_id());
       r.set_state(v1::ROUND_STATE_CANCELLED);
       r.set_decision_reason(
           absl::StrCat("not run: the sweep ended (", detail, ")"));
@@ -1288,10 +1469,9 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
                      diagnosis.sweep_id(), " already has a diagnosis (bundle ",
                      round.diagnosis().bundle_id(), ")"));
   }
-  std::optional<v1::Diagnosis> before;
-  if (round.has_diagnosis()) before = round.diagnosis();
-  *round.mutable_diagnosis() = diagnosis;
   Txn txn;
+  if (s != &finished) SaveRound(txn, *s, round);
+  *round.mutable_diagnosis() = diagnosis;
   txn.writes.PutRound(round);
   std::string msg = absl::StrCat("diagnosis of round ", round.round_id());
   if (!diagnosis.hotspots().empty()) {
@@ -1310,16 +1490,9 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
     txn.touched.erase(s);
     txn.writes.PutSweep(finished.sweep);
   }
-  if (absl::Status st = Commit(txn); !st.ok()) {
-    // Not durable, so not acked: the re-sent diagnosis must not be taken
-    // for a duplicate of this one.
-    if (before.has_value()) {
-      *round.mutable_diagnosis() = *std::move(before);
-    } else {
-      round.clear_diagnosis();
-    }
-    return st;
-  }
+  // Not durable, so not acked: the re-sent diagnosis is not taken for a
+  // duplicate of this one (Commit undoes it).
+  TF_RETURN_IF_ERROR(Commit(txn));
   if (metrics_ != nullptr) metrics_->DiagnosisRecorded();
   if (s == &finished) {
     if (event_listener_) event_listener_(finished.sweep.sweep_id());
@@ -1343,9 +1516,11 @@ absl::Status Coordinator::Tick() {
         absl::StrCat("agent ", it->first, " silent for ",
                      absl::FormatDuration(now - it->second.last_seen));
     spdlog::warn("{}: its boards are lost", why);
+    SaveAgent(txn, it->first);
     for (const std::string& board_id : it->second.board_ids) {
       auto b = boards_.find(board_id);
       if (b == boards_.end()) continue;
+      SaveBoard(txn, board_id);
       // The lease held ahead first, so it is not promoted in its place.
       RequeueLeaseAhead(txn, b->second, absl::StrCat("board lost: ", why));
       std::string sweep_id;
@@ -1379,7 +1554,9 @@ absl::Status Coordinator::Tick() {
     for (v1::Round& r : s->rounds) {
       if (r.state() == v1::ROUND_STATE_LEASED &&
           r.lease().expires_unix_ms() < absl::ToUnixMillis(now)) {
-        if (metrics_ != nullptr) metrics_->LeaseExpired();
+        if (metrics_ != nullptr) {
+          txn.after_commit.push_back([this] { metrics_->LeaseExpired(); });
+        }
         Requeue(txn, *s, r, "lease expired without a result");
         boards_changed = true;
       }
@@ -1454,11 +1631,12 @@ absl::StatusOr<v1::BoardInfo> Coordinator::DrainBoard(
   // The round it runs now finishes; LeaseWork gives it nothing more, and
   // a round it holds ahead goes back to the queue (its renewals now fail,
   // so the agent drops it unrun): draining means no new variant starts.
+  Txn txn;
+  SaveBoard(txn, it->first);
   it->second.info.set_state(v1::BOARD_STATE_DRAINING);
   it->second.info.set_health_detail(
       absl::StrCat("drained by an admin", request.reason().empty() ? "" : ": ",
                    request.reason()));
-  Txn txn;
   RequeueLeaseAhead(txn, it->second,
                     absl::StrCat("board ", request.board_id(), " drained"));
   txn.writes.PutBoard(it->second.info);
@@ -1473,6 +1651,8 @@ absl::StatusOr<v1::BoardInfo> Coordinator::AdmitBoard(
   if (it == boards_.end()) {
     return absl::NotFoundError(absl::StrCat("no board ", request.board_id()));
   }
+  Txn txn;
+  SaveBoard(txn, it->first);
   v1::BoardInfo& info = it->second.info;
   // The agent may hold its own quarantine flag (device errors): the next
   // heartbeats tell it to lift it.
@@ -1491,7 +1671,6 @@ absl::StatusOr<v1::BoardInfo> Coordinator::AdmitBoard(
   info.set_health_detail(absl::StrCat("admitted by an admin",
                                       request.reason().empty() ? "" : ": ",
                                       request.reason()));
-  Txn txn;
   txn.writes.PutBoard(info);
   TF_RETURN_IF_ERROR(Commit(txn));
   PublishBoardMetrics();
@@ -1582,10 +1761,12 @@ absl::StatusOr<v1::ListReservationsResponse> Coordinator::SaveReservations(
   }
   Txn txn;
   txn.writes.PutMeta(kReservationsKey, stored.SerializeAsString());
+  SaveReservationList(txn);
   reservations_ = std::move(reservations);
   for (auto& [id, b] : boards_) {
     const std::string team = ReservedFor(b.info);
     if (team == b.info.reserved_for()) continue;
+    SaveBoard(txn, id);
     b.info.set_reserved_for(team);
     txn.writes.PutBoard(b.info);
   }
@@ -1698,6 +1879,7 @@ void Coordinator::RecordHealthCheck(Txn& txn, BoardRuntime& board,
                                     const std::string& detail) {
   const HealthCheck& golden = options_.health_checks.at(board.info.kind());
   const absl::Time now = clock_->Now();
+  SaveBoard(txn, board.info.board_id());
   bool passed = false;
   std::string why = detail;
   if (result != nullptr && result->outcome() != v1::OUTCOME_OK) {
@@ -1734,10 +1916,15 @@ void Coordinator::RecordHealthCheck(Txn& txn, BoardRuntime& board,
     spdlog::warn("board {} failed its health check, quarantined: {}",
                  board.info.board_id(), why);
     if (!was_quarantined && metrics_ != nullptr) {
-      metrics_->BoardQuarantined(board.info);
+      txn.after_commit.push_back(
+          [this, info = board.info] { metrics_->BoardQuarantined(info); });
     }
   }
-  if (metrics_ != nullptr) metrics_->HealthCheckRecorded(board.info, passed);
+  if (metrics_ != nullptr) {
+    txn.after_commit.push_back([this, info = board.info, passed] {
+      metrics_->HealthCheckRecorded(info, passed);
+    });
+  }
   txn.writes.PutBoard(board.info);
 }
 

@@ -4,6 +4,14 @@
 // or roll back, applies the termination rules and writes every change to the
 // Store in one synced batch before answering.
 //
+// One rule for every mutation: the change is staged (memory edits saved for
+// undo, records in a WriteSet), committed, and only then kept and answered.
+// When the commit fails, memory is put back as it was and the call returns
+// the error (RESOURCE_EXHAUSTED "data disk full (…)" or UNAVAILABLE), so
+// nothing is acknowledged that is not on disk and a retry is recorded once.
+// While the store says it cannot write (Store::Writable), new leases and
+// submissions are refused with its status; reads and results go on.
+//
 // Thread-safety: none. Every method must be called from one thread (the
 // control loop, coordinator/control_loop.h); gRPC and ZeroMQ threads hand
 // work to it. The Store, catalog, clock and metrics must outlive it.
@@ -127,6 +135,11 @@ class Coordinator {
   // Number of sweeps still queued or running (for tests and shutdown).
   int active_sweeps() const { return static_cast<int>(sweeps_.size()); }
 
+  // Everything the core holds in memory as text (sweeps, rounds, boards,
+  // agents, leases, usage, reservations, quotas), for tests that check a
+  // failed call changed nothing, and for debugging.
+  std::string DescribeState() const;
+
  private:
   struct SweepRuntime;
   struct BoardRuntime {
@@ -154,6 +167,16 @@ class Coordinator {
   struct Txn;
 
   SweepRuntime* FindSweep(const std::string& sweep_id);
+  // Undo records (see Txn in coordinator.cc): each saves the object as it
+  // was before the transaction's first change to it.
+  void SaveSweep(Txn& txn, SweepRuntime& s);  // record, flag, round count
+  // SaveSweep, and the sweep record is written by the commit.
+  void Touch(Txn& txn, SweepRuntime& s);
+  void SaveRound(Txn& txn, SweepRuntime& s, const v1::Round& round);
+  void SaveBoard(Txn& txn, const std::string& board_id);
+  void SaveAgent(Txn& txn, const std::string& agent_id);
+  void SaveTeamSeconds(Txn& txn, const std::string& team);
+  void SaveReservationList(Txn& txn);
   absl::StatusOr<SweepRuntime*> LoadRuntime(const v1::Sweep& sweep);
   void AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
                 std::string message, const v1::Round* round);
@@ -182,7 +205,8 @@ class Coordinator {
                const std::string& why);
   // Re-queues the round `board` holds ahead, if any (drain, board lost).
   void RequeueLeaseAhead(Txn& txn, BoardRuntime& board, const std::string& why);
-  void FreeBoard(const std::string& board_id, const std::string& lease_id);
+  void FreeBoard(Txn& txn, const std::string& board_id,
+                 const std::string& lease_id);
   void Decide(Txn& txn, SweepRuntime& s, v1::Round& round);
   // Ends the sweep when a termination rule holds.
   void CheckTermination(Txn& txn, SweepRuntime& s);
@@ -231,6 +255,7 @@ class Coordinator {
   std::map<std::string, double> team_board_seconds_;
   // Policy-file reservations first, then the admins' (stored).
   std::vector<v1::BoardReservation> reservations_;
+  absl::Time last_commit_error_log_ = absl::InfinitePast();
 };
 
 }  // namespace tunefarm

@@ -49,6 +49,7 @@ int Main(int argc, char** argv) {
   int64_t lease_ms = 30000, heartbeat_ms = 1000, agent_timeout_ms = 5000,
           tick_ms = 100;
   std::string log_level = "info";
+  int64_t min_free_mb = 64;
   std::string tokens_file, policy_file, tls_cert, tls_key, tls_client_ca;
   app.add_option("--tokens_file", tokens_file,
                  "bearer tokens of teams, admins and agents (YAML); without "
@@ -76,6 +77,10 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(50, 600000));
   app.add_option("--tick_ms", tick_ms)->check(CLI::Range(1, 10000));
   app.add_option("--log_level", log_level);
+  app.add_option("--min_free_mb", min_free_mb,
+                 "refuse new leases and submissions while the data disk has "
+                 "less free than this (MiB): RocksDB needs the headroom")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   std::string health_dir;
   int64_t health_interval_s = 3600, health_retry_s = 300;
   app.add_option("--health_dir", health_dir,
@@ -104,7 +109,18 @@ int Main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   if (auto st = MakeDirs(data_dir); !st.ok()) return Fail("data_dir", st);
-  auto store = OpenRocksDbStore(data_dir + "/db");
+  RocksDbStoreOptions store_options;
+  store_options.min_free_bytes = static_cast<uint64_t>(min_free_mb) << 20;
+  auto store = OpenRocksDbStore(data_dir + "/db", store_options);
+  // A full disk is no reason to die (a supervisor would restart us into
+  // the same disk): wait for space, saying why, until told to stop.
+  while (!store.ok() && absl::IsResourceExhausted(store.status())) {
+    spdlog::error("cannot open the store: {}; retrying every 5 s",
+                  store.status().message());
+    const timespec wait = {5, 0};
+    if (sigtimedwait(&signals, nullptr, &wait) > 0) return 0;
+    store = OpenRocksDbStore(data_dir + "/db", store_options);
+  }
   if (!store.ok()) return Fail("opening the store", store.status());
   auto catalog = OperatorCatalog::LoadFromDirs(ops_dirs);
   if (!catalog.ok()) return Fail("loading operators", catalog.status());
@@ -183,8 +199,13 @@ int Main(int argc, char** argv) {
   EventNotifier notifier;
   coordinator.SetEventListener([&](const std::string&) { notifier.Notify(); });
 
+  absl::Time last_tick_error = absl::InfinitePast();
   ControlLoop loop(absl::Milliseconds(tick_ms), [&] {
-    if (auto st = coordinator.Tick(); !st.ok()) {
+    // A failed tick changed nothing and runs again next time; while the
+    // disk is full that is every tick, so say it every 10 s.
+    if (auto st = coordinator.Tick();
+        !st.ok() && absl::Now() - last_tick_error >= absl::Seconds(10)) {
+      last_tick_error = absl::Now();
       spdlog::error("tick: {}", st.ToString());
     }
   });

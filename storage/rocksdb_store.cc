@@ -10,7 +10,10 @@
 // P(id) is the id's length as 8 hex digits followed by the id: a length
 // prefix, so that sweep "a" never sees the keys of sweep "ab" whatever bytes
 // ids contain. Numbers are zero-padded decimal so keys sort numerically.
+#include <sys/statvfs.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <memory>
@@ -23,8 +26,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "rocksdb/db.h"
+#include "rocksdb/listener.h"
 #include "rocksdb/options.h"
 #include "rocksdb/write_batch.h"
 #include "storage/lineage.h"
@@ -90,6 +97,62 @@ std::string PrintableKey(const rocksdb::Slice& key) {
   return absl::CHexEscape(absl::string_view(key.data(), key.size()));
 }
 
+// Free bytes for an unprivileged writer on the file system holding `path`,
+// or nullopt when statvfs fails.
+std::optional<uint64_t> FreeBytes(const std::string& path) {
+  struct statvfs st;
+  if (statvfs(path.c_str(), &st) != 0) return std::nullopt;
+  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
+std::string MiB(uint64_t bytes) {
+  return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+}
+
+// RocksDB calls these with its own mutex held: they only note the error.
+class BackgroundErrors : public rocksdb::EventListener {
+ public:
+  void OnBackgroundError(rocksdb::BackgroundErrorReason,
+                         rocksdb::Status* bg_error) override {
+    absl::MutexLock lock(&mu_);
+    error_ = bg_error->ToString();
+    no_space_ = bg_error->IsNoSpace();
+    set_ = true;
+  }
+  void OnErrorRecoveryEnd(
+      const rocksdb::BackgroundErrorRecoveryInfo& info) override {
+    if (info.new_bg_error.ok()) Clear();
+  }
+
+  // A failed write: RocksDB must not be written again before Resume (a
+  // write after a failed log write trips its assertions).
+  void Note(const rocksdb::Status& s) {
+    absl::MutexLock lock(&mu_);
+    error_ = s.ToString();
+    no_space_ = s.IsNoSpace();
+    set_ = true;
+  }
+
+  // The background error RocksDB stopped writing for, if any.
+  bool Get(std::string* error, bool* no_space) {
+    absl::MutexLock lock(&mu_);
+    *error = error_;
+    *no_space = no_space_;
+    return set_;
+  }
+  void Clear() {
+    absl::MutexLock lock(&mu_);
+    set_ = false;
+    error_.clear();
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool set_ ABSL_GUARDED_BY(mu_) = false;
+  bool no_space_ ABSL_GUARDED_BY(mu_) = false;
+  std::string error_ ABSL_GUARDED_BY(mu_);
+};
+
 template <typename Proto>
 absl::StatusOr<Proto> Parse(const char* cf, const rocksdb::Slice& key,
                             const rocksdb::Slice& value) {
@@ -104,15 +167,16 @@ absl::StatusOr<Proto> Parse(const char* cf, const rocksdb::Slice& key,
 
 class RocksDbStore : public Store {
  public:
-  RocksDbStore(std::string path, std::unique_ptr<rocksdb::DB> db,
-               std::vector<rocksdb::ColumnFamilyHandle*> handles,
-               rocksdb::ColumnFamilyHandle* sweeps,
-               rocksdb::ColumnFamilyHandle* rounds,
-               rocksdb::ColumnFamilyHandle* boards,
-               rocksdb::ColumnFamilyHandle* events,
-               rocksdb::ColumnFamilyHandle* metrics,
-               rocksdb::ColumnFamilyHandle* meta)
+  RocksDbStore(
+      std::string path, RocksDbStoreOptions options,
+      std::shared_ptr<BackgroundErrors> errors, std::unique_ptr<rocksdb::DB> db,
+      std::vector<rocksdb::ColumnFamilyHandle*> handles,
+      rocksdb::ColumnFamilyHandle* sweeps, rocksdb::ColumnFamilyHandle* rounds,
+      rocksdb::ColumnFamilyHandle* boards, rocksdb::ColumnFamilyHandle* events,
+      rocksdb::ColumnFamilyHandle* metrics, rocksdb::ColumnFamilyHandle* meta)
       : path_(std::move(path)),
+        options_(options),
+        errors_(std::move(errors)),
         db_(std::move(db)),
         handles_(std::move(handles)),
         sweeps_(sweeps),
@@ -133,9 +197,10 @@ class RocksDbStore : public Store {
 
   absl::Status Commit(const WriteSet& writes) override {
     if (writes.empty()) return absl::OkStatus();
+    TF_RETURN_IF_ERROR(writes.Validate());
+    TF_RETURN_IF_ERROR(Writable());
     rocksdb::WriteBatch batch;
     for (const WriteSet::Mutation& m : writes.mutations()) {
-      TF_RETURN_IF_ERROR(Validate(m));
       rocksdb::Status s;
       using Kind = WriteSet::Mutation::Kind;
       switch (m.kind) {
@@ -165,8 +230,49 @@ class RocksDbStore : public Store {
     }
     rocksdb::WriteOptions options;
     options.sync = true;  // acknowledged means on disk (survives kill -9)
-    return FromRocks(db_->Write(options, &batch),
-                     absl::StrCat("commit to ", path_));
+    rocksdb::Status s = db_->Write(options, &batch);
+    if (s.IsIOError()) errors_->Note(s);
+    if (s.IsNoSpace()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("data disk full (commit to ", path_,
+                       ": rocksdb: ", s.ToString(), ")"));
+    }
+    return FromRocks(s, absl::StrCat("commit to ", path_));
+  }
+
+  absl::Status Writable() override {
+    const std::optional<uint64_t> free = FreeBytes(path_);
+    if (free.has_value() && *free < options_.min_free_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "data disk full (", MiB(*free), " free on ", path_, ", below the ",
+          MiB(options_.min_free_bytes), " the store keeps in reserve)"));
+    }
+    std::string error;
+    bool no_space = false;
+    if (!errors_->Get(&error, &no_space)) return absl::OkStatus();
+    // Space is back: ask RocksDB to leave read-only mode, at most once a
+    // second (Resume flushes).
+    absl::Status resumed;
+    {
+      absl::MutexLock lock(&resume_mu_);
+      const absl::Time now = absl::Now();
+      if (now - last_resume_ >= absl::Seconds(1)) {
+        last_resume_ = now;
+        rocksdb::Status r = db_->Resume();
+        if (r.ok()) {
+          errors_->Clear();
+          return absl::OkStatus();
+        }
+        error = absl::StrCat(error, "; resume: ", r.ToString());
+      }
+    }
+    if (no_space) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "data disk full (", path_,
+          " stopped writing after a background error: ", error, ")"));
+    }
+    return absl::UnavailableError(absl::StrCat(
+        "store ", path_, " stopped writing after a background error: ", error));
   }
 
   absl::StatusOr<v1::Sweep> GetSweep(const std::string& sweep_id) override {
@@ -271,55 +377,6 @@ class RocksDbStore : public Store {
   }
 
  private:
-  absl::Status Validate(const WriteSet::Mutation& m) const {
-    using Kind = WriteSet::Mutation::Kind;
-    if (m.serialize_failed) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("commit: a record for '", m.id,
-                       "' could not be serialized (over 2 GiB?)"));
-    }
-    auto bad = [](absl::string_view what) {
-      return absl::InvalidArgumentError(absl::StrCat("commit: ", what));
-    };
-    switch (m.kind) {
-      case Kind::kPutSweep:
-        if (m.id.empty()) return bad("PutSweep: sweep_id is empty");
-        break;
-      case Kind::kPutRound:
-        if (m.id.empty()) return bad("PutRound: sweep_id is empty");
-        if (m.a < 0) {
-          return bad(absl::StrCat("PutRound: round_id ", m.a, " of sweep '",
-                                  m.id, "' is negative"));
-        }
-        break;
-      case Kind::kPutBoard:
-        if (m.id.empty()) return bad("PutBoard: board_id is empty");
-        break;
-      case Kind::kDeleteBoard:
-        if (m.id.empty()) return bad("DeleteBoard: board_id is empty");
-        break;
-      case Kind::kAppendEvent:
-        if (m.id.empty()) return bad("AppendEvent: sweep_id is empty");
-        if (m.a < 1) {
-          return bad(absl::StrCat("AppendEvent: seq ", m.a, " of sweep '", m.id,
-                                  "' must be >= 1"));
-        }
-        break;
-      case Kind::kPutMeasurement:
-        if (m.id.empty()) return bad("PutMeasurement: sweep_id is empty");
-        if (m.a < 0 || m.b < 0) {
-          return bad(absl::StrCat("PutMeasurement: round_id ", m.a,
-                                  " and epoch ", m.b, " of sweep '", m.id,
-                                  "' must be >= 0"));
-        }
-        break;
-      case Kind::kPutMeta:
-        if (m.id.empty()) return bad("PutMeta: key is empty");
-        break;
-    }
-    return absl::OkStatus();
-  }
-
   // The sweep's rounds, or NOT_FOUND when round_id is not among them.
   absl::StatusOr<std::vector<v1::Round>> RoundsContaining(
       const std::string& sweep_id, int64_t round_id) {
@@ -354,6 +411,10 @@ class RocksDbStore : public Store {
   }
 
   const std::string path_;
+  const RocksDbStoreOptions options_;
+  std::shared_ptr<BackgroundErrors> errors_;
+  absl::Mutex resume_mu_;
+  absl::Time last_resume_ ABSL_GUARDED_BY(resume_mu_) = absl::InfinitePast();
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned, all of them
   rocksdb::ColumnFamilyHandle* sweeps_;
@@ -367,11 +428,37 @@ class RocksDbStore : public Store {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> OpenRocksDbStore(
-    const std::string& path) {
+    const std::string& path, const RocksDbStoreOptions& options) {
+  // Opening writes (a new log, the manifest): on a full disk RocksDB would
+  // fail half-way, so refuse before it starts. The folder may not exist
+  // yet; its parent then tells the space.
+  std::string probe = path;
+  std::optional<uint64_t> free;
+  while (!(free = FreeBytes(probe)).has_value() && probe.size() > 1) {
+    const size_t slash = probe.find_last_of('/');
+    if (slash == std::string::npos) {
+      probe = ".";
+    } else {
+      probe = slash == 0 ? "/" : probe.substr(0, slash);
+    }
+  }
+  if (free.has_value() && *free < options.min_free_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "data disk full (", MiB(*free), " free for ", path, ", below the ",
+        MiB(options.min_free_bytes), " the store keeps in reserve)"));
+  }
+  auto errors = std::make_shared<BackgroundErrors>();
   rocksdb::DBOptions db_options;
+  db_options.listeners.push_back(errors);
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.paranoid_checks = true;
+  // Memtables are flushed before they outgrow half the reserve, so a flush
+  // on a nearly full disk still finds room.
+  if (options.min_free_bytes > 0) {
+    db_options.db_write_buffer_size =
+        std::max<uint64_t>(4 << 20, options.min_free_bytes / 2);
+  }
 
   // RocksDB insists on opening every existing column family, so open any
   // unknown ones too (a newer version may have added some).
@@ -405,13 +492,17 @@ absl::StatusOr<std::unique_ptr<Store>> OpenRocksDbStore(
           " is locked: another process (or Store) has it open: rocksdb: ",
           text));
     }
+    if (s.IsNoSpace()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "data disk full (open RocksDB store at ", path, ": ", text, ")"));
+    }
     return FromRocks(s, absl::StrCat("open RocksDB store at ", path));
   }
   std::unique_ptr<rocksdb::DB> db(raw);
   // handles are in descriptor order.
-  return std::unique_ptr<Store>(
-      new RocksDbStore(path, std::move(db), handles, handles[1], handles[2],
-                       handles[3], handles[4], handles[5], handles[0]));
+  return std::unique_ptr<Store>(new RocksDbStore(
+      path, options, std::move(errors), std::move(db), handles, handles[1],
+      handles[2], handles[3], handles[4], handles[5], handles[0]));
 }
 
 }  // namespace tunefarm

@@ -66,6 +66,13 @@ class WriteSet {
   // Idempotency keys, counters: an opaque value under an opaque key.
   void PutMeta(const std::string& key, const std::string& value);
 
+  // Appends `other`'s mutations after these (a later put of the same key
+  // wins, as in one Commit).
+  void Append(const WriteSet& other);
+  // INVALID_ARGUMENT naming the field when a mutation has an empty id, a
+  // negative round id or epoch, an event seq < 1, or failed to serialize.
+  absl::Status Validate() const;
+
   bool empty() const { return mutations_.empty(); }
   size_t size() const { return mutations_.size(); }
   const std::vector<Mutation>& mutations() const { return mutations_; }
@@ -85,6 +92,13 @@ class Store {
   // returning OK. INVALID_ARGUMENT (nothing written) when a mutation has an
   // empty id, a negative round id or epoch, or an event seq < 1.
   virtual absl::Status Commit(const WriteSet& writes) = 0;
+
+  // Whether commits can succeed now: OK, or RESOURCE_EXHAUSTED "data disk
+  // full (…)" naming the path and what is free while the disk is short of
+  // space or the database stopped writing after a background error. Cheap
+  // (callers ask before taking new work); it never writes. A store that
+  // recovers by itself (space returned) answers OK again.
+  virtual absl::Status Writable() { return absl::OkStatus(); }
 
   // NOT_FOUND names the id.
   virtual absl::StatusOr<v1::Sweep> GetSweep(const std::string& sweep_id) = 0;
@@ -122,12 +136,28 @@ class Store {
       const std::string& sweep_id) = 0;
 };
 
+struct RocksDbStoreOptions {
+  // Commits are refused (RESOURCE_EXHAUSTED, nothing written) while the
+  // file system holding the database has less free than this, so RocksDB
+  // never meets a full disk in the middle of a write: the RocksDB of
+  // Debian 12 (7.8) aborts the process on a failed log write
+  // (tests/storage/disk_full_test.cc). Memtables are capped at half of it,
+  // so a flush still finds room.
+  uint64_t min_free_bytes = uint64_t{64} << 20;
+};
+
 // Opens (creating if missing) a RocksDB database at `path` with column
 // families sweeps, rounds, boards, events, metrics (plus default for meta).
 // FAILED_PRECONDITION naming the path when another process (or another Store
-// in this process) holds the database's lock.
+// in this process) holds the database's lock; RESOURCE_EXHAUSTED "data disk
+// full (…)" when the disk has no room to open it.
+//
+// After a background error (a flush or a write that met a full disk) the
+// database stops writing; the store then refuses commits with "data disk
+// full (…)" and calls DB::Resume once the free space is back above
+// min_free_bytes, so it recovers without a restart.
 absl::StatusOr<std::unique_ptr<Store>> OpenRocksDbStore(
-    const std::string& path);
+    const std::string& path, const RocksDbStoreOptions& options = {});
 
 }  // namespace tunefarm
 

@@ -1,5 +1,6 @@
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "storage/store.h"
 
 namespace tunefarm {
@@ -18,7 +19,67 @@ WriteSet::Mutation Serialized(WriteSet::Mutation::Kind kind, std::string id,
   return m;
 }
 
+absl::Status ValidateMutation(const WriteSet::Mutation& m) {
+  using Kind = WriteSet::Mutation::Kind;
+  if (m.serialize_failed) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("commit: a record for '", m.id,
+                     "' could not be serialized (over 2 GiB?)"));
+  }
+  auto bad = [](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("commit: ", what));
+  };
+  switch (m.kind) {
+    case Kind::kPutSweep:
+      if (m.id.empty()) return bad("PutSweep: sweep_id is empty");
+      break;
+    case Kind::kPutRound:
+      if (m.id.empty()) return bad("PutRound: sweep_id is empty");
+      if (m.a < 0) {
+        return bad(absl::StrCat("PutRound: round_id ", m.a, " of sweep '", m.id,
+                                "' is negative"));
+      }
+      break;
+    case Kind::kPutBoard:
+      if (m.id.empty()) return bad("PutBoard: board_id is empty");
+      break;
+    case Kind::kDeleteBoard:
+      if (m.id.empty()) return bad("DeleteBoard: board_id is empty");
+      break;
+    case Kind::kAppendEvent:
+      if (m.id.empty()) return bad("AppendEvent: sweep_id is empty");
+      if (m.a < 1) {
+        return bad(absl::StrCat("AppendEvent: seq ", m.a, " of sweep '", m.id,
+                                "' must be >= 1"));
+      }
+      break;
+    case Kind::kPutMeasurement:
+      if (m.id.empty()) return bad("PutMeasurement: sweep_id is empty");
+      if (m.a < 0 || m.b < 0) {
+        return bad(absl::StrCat("PutMeasurement: round_id ", m.a, " and epoch ",
+                                m.b, " of sweep '", m.id, "' must be >= 0"));
+      }
+      break;
+    case Kind::kPutMeta:
+      if (m.id.empty()) return bad("PutMeta: key is empty");
+      break;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status WriteSet::Validate() const {
+  for (const Mutation& m : mutations_) {
+    if (absl::Status st = ValidateMutation(m); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+void WriteSet::Append(const WriteSet& other) {
+  mutations_.insert(mutations_.end(), other.mutations_.begin(),
+                    other.mutations_.end());
+}
 
 void WriteSet::PutSweep(const v1::Sweep& sweep) {
   mutations_.push_back(

@@ -15,3 +15,12 @@ add_executable(termination_test ${CMAKE_CURRENT_LIST_DIR}/termination_test.cc)
 target_link_libraries(termination_test PRIVATE
   coordinator_test_harness GTest::gtest_main GTest::gmock)
 gtest_discover_tests(termination_test DISCOVERY_TIMEOUT 60)
+
+# Stage, commit, then apply: every mutating call against a store that fails
+# its commit (FaultInjectingStore), and a full data disk (tmpfs).
+add_executable(durability_test
+  ${CMAKE_CURRENT_LIST_DIR}/durability_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/disk_full_coordinator_test.cc)
+target_link_libraries(durability_test PRIVATE
+  coordinator_test_harness GTest::gtest_main GTest::gmock)
+gtest_discover_tests(durability_test DISCOVERY_TIMEOUT 60)

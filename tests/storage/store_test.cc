@@ -1,6 +1,8 @@
-// The RocksDB Store: round trips of every record type, atomic commits,
-// reopen, event paging, key ordering and prefix isolation, lineage through
-// the store, corrupt values, the database lock and concurrent commits.
+// The Store contract, run against every implementation (RocksDB in a temp
+// dir, and the in-memory store): round trips of every record type, atomic
+// commits, event paging, key ordering and prefix isolation, lineage through
+// the store and concurrent commits. Then what only RocksDB has: reopen,
+// corrupt values, the database lock.
 #include "storage/store.h"
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
+#include "storage/memory_store.h"
 
 namespace tunefarm {
 namespace {
@@ -101,6 +104,41 @@ std::vector<int64_t> RoundIds(const std::vector<v1::Round>& rounds) {
   return out;
 }
 
+// One fixture for every Store: the parameter names the implementation.
+class StoreContractTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "memory") {
+      store_ = NewMemoryStore();
+      return;
+    }
+    absl::StatusOr<std::string> dir = MakeTempDir("storage_test_");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+    absl::StatusOr<std::unique_ptr<Store>> store =
+        OpenRocksDbStore(dir_ + "/db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+  void TearDown() override {
+    store_.reset();
+    if (!dir_.empty()) {
+      EXPECT_TRUE(RemoveAll(dir_).ok());
+    }
+  }
+  void MustCommit(const WriteSet& ws) {
+    absl::Status s = store_->Commit(ws);
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  std::string dir_;
+  std::unique_ptr<Store> store_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Stores, StoreContractTest,
+                         ::testing::Values("rocksdb", "memory"),
+                         [](const auto& info) { return info.param; });
+
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -130,7 +168,7 @@ class StoreTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
-TEST_F(StoreTest, RoundTripsEveryRecordType) {
+TEST_P(StoreContractTest, RoundTripsEveryRecordType) {
   WriteSet ws;
   ws.PutSweep(MakeSweep("s1"));
   ws.PutRound(MakeRound("s1", 0, -1));
@@ -181,7 +219,7 @@ TEST_F(StoreTest, RoundTripsEveryRecordType) {
   EXPECT_EQ(meta->value_or(""), "s1");
 }
 
-TEST_F(StoreTest, MissingRecordsNameTheId) {
+TEST_P(StoreContractTest, MissingRecordsNameTheId) {
   auto sweep = store_->GetSweep("nope");
   ASSERT_FALSE(sweep.ok());
   EXPECT_EQ(sweep.status().code(), absl::StatusCode::kNotFound);
@@ -200,7 +238,7 @@ TEST_F(StoreTest, MissingRecordsNameTheId) {
   EXPECT_TRUE(store_->Commit(WriteSet()).ok());  // empty commit: no-op
 }
 
-TEST_F(StoreTest, CommitIsAllOrNothing) {
+TEST_P(StoreContractTest, CommitIsAllOrNothing) {
   // All column families in one WriteSet: visible together.
   WriteSet ws;
   ws.PutSweep(MakeSweep("s1"));
@@ -234,7 +272,7 @@ TEST_F(StoreTest, CommitIsAllOrNothing) {
   EXPECT_FALSE(store_->GetMeta("k2")->has_value());
 }
 
-TEST_F(StoreTest, RejectsBadIdsNamingTheField) {
+TEST_P(StoreContractTest, RejectsBadIdsNamingTheField) {
   struct Case {
     WriteSet ws;
     std::string needle;
@@ -293,7 +331,7 @@ TEST_F(StoreTest, ReopenKeepsEverything) {
   EXPECT_EQ(store_->GetMeta("counter")->value_or(""), "5");
 }
 
-TEST_F(StoreTest, ReadEventsFromSeqAndLimit) {
+TEST_P(StoreContractTest, ReadEventsFromSeqAndLimit) {
   WriteSet ws;
   for (int seq = 1; seq <= 12; ++seq) ws.AppendEvent(MakeEvent("s", seq));
   MustCommit(ws);
@@ -309,7 +347,7 @@ TEST_F(StoreTest, ReadEventsFromSeqAndLimit) {
   EXPECT_THAT(Seqs(*store_->ReadEvents("other", 1, 0)), IsEmpty());
 }
 
-TEST_F(StoreTest, KeysSortNumericallyAndSweepsAreIsolated) {
+TEST_P(StoreContractTest, KeysSortNumericallyAndSweepsAreIsolated) {
   WriteSet ws;
   // "a" is a prefix of "ab"; "a\0…" style ids must not leak either.
   for (const std::string id : {"ab", "a", "b", "a0"}) {
@@ -351,7 +389,7 @@ TEST_F(StoreTest, KeysSortNumericallyAndSweepsAreIsolated) {
               ElementsAre(ProtoEq(MakeMeasurement(7))));
 }
 
-TEST_F(StoreTest, LineageThroughTheStore) {
+TEST_P(StoreContractTest, LineageThroughTheStore) {
   v1::Sweep sweep = MakeSweep("s");
   WriteSet ws;
   // 0 ─┬─ 1 ── 3
@@ -493,7 +531,7 @@ TEST_F(StoreTest, UnopenablePathIsAnError) {
   EXPECT_THAT(store.status().message(), HasSubstr(file));
 }
 
-TEST_F(StoreTest, ConcurrentCommitsAllLand) {
+TEST_P(StoreContractTest, ConcurrentCommitsAllLand) {
   constexpr int kThreads = 4;
   constexpr int kPerThread = 25;
   std::vector<std::thread> threads;
