@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/status_board.h"
 #include "common/files.h"
@@ -158,9 +159,14 @@ int FarmClient::Status(const std::string& sweep_id) {
   }
   v1::ListSweepsRequest request;
   v1::ListSweepsResponse response;
-  auto ctx = Context(absl::Seconds(10));
-  grpc::Status st = stub_->ListSweeps(ctx.get(), request, &response);
-  if (!st.ok()) return Fail(FromGrpcStatus(st), "status");
+  do {
+    v1::ListSweepsResponse page;
+    auto ctx = Context(absl::Seconds(10));
+    grpc::Status st = stub_->ListSweeps(ctx.get(), request, &page);
+    if (!st.ok()) return Fail(FromGrpcStatus(st), "status");
+    response.mutable_sweeps()->MergeFrom(page.sweeps());
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
   if (ctx_.json) {
     std::cout << Json(response) << "\n";
     return kExitOk;
@@ -179,45 +185,90 @@ int FarmClient::Status(const std::string& sweep_id) {
 int FarmClient::Watch(const std::string& sweep_id) {
   v1::WatchSweepRequest request;
   request.set_sweep_id(sweep_id);
-  request.set_from_seq(1);
-  // No deadline: a sweep may run for hours.
-  auto ctx = Context(absl::InfiniteDuration());
-  auto reader = stub_->WatchSweep(ctx.get(), request);
   v1::SweepEvent ev;
   v1::SweepState final_state = v1::SWEEP_STATE_UNSPECIFIED;
   int finished = 0, kept = 0;
   bool status_line = false;
   StatusBoard board;
-  while (reader->Read(&ev)) {
-    if (ctx_.json) {
-      std::cout << Json(ev) << std::endl;
-    } else if (ev.kind() != v1::EVENT_KIND_ROUND_LEASED) {
-      if (status_line) std::cout << "\r\033[K";
-      std::cout << absl::FormatTime("%H:%M:%S",
-                                    absl::FromUnixMillis(ev.time_unix_ms()),
-                                    absl::LocalTimeZone())
-                << "  " << ev.message() << std::endl;  // pipes see it now
-      status_line = false;
+  // The stream ends when the sweep does, or when the coordinator goes away
+  // (a restart): then reconnect with backoff and resume after the last
+  // event printed, so each event is printed once.
+  int64_t next_seq = 1;
+  bool done = false;
+  bool connected = false;  // a first event came: the sweep and caller are ok
+  absl::Duration backoff = absl::Milliseconds(100);
+  absl::Time down_since = absl::InfiniteFuture();
+  while (!done) {
+    request.set_from_seq(next_seq);
+    // No deadline: a sweep may run for hours.
+    auto ctx = Context(absl::InfiniteDuration());
+    auto reader = stub_->WatchSweep(ctx.get(), request);
+    while (reader->Read(&ev)) {
+      if (ev.seq() < next_seq) continue;  // printed before a reconnect
+      connected = true;
+      next_seq = ev.seq() + 1;
+      backoff = absl::Milliseconds(100);
+      down_since = absl::InfiniteFuture();
+      if (ev.kind() == v1::EVENT_KIND_FINISHED) done = true;
+      if (ctx_.json) {
+        std::cout << Json(ev) << std::endl;
+      } else if (ev.kind() != v1::EVENT_KIND_ROUND_LEASED) {
+        if (status_line) std::cout << "\r\033[K";
+        std::cout << absl::FormatTime("%H:%M:%S",
+                                      absl::FromUnixMillis(ev.time_unix_ms()),
+                                      absl::LocalTimeZone())
+                  << "  " << ev.message() << std::endl;  // pipes see it now
+        status_line = false;
+      }
+      if (ev.kind() == v1::EVENT_KIND_ROUND_FINISHED) ++finished;
+      if (ev.kind() == v1::EVENT_KIND_BEST_IMPROVED) ++kept;
+      if (ev.has_sweep()) final_state = ev.sweep().state();
+      if (board.Add(ev) && !ctx_.json) {
+        if (status_line) std::cout << "\r\033[K";
+        status_line = false;
+        std::cout << board.Render() << std::flush;
+      }
+      // A live line only where a person watches; logs and pipes get events.
+      if (ctx_.terminal && !ctx_.json && ev.kind() != v1::EVENT_KIND_FINISHED) {
+        std::cout << absl::StrFormat("  … %d rounds finished, %d improvements",
+                                     finished, kept)
+                  << std::flush;
+        status_line = true;
+      }
     }
-    if (ev.kind() == v1::EVENT_KIND_ROUND_FINISHED) ++finished;
-    if (ev.kind() == v1::EVENT_KIND_BEST_IMPROVED) ++kept;
-    if (ev.has_sweep()) final_state = ev.sweep().state();
-    if (board.Add(ev) && !ctx_.json) {
-      if (status_line) std::cout << "\r\033[K";
-      status_line = false;
-      std::cout << board.Render() << std::flush;
+    grpc::Status st = reader->Finish();
+    if (done) break;
+    const absl::Status status = FromGrpcStatus(st);
+    // Never reached, or not to be waited for (`tunefarm local` stops its own
+    // coordinator): as before, no retry.
+    if (!connected || ctx_.reconnect_for <= absl::ZeroDuration()) {
+      if (st.ok()) break;
+      if (status_line) std::cout << "\r\033[K" << std::flush;
+      return Fail(status, "watch");
     }
-    // A live line only where a person watches; logs and pipes get events.
-    if (ctx_.terminal && !ctx_.json && ev.kind() != v1::EVENT_KIND_FINISHED) {
-      std::cout << absl::StrFormat("  … %d rounds finished, %d improvements",
-                                   finished, kept)
-                << std::flush;
-      status_line = true;
+    // An unknown sweep or a denied caller will not get better; a coordinator
+    // that went away (UNAVAILABLE, or a clean end of the stream at its
+    // shutdown) may come back.
+    if (!st.ok() && !absl::IsUnavailable(status)) {
+      if (status_line) std::cout << "\r\033[K" << std::flush;
+      return Fail(status, "watch");
     }
+    const absl::Time now = absl::Now();
+    if (down_since == absl::InfiniteFuture()) down_since = now;
+    if (now - down_since >= ctx_.reconnect_for) {
+      if (status_line) std::cout << "\r\033[K" << std::flush;
+      return Fail(st.ok() ? absl::UnavailableError("the stream ended") : status,
+                  absl::StrCat("watch (gave up reconnecting after ",
+                               absl::FormatDuration(ctx_.reconnect_for), ")"));
+    }
+    std::cerr << "tunefarm watch: coordinator " << ctx_.coordinator
+              << (st.ok() ? " ended the stream" : " unreachable")
+              << "; reconnecting in " << absl::FormatDuration(backoff)
+              << " from event " << next_seq << "\n";
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(5));
   }
   if (status_line) std::cout << "\r\033[K" << std::flush;
-  grpc::Status st = reader->Finish();
-  if (!st.ok()) return Fail(FromGrpcStatus(st), "watch");
   if (final_state == v1::SWEEP_STATE_FAILED ||
       final_state == v1::SWEEP_STATE_CANCELLED) {
     return kExitSweepFailed;
@@ -245,17 +296,42 @@ int FarmClient::Rounds(const std::string& sweep_id) {
   v1::ListRoundsRequest request;
   request.set_sweep_id(sweep_id);
   request.set_include_diagnosis(ctx_.json);
+  // Text streams page by page; JSON stays one document.
   v1::ListRoundsResponse response;
-  auto ctx = Context(absl::Seconds(30));
-  grpc::Status st = stub_->ListRounds(ctx.get(), request, &response);
-  if (!st.ok()) return Fail(FromGrpcStatus(st), "rounds");
+  bool header = false;
+  do {
+    v1::ListRoundsResponse page;
+    auto ctx = Context(absl::Seconds(30));
+    grpc::Status st = stub_->ListRounds(ctx.get(), request, &page);
+    if (!st.ok()) return Fail(FromGrpcStatus(st), "rounds");
+    request.set_page_token(page.next_page_token());
+    if (page.kept_path_size() > 0) {
+      *response.mutable_kept_path() = page.kept_path();
+    }
+    if (ctx_.json) {
+      response.mutable_rounds()->MergeFrom(page.rounds());
+      continue;
+    }
+    if (!header) {
+      std::cout << absl::StrFormat(
+          "%5s %6s %-36s %-18s %-16s %11s %-11s %s\n", "ROUND", "PARENT",
+          "CHANGE", "BOARD", "OUTCOME", "MEDIAN_US", "DECISION", "HOTSPOT");
+      header = true;
+    }
+    PrintRounds(page);
+    std::cout << std::flush;
+  } while (!request.page_token().empty());
   if (ctx_.json) {
     std::cout << Json(response) << "\n";
     return kExitOk;
   }
-  std::cout << absl::StrFormat("%5s %6s %-36s %-18s %-16s %11s %-11s %s\n",
-                               "ROUND", "PARENT", "CHANGE", "BOARD", "OUTCOME",
-                               "MEDIAN_US", "DECISION", "HOTSPOT");
+  std::cout << "kept path:";
+  for (int64_t id : response.kept_path()) std::cout << " " << id;
+  std::cout << "\n(* simulated board: modelled time, not a measurement)\n";
+  return kExitOk;
+}
+
+void FarmClient::PrintRounds(const v1::ListRoundsResponse& response) {
   for (const v1::Round& r : response.rounds()) {
     std::string outcome =
         r.state() == v1::ROUND_STATE_DONE
@@ -279,10 +355,6 @@ int FarmClient::Rounds(const std::string& sweep_id) {
         r.board_id().empty() ? "-" : r.board_id(), outcome, median,
         Lower(v1::Decision_Name(r.decision()), "DECISION_"), hotspot);
   }
-  std::cout << "kept path:";
-  for (int64_t id : response.kept_path()) std::cout << " " << id;
-  std::cout << "\n(* simulated board: modelled time, not a measurement)\n";
-  return kExitOk;
 }
 
 int FarmClient::Report(const std::string& sweep_id,
@@ -339,9 +411,14 @@ int FarmClient::Report(const std::string& sweep_id,
 int FarmClient::Boards() {
   v1::ListBoardsRequest request;
   v1::ListBoardsResponse response;
-  auto ctx = Context(absl::Seconds(10));
-  grpc::Status st = stub_->ListBoards(ctx.get(), request, &response);
-  if (!st.ok()) return Fail(FromGrpcStatus(st), "boards");
+  do {
+    v1::ListBoardsResponse page;
+    auto ctx = Context(absl::Seconds(10));
+    grpc::Status st = stub_->ListBoards(ctx.get(), request, &page);
+    if (!st.ok()) return Fail(FromGrpcStatus(st), "boards");
+    response.mutable_boards()->MergeFrom(page.boards());
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
   if (ctx_.json) {
     std::cout << Json(response) << "\n";
     return kExitOk;
@@ -393,9 +470,14 @@ int FarmClient::Summary(const std::string& sweep_id) {
 int FarmClient::Teams() {
   v1::ListTeamsRequest request;
   v1::ListTeamsResponse response;
-  auto ctx = Context(absl::Seconds(10));
-  grpc::Status st = stub_->ListTeams(ctx.get(), request, &response);
-  if (!st.ok()) return Fail(FromGrpcStatus(st), "teams");
+  do {
+    v1::ListTeamsResponse page;
+    auto ctx = Context(absl::Seconds(10));
+    grpc::Status st = stub_->ListTeams(ctx.get(), request, &page);
+    if (!st.ok()) return Fail(FromGrpcStatus(st), "teams");
+    response.mutable_teams()->MergeFrom(page.teams());
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
   if (ctx_.json) {
     std::cout << Json(response) << "\n";
     return kExitOk;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "common/grpc_client.h"
 #include "tunefarm/v1/farm.grpc.pb.h"
 
@@ -32,6 +33,8 @@ struct CliContext {
   ClientSecurity security;  // TLS and bearer token
   bool json = false;        // --output json
   bool terminal = false;    // stdout is a terminal: live progress allowed
+  // `watch` reconnects to a coordinator that went away for this long.
+  absl::Duration reconnect_for = absl::Minutes(5);
 };
 
 // `tunefarm report`: the Markdown on stdout, the report JSON
@@ -64,6 +67,7 @@ class FarmClient {
 
  private:
   int Fail(const absl::Status& status, const std::string& what);
+  void PrintRounds(const v1::ListRoundsResponse& page);
   std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) const;
 
   CliContext ctx_;

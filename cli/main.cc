@@ -67,6 +67,9 @@ int RunLocal(const CliContext& base, const std::vector<std::string>& specs,
             << farm.log_dir() << "\n";
   CliContext ctx = base;
   ctx.coordinator = farm.coordinator_address();
+  // This farm's coordinator stops only when we stop it: watch need not wait
+  // for it to come back.
+  ctx.reconnect_for = absl::ZeroDuration();
   // The local operator acts as the farm's admin.
   ctx.security.token = farm.admin_token();
   if (!farm.tokens_file().empty()) {

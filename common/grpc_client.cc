@@ -9,6 +9,17 @@
 
 namespace tunefarm {
 
+namespace {
+
+grpc::ChannelArguments ChannelArgs() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  args.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
+  return args;
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
     const std::string& target, const ClientSecurity& security) {
   if (security.tls_ca_file.empty()) {
@@ -16,7 +27,8 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
       return absl::InvalidArgumentError(
           "a client certificate needs --tls_ca as well");
     }
-    return grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                     ChannelArgs());
   }
   grpc::SslCredentialsOptions ssl;
   TF_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(security.tls_ca_file));
@@ -24,7 +36,8 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
     TF_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadFile(security.tls_cert_file));
     TF_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadFile(security.tls_key_file));
   }
-  return grpc::CreateChannel(target, grpc::SslCredentials(ssl));
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl),
+                                   ChannelArgs());
 }
 
 void AddCredentials(grpc::ClientContext* context,

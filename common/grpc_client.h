@@ -14,6 +14,11 @@
 
 namespace tunefarm {
 
+// The largest message our clients and the coordinator send or accept. List
+// RPCs page well below it (coordinator/queries.h); reports of long sweeps
+// are the largest single messages.
+inline constexpr int kMaxGrpcMessageBytes = 32 << 20;
+
 struct ClientSecurity {
   std::string token;          // "" = send no credentials
   std::string tls_ca_file;    // "" = plaintext
@@ -21,6 +26,7 @@ struct ClientSecurity {
   std::string tls_key_file;
 };
 
+// A channel whose messages may be up to kMaxGrpcMessageBytes either way.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
     const std::string& target, const ClientSecurity& security);
 

@@ -15,6 +15,7 @@
 #include "analyzer/pipeline.h"
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/grpc_client.h"
 #include "common/logging.h"
 #include "common/metrics_server.h"
 #include "coordinator/auth.h"
@@ -268,6 +269,8 @@ int Main(int argc, char** argv) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, credentials, &port);
+  builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   builder.RegisterService(&farm_service);
   builder.RegisterService(&agent_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

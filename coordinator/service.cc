@@ -164,11 +164,24 @@ grpc::Status FarmService::ListBoards(grpc::ServerContext* context,
                                      const v1::ListBoardsRequest* request,
                                      v1::ListBoardsResponse* response) {
   TF_CALLER_OR_RETURN(caller, context);
+  absl::StatusOr<int> limit = PageSize(request->limit(), 500);
+  if (!limit.ok()) return ToGrpcStatus(limit.status());
+  // The token is the last board id of the page before (boards sort by id).
+  const std::string& after = request->page_token();
   std::vector<v1::BoardInfo> boards = loop_->Call(
       [&] { return coordinator_->ListBoards(request->selector()); });
+  size_t bytes = 0;
   for (auto& b : boards) {
+    if (!after.empty() && b.board_id() <= after) continue;
+    if (response->boards_size() >= *limit ||
+        (response->boards_size() > 0 && bytes >= kMaxPageBytes)) {
+      response->set_next_page_token(
+          response->boards(response->boards_size() - 1).board_id());
+      break;
+    }
     // Which sweep a board runs is another team's business.
     if (!caller->is_admin()) b.clear_current_lease_id();
+    bytes += b.ByteSizeLong();
     *response->add_boards() = std::move(b);
   }
   return grpc::Status::OK;
@@ -229,11 +242,25 @@ grpc::Status FarmService::SetTeamQuota(grpc::ServerContext* context,
 }
 
 grpc::Status FarmService::ListTeams(grpc::ServerContext* context,
-                                    const v1::ListTeamsRequest*,
+                                    const v1::ListTeamsRequest* request,
                                     v1::ListTeamsResponse* response) {
   TF_CALLER_OR_RETURN(caller, context);
+  absl::StatusOr<int> limit = PageSize(request->limit(), 100);
+  if (!limit.ok()) return ToGrpcStatus(limit.status());
   const std::string team = caller->is_admin() ? "" : caller->team;
-  *response = loop_->Call([&] { return coordinator_->ListTeams(team); });
+  v1::ListTeamsResponse all =
+      loop_->Call([&] { return coordinator_->ListTeams(team); });
+  // The token is the last team of the page before (teams sort by name).
+  const std::string& after = request->page_token();
+  for (v1::TeamUsage& u : *all.mutable_teams()) {
+    if (!after.empty() && u.quota().team() <= after) continue;
+    if (response->teams_size() >= *limit) {
+      response->set_next_page_token(
+          response->teams(response->teams_size() - 1).quota().team());
+      break;
+    }
+    *response->add_teams() = std::move(u);
+  }
   return grpc::Status::OK;
 }
 

@@ -62,6 +62,10 @@ class FaultInjectingStore : public Store {
       const std::string& sweep_id) override {
     return base_->ListRounds(sweep_id);
   }
+  absl::StatusOr<std::vector<v1::Round>> ListRoundsFrom(
+      const std::string& sweep_id, int64_t from_round_id, int limit) override {
+    return base_->ListRoundsFrom(sweep_id, from_round_id, limit);
+  }
   absl::StatusOr<std::vector<v1::SweepEvent>> ReadEvents(
       const std::string& sweep_id, int64_t from_seq, int limit) override {
     return base_->ReadEvents(sweep_id, from_seq, limit);

@@ -102,6 +102,28 @@ class MemoryStore : public Store {
     return RoundsLocked(sweep_id);
   }
 
+  absl::StatusOr<std::vector<v1::Round>> ListRoundsFrom(
+      const std::string& sweep_id, int64_t from_round_id, int limit) override {
+    if (limit < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ListRoundsFrom: limit must be >= 0, got ", limit));
+    }
+    absl::MutexLock lock(&mu_);
+    std::vector<v1::Round> out;
+    auto sweep = rounds_.find(sweep_id);
+    if (sweep == rounds_.end()) return out;
+    for (auto it = sweep->second.lower_bound(from_round_id);
+         it != sweep->second.end(); ++it) {
+      TF_ASSIGN_OR_RETURN(
+          v1::Round r,
+          Parse<v1::Round>("rounds", absl::StrCat(sweep_id, "/", it->first),
+                           it->second));
+      out.push_back(std::move(r));
+      if (limit > 0 && static_cast<int>(out.size()) >= limit) break;
+    }
+    return out;
+  }
+
   absl::StatusOr<std::vector<v1::SweepEvent>> ReadEvents(
       const std::string& sweep_id, int64_t from_seq, int limit) override {
     if (limit < 0) {

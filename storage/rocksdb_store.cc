@@ -315,6 +315,18 @@ class RocksDbStore : public Store {
     return Scan<v1::Round>(rounds_, kRoundsCf, prefix, prefix, 0);
   }
 
+  absl::StatusOr<std::vector<v1::Round>> ListRoundsFrom(
+      const std::string& sweep_id, int64_t from_round_id, int limit) override {
+    if (limit < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ListRoundsFrom: limit must be >= 0, got ", limit));
+    }
+    const std::string prefix = SweepPrefix(sweep_id);
+    return Scan<v1::Round>(
+        rounds_, kRoundsCf, prefix,
+        RoundKey(sweep_id, std::max<int64_t>(0, from_round_id)), limit);
+  }
+
   absl::StatusOr<std::vector<v1::SweepEvent>> ReadEvents(
       const std::string& sweep_id, int64_t from_seq, int limit) override {
     if (limit < 0) {

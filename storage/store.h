@@ -110,6 +110,11 @@ class Store {
   // The sweep's rounds, ascending round_id (empty for an unknown sweep).
   virtual absl::StatusOr<std::vector<v1::Round>> ListRounds(
       const std::string& sweep_id) = 0;
+  // The rounds with round_id >= from_round_id, ascending, at most `limit`
+  // (0 = all): one page of a long sweep. INVALID_ARGUMENT for a negative
+  // limit.
+  virtual absl::StatusOr<std::vector<v1::Round>> ListRoundsFrom(
+      const std::string& sweep_id, int64_t from_round_id, int limit) = 0;
   // Events with seq >= from_seq, ascending, at most `limit` (0 = all).
   // INVALID_ARGUMENT for a negative limit.
   virtual absl::StatusOr<std::vector<v1::SweepEvent>> ReadEvents(

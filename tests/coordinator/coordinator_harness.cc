@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "common/grpc_client.h"
 #include "gtest/gtest.h"
 
 namespace tunefarm {
@@ -59,14 +60,19 @@ absl::Status LoopbackServices::Start(Coordinator* coordinator, Store* store,
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                            &port_);
+  builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxGrpcMessageBytes);
   builder.RegisterService(farm_.get());
   builder.RegisterService(agent_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     return absl::InternalError("could not serve on 127.0.0.1:0");
   }
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials());
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port_),
+                                grpc::InsecureChannelCredentials(), args);
   farm_stub_ = v1::TuneFarm::NewStub(channel);
   agent_stub_ = v1::AgentService::NewStub(channel);
   return absl::OkStatus();

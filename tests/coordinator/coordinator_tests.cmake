@@ -24,3 +24,10 @@ add_executable(durability_test
 target_link_libraries(durability_test PRIVATE
   coordinator_test_harness GTest::gtest_main GTest::gmock)
 gtest_discover_tests(durability_test DISCOVERY_TIMEOUT 60)
+
+# Paging of every list RPC over loopback gRPC, and `tunefarm rounds` at
+# 5,000 rounds.
+add_executable(paging_test ${CMAKE_CURRENT_LIST_DIR}/paging_test.cc)
+target_link_libraries(paging_test PRIVATE
+  coordinator_test_harness tunefarm_cli GTest::gtest_main)
+gtest_discover_tests(paging_test DISCOVERY_TIMEOUT 60)

@@ -568,3 +568,30 @@ TEST_P(StoreContractTest, ConcurrentCommitsAllLand) {
 
 }  // namespace
 }  // namespace tunefarm
+
+namespace tunefarm {
+namespace {
+
+TEST_P(StoreContractTest, ListRoundsFromPagesInOrder) {
+  WriteSet ws;
+  for (int64_t i = 0; i < 10; ++i) ws.PutRound(MakeRound("s1", i, i - 1));
+  ws.PutRound(MakeRound("s10", 0, -1));  // a sweep whose id extends "s1"
+  MustCommit(ws);
+  auto ids = [&](int64_t from, int limit) {
+    auto rounds = store_->ListRoundsFrom("s1", from, limit);
+    EXPECT_TRUE(rounds.ok()) << rounds.status();
+    return rounds.ok() ? RoundIds(*rounds) : std::vector<int64_t>{};
+  };
+  EXPECT_THAT(ids(3, 4), ElementsAre(3, 4, 5, 6));
+  EXPECT_THAT(ids(8, 0), ElementsAre(8, 9));
+  EXPECT_THAT(ids(-5, 2), ElementsAre(0, 1));
+  EXPECT_THAT(ids(20, 5), IsEmpty());
+  auto unknown = store_->ListRoundsFrom("nope", 0, 5);
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_THAT(*unknown, IsEmpty());
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(store_->ListRoundsFrom("s1", 0, -1).status()));
+}
+
+}  // namespace
+}  // namespace tunefarm
