@@ -117,7 +117,7 @@ int Main(int argc, char** argv) {
   // the same disk): wait for space, saying why, until told to stop.
   while (!store.ok() && absl::IsResourceExhausted(store.status())) {
     spdlog::error("cannot open the store: {}; retrying every 5 s",
-                  store.status().message());
+                  std::string(store.status().message()));
     const timespec wait = {5, 0};
     if (sigtimedwait(&signals, nullptr, &wait) > 0) return 0;
     store = OpenRocksDbStore(data_dir + "/db", store_options);
