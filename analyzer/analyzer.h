@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "analyzer/profile.h"
+#include "google/protobuf/message.h"
 #include "tunefarm/v1/pipeline.pb.h"
 #include "tunefarm/v1/types.pb.h"
 
@@ -45,6 +46,14 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
                            const std::vector<InputFile>& files,
                            const v1::ProfileBundle* parent = nullptr,
                            const ParseOptions& options = {});
+
+// The diagnosis (or any message) as JSON for people and scripts: proto
+// field names, every primitive field printed even at its zero value (a
+// consumer can tell 0 from an absent column only by the field being
+// there), 64-bit integers as JSON numbers (not strings as the proto3 JSON
+// mapping writes them), enums by name; unset sub-messages and oneof members
+// are left out. Two-space indentation, deterministic field order.
+std::string MessageToJsonAlways(const google::protobuf::Message& m);
 
 // Parse errors counted by format: the evidence gaps that name a format (a
 // file that failed to parse, or a task table with malformed rows dropped).

@@ -119,6 +119,41 @@ std::optional<double> ParseNumber(std::string_view cell) {
   return value;
 }
 
+std::optional<int64_t> ParseMicrosAsNanos(std::string_view cell) {
+  std::string_view t = Trim(cell);
+  if (IsMissing(t)) return std::nullopt;
+  if (t.size() >= 2 && t.front() == '"' && t.back() == '"') {
+    t = Trim(t.substr(1, t.size() - 2));
+  }
+  bool negative = false;
+  if (!t.empty() && (t.front() == '-' || t.front() == '+')) {
+    negative = t.front() == '-';
+    t.remove_prefix(1);
+  }
+  size_t dot = t.find('.');
+  std::string_view whole = t.substr(0, dot);
+  std::string_view frac =
+      dot == std::string_view::npos ? std::string_view() : t.substr(dot + 1);
+  if (whole.empty() && frac.empty()) return std::nullopt;
+  if (whole.size() > 16) return std::nullopt;  // beyond int64 ns
+  int64_t us = 0;
+  for (char c : whole) {
+    if (c < '0' || c > '9') return std::nullopt;
+    us = us * 10 + (c - '0');
+  }
+  if (us > INT64_MAX / 1000 - 1) return std::nullopt;
+  int64_t ns = 0;
+  int digits = 0;
+  for (char c : frac) {
+    if (c < '0' || c > '9') return std::nullopt;
+    if (digits < 3) ns = ns * 10 + (c - '0');
+    ++digits;
+  }
+  for (; digits < 3; ++digits) ns *= 10;
+  int64_t v = us * 1000 + ns;
+  return negative ? -v : v;
+}
+
 std::optional<int> CsvTable::Column(
     std::initializer_list<std::string_view> aliases) const {
   return FindColumn(header, aliases);

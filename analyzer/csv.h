@@ -17,6 +17,7 @@
 #define TUNEFARM_ANALYZER_CSV_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <initializer_list>
 #include <optional>
@@ -124,6 +125,13 @@ absl::StatusOr<CsvTable> ParseCsvSkippingRaggedRows(std::string_view text,
 // stamps), accepts thousands separators ("1,234.5"), and gives nullopt for
 // empty, `N/A`, non-finite or non-numeric text.
 std::optional<double> ParseNumber(std::string_view cell);
+
+// A time stamp in microseconds with up to three (or more) decimals, as the
+// Ascend tools write absolute starts ("1736413971558972.912<TAB>"), read as
+// integer nanoseconds without going through a double: a double holds such
+// a value only to 0.25 us, which invents overlaps and hides gaps. Digits
+// past the third decimal are truncated. nullopt for anything else.
+std::optional<int64_t> ParseMicrosAsNanos(std::string_view cell);
 
 }  // namespace tunefarm
 

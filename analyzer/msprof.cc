@@ -5,6 +5,7 @@
 // task-table reader here serves both (aliases from ascend-formats.md §2.3).
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "analyzer/csv.h"
 #include "analyzer/profile.h"
 
@@ -106,15 +108,21 @@ absl::StatusOr<std::vector<std::string>> ReadHeader(CsvReader& reader,
 
 }  // namespace
 
-IntervalSummary SummarizeIntervals(std::vector<std::pair<double, double>> iv) {
+namespace {
+
+// `scale` turns the interval unit into µs.
+template <typename T>
+IntervalSummary Summarize(std::vector<std::pair<T, T>> iv, double scale) {
   IntervalSummary s;
   s.intervals = static_cast<int64_t>(iv.size());
   if (iv.empty()) return s;
   std::sort(iv.begin(), iv.end());
-  double cur_start = iv[0].first;
-  double cur_end = iv[0].second;
-  double first = cur_start;
-  double last = cur_end;
+  T cur_start = iv[0].first;
+  T cur_end = iv[0].second;
+  T first = cur_start;
+  T last = cur_end;
+  T busy = 0;
+  T max_gap = 0;
   for (size_t i = 1; i < iv.size(); ++i) {
     const auto& [a, b] = iv[i];
     last = std::max(last, b);
@@ -123,20 +131,36 @@ IntervalSummary SummarizeIntervals(std::vector<std::pair<double, double>> iv) {
       cur_end = std::max(cur_end, b);
       continue;
     }
-    s.busy_us += cur_end - cur_start;
+    busy += cur_end - cur_start;
     ++s.gaps;
-    s.max_gap_us = std::max(s.max_gap_us, a - cur_end);
+    max_gap = std::max(max_gap, a - cur_end);
     cur_start = a;
     cur_end = b;
   }
-  s.busy_us += cur_end - cur_start;
-  s.window_us = last - first;
+  busy += cur_end - cur_start;
+  s.busy_us = static_cast<double>(busy) * scale;
+  s.max_gap_us = static_cast<double>(max_gap) * scale;
+  s.window_us = static_cast<double>(last - first) * scale;
   return s;
+}
+
+}  // namespace
+
+IntervalSummary SummarizeIntervals(std::vector<std::pair<double, double>> iv) {
+  return Summarize(std::move(iv), 1.0);
+}
+
+IntervalSummary SummarizeIntervalsNs(
+    std::vector<std::pair<int64_t, int64_t>> iv) {
+  return Summarize(std::move(iv), 1e-3);
 }
 
 bool IsCommunicationOp(const OpAggregate& op) {
   std::string core = absl::AsciiStrToUpper(op.core);
-  if (core == "HCCL" || core == "COMMUNICATION") return true;
+  if (absl::StrContains(core, "HCCL") ||
+      absl::StrContains(core, "COMMUNICATION")) {
+    return true;
+  }
   for (const std::string* s : {&op.name, &op.type}) {
     std::string l = absl::AsciiStrToLower(*s);
     if (absl::StartsWith(l, "hcom") || absl::StrContains(l, "hccl")) {
@@ -150,7 +174,8 @@ namespace {
 
 // Column positions of a task table, found once from its header.
 struct TaskColumns {
-  std::optional<int> name, type, core, dur, start, wait, block;
+  std::optional<int> name, type, core, dur, start, wait, block, mix_block;
+  std::optional<int> aic_time, aiv_time, aic_cycles, aiv_cycles;
   std::vector<std::pair<int, std::string>> metrics;  // position, header
   size_t width = 0;
 };
@@ -159,19 +184,22 @@ struct TaskColumns {
 // first appearance, so ranges merge in file order into the same result a
 // single pass gives.
 struct TaskRange {
-  std::vector<OpAggregate> ops;  // metrics not yet filled
-  absl::flat_hash_map<std::string, size_t> index;
+  // One entry per (name, core type), metrics not yet filled.
+  std::vector<OpAggregate> ops;
+  absl::flat_hash_map<std::string, size_t> index;  // name \x1f core
   // Per op, one Stat per metric column, by position: a map lookup per cell
   // was most of the parse time on large tables.
   std::vector<std::vector<Stat>> op_stats;
-  std::vector<std::pair<double, double>> intervals;
-  std::vector<std::pair<int, size_t>> ragged;  // range line, cell count
+  std::vector<std::pair<int64_t, int64_t>> intervals;  // ns
+  std::vector<std::pair<int, size_t>> ragged;          // range line, cell count
   int64_t rows_used = 0;
   int64_t rows_skipped = 0;
   double total_us = 0;
   double total_wait_us = 0;
+  double main_memory_kb = 0;
   // Where the range's first record starts, and where the first record it
   // left to the next range starts (npos: none / the end of the text).
+  std::string key_scratch;
   size_t first_record = std::string_view::npos;
   size_t next_record = std::string_view::npos;
   absl::Status status;
@@ -206,17 +234,26 @@ void ReadTaskRange(CsvReader reader, size_t limit, const TaskColumns& c,
     }
     std::string_view name = Txt(cells, c.name);
     std::string_view type = Txt(cells, c.type);
+    std::string_view core = Txt(cells, c.core);
     if (name.empty()) name = type;
     if (name.empty()) name = "(unnamed)";
-    auto it = out.index.find(Av(name));
+    std::string& key = out.key_scratch;
+    key.assign(name.data(), name.size());
+    key.push_back('\x1f');
+    key.append(core.data(), core.size());
+    auto it = out.index.find(key);
     size_t slot;
     if (it == out.index.end()) {
       slot = out.ops.size();
-      out.index.emplace(std::string(name), slot);
+      out.index.emplace(key, slot);
       OpAggregate op;
       op.name = std::string(name);
       op.type = std::string(type);
-      op.core = std::string(Txt(cells, c.core));
+      op.core = std::string(core);
+      op.has_aic_time = c.aic_time.has_value();
+      op.has_aiv_time = c.aiv_time.has_value();
+      op.has_aic_cycles = c.aic_cycles.has_value();
+      op.has_aiv_cycles = c.aiv_cycles.has_value();
       out.ops.push_back(std::move(op));
       out.op_stats.emplace_back(c.metrics.size());
     } else {
@@ -228,18 +265,37 @@ void ReadTaskRange(CsvReader reader, size_t limit, const TaskColumns& c,
     if (std::optional<double> b = Num(cells, c.block)) {
       op.max_block_dim = std::max(op.max_block_dim, *b);
     }
+    if (std::optional<double> b = Num(cells, c.mix_block)) {
+      op.max_mix_block_dim = std::max(op.max_mix_block_dim, *b);
+    }
     if (std::optional<double> w = Num(cells, c.wait); w && *w >= 0) {
       op.wait_us += *w;
       out.total_wait_us += *w;
     }
+    if (std::optional<double> v = Num(cells, c.aic_time)) {
+      op.aicore_time_us += *v;
+    }
+    if (std::optional<double> v = Num(cells, c.aiv_time)) op.aiv_time_us += *v;
+    if (std::optional<double> v = Num(cells, c.aic_cycles)) op.aic_cycles += *v;
+    if (std::optional<double> v = Num(cells, c.aiv_cycles)) op.aiv_cycles += *v;
     std::vector<Stat>& stats = out.op_stats[slot];
     for (size_t m = 0; m < c.metrics.size(); ++m) {
       std::optional<double> v =
           ParseNumber(cells[static_cast<size_t>(c.metrics[m].first)]);
-      if (v.has_value()) stats[m].Add(*v);
+      if (v.has_value()) {
+        stats[m].Add(*v, *dur);
+        if (c.metrics[m].second.find("main_memory_datas") !=
+            std::string::npos) {
+          out.main_memory_kb += *v;
+        }
+      }
     }
-    if (std::optional<double> st = Num(cells, c.start)) {
-      out.intervals.emplace_back(*st, *st + *dur);
+    if (c.start.has_value()) {
+      if (std::optional<int64_t> st =
+              ParseMicrosAsNanos(cells[static_cast<size_t>(*c.start)])) {
+        out.intervals.emplace_back(
+            *st, *st + static_cast<int64_t>(std::llround(*dur * 1000)));
+      }
     }
     out.total_us += *dur;
     ++out.rows_used;
@@ -252,23 +308,41 @@ void MergeStat(Stat& into, const Stat& from) {
   if (into.n == 0 || from.max > into.max) into.max = from.max;
   into.sum += from.sum;
   into.n += from.n;
+  into.wsum += from.wsum;
+  into.wt += from.wt;
+}
+
+// Adds `src`'s sums into `dst` (same op, or a slice into its op).
+void AddSums(OpAggregate& dst, const OpAggregate& src) {
+  dst.total_us += src.total_us;
+  dst.count += src.count;
+  dst.max_block_dim = std::max(dst.max_block_dim, src.max_block_dim);
+  dst.max_mix_block_dim =
+      std::max(dst.max_mix_block_dim, src.max_mix_block_dim);
+  dst.wait_us += src.wait_us;
+  dst.aicore_time_us += src.aicore_time_us;
+  dst.aiv_time_us += src.aiv_time_us;
+  dst.aic_cycles += src.aic_cycles;
+  dst.aiv_cycles += src.aiv_cycles;
+  dst.has_aic_time = dst.has_aic_time || src.has_aic_time;
+  dst.has_aiv_time = dst.has_aiv_time || src.has_aiv_time;
+  dst.has_aic_cycles = dst.has_aic_cycles || src.has_aic_cycles;
+  dst.has_aiv_cycles = dst.has_aiv_cycles || src.has_aiv_cycles;
 }
 
 // Appends `from` (the next range in file order) to `into`.
 void MergeRange(TaskRange& into, TaskRange&& from, int line_offset) {
   for (size_t i = 0; i < from.ops.size(); ++i) {
     OpAggregate& src = from.ops[i];
-    auto [it, fresh] = into.index.try_emplace(src.name, into.ops.size());
+    auto [it, fresh] = into.index.try_emplace(
+        absl::StrCat(src.name, "\x1f", src.core), into.ops.size());
     if (fresh) {
       into.ops.push_back(std::move(src));
       into.op_stats.push_back(std::move(from.op_stats[i]));
       continue;
     }
     OpAggregate& dst = into.ops[it->second];
-    dst.total_us += src.total_us;
-    dst.count += src.count;
-    dst.max_block_dim = std::max(dst.max_block_dim, src.max_block_dim);
-    dst.wait_us += src.wait_us;
+    AddSums(dst, src);
     std::vector<Stat>& stats = into.op_stats[it->second];
     for (size_t m = 0; m < stats.size(); ++m) {
       MergeStat(stats[m], from.op_stats[i][m]);
@@ -283,6 +357,7 @@ void MergeRange(TaskRange& into, TaskRange&& from, int line_offset) {
   into.rows_skipped += from.rows_skipped;
   into.total_us += from.total_us;
   into.total_wait_us += from.total_wait_us;
+  into.main_memory_kb += from.main_memory_kb;
 }
 
 // Reads every data record after the header, in blocks of about
@@ -371,7 +446,13 @@ absl::StatusOr<TaskTable> ParseTaskTable(std::string_view text,
   c.dur = FindColumn(h, {"Task Duration(us)", "Duration(us)"});
   c.start = FindColumn(h, {"Task Start Time(us)", "Start Time(us)"});
   c.wait = FindColumn(h, {"Task Wait Time(us)", "Wait Time(us)"});
+  // torch_npu 2.10 / CANN 9 write Block Num / Mix Block Num.
   c.block = FindColumn(h, {"Block Dim", "Block Num"});
+  c.mix_block = FindColumn(h, {"Mix Block Dim", "Mix Block Num"});
+  c.aic_time = FindColumn(h, {"aicore_time(us)", "aic_time(us)"});
+  c.aiv_time = FindColumn(h, {"aiv_time(us)"});
+  c.aic_cycles = FindColumn(h, {"aic_total_cycles"});
+  c.aiv_cycles = FindColumn(h, {"aiv_total_cycles"});
   if (!c.dur.has_value()) {
     return Bad(file, "no column 'Task Duration(us)' or 'Duration(us)'");
   }
@@ -405,19 +486,11 @@ absl::StatusOr<TaskTable> ParseTaskTable(std::string_view text,
     out.ragged.push_back(absl::StrCat(Av(file), ":", line, ": row has ", cells,
                                       " cells, the header has ", c.width));
   }
-  out.ops = std::move(rows.ops);
   out.rows_used = rows.rows_used;
   out.rows_skipped = rows.rows_skipped;
   out.total_us = rows.total_us;
   out.total_wait_us = rows.total_wait_us;
-  std::vector<std::pair<double, double>> intervals = std::move(rows.intervals);
-  for (size_t i = 0; i < out.ops.size(); ++i) {
-    for (size_t m = 0; m < metric_cols.size(); ++m) {
-      if (rows.op_stats[i][m].n > 0) {
-        out.ops[i].metrics.emplace(metric_cols[m].second, rows.op_stats[i][m]);
-      }
-    }
-  }
+  out.main_memory_kb = rows.main_memory_kb;
   if (out.rows_used == 0) {
     return Bad(
         file,
@@ -427,33 +500,102 @@ absl::StatusOr<TaskTable> ParseTaskTable(std::string_view text,
   // Ratio columns are fractions in every real export; a table whose ratios
   // exceed 1 was written on a percent scale (synthetic data, old tools):
   // normalise it rather than let 0..1 thresholds misfire.
-  for (const auto& [col, col_name] : metric_cols) {
+  std::vector<double> scale(metric_cols.size(), 1.0);
+  for (size_t m = 0; m < metric_cols.size(); ++m) {
+    const std::string& col_name = metric_cols[m].second;
+    if (col_name == "cube_utilization(%)") {
+      scale[m] = 0.01;  // occupancy in percent: kept as a fraction
+      continue;
+    }
     if (!absl::EndsWith(col_name, "_ratio")) continue;
     double max = 0;
-    for (const OpAggregate& op : out.ops) {
-      auto m = op.metrics.find(col_name);
-      if (m != op.metrics.end()) max = std::max(max, m->second.max);
+    for (const std::vector<Stat>& st : rows.op_stats) {
+      if (st[m].n > 0) max = std::max(max, st[m].max);
     }
-    if (max <= 1.5) continue;
-    for (OpAggregate& op : out.ops) {
-      auto m = op.metrics.find(col_name);
-      if (m == op.metrics.end()) continue;
-      m->second.sum /= 100;
-      m->second.min /= 100;
-      m->second.max /= 100;
-    }
+    if (max > 1.5) scale[m] = 0.01;
   }
-  // cube_utilization(%) is occupancy in percent: keep it as a fraction.
+  // Slices (name, core) -> ops by name, in order of first appearance.
+  absl::flat_hash_map<std::string, size_t> by_name;
+  for (size_t i = 0; i < rows.ops.size(); ++i) {
+    OpAggregate& slice = rows.ops[i];
+    for (size_t m = 0; m < metric_cols.size(); ++m) {
+      Stat st = rows.op_stats[i][m];
+      if (st.n == 0) continue;
+      st.sum *= scale[m];
+      st.min *= scale[m];
+      st.max *= scale[m];
+      st.wsum *= scale[m];
+      slice.metrics.emplace(metric_cols[m].second, st);
+    }
+    auto [it, fresh] = by_name.try_emplace(slice.name, out.ops.size());
+    if (fresh) {
+      OpAggregate op;
+      op.name = slice.name;
+      op.type = slice.type;
+      out.ops.push_back(std::move(op));
+    }
+    OpAggregate& op = out.ops[it->second];
+    AddSums(op, slice);
+    for (const auto& [col, st] : slice.metrics) MergeStat(op.metrics[col], st);
+    op.by_core.push_back(std::move(slice));
+  }
   for (OpAggregate& op : out.ops) {
-    auto m = op.metrics.find("cube_utilization(%)");
-    if (m == op.metrics.end()) continue;
-    m->second.sum /= 100;
-    m->second.min /= 100;
-    m->second.max /= 100;
+    SortByTotal(op.by_core);
+    std::string label;
+    for (const OpAggregate& sl : op.by_core) {
+      absl::StrAppend(&label, label.empty() ? "" : "+", sl.core);
+    }
+    op.core = label;
   }
   SortByTotal(out.ops);
-  out.timeline = SummarizeIntervals(std::move(intervals));
+  // Per-type roll-up.
+  absl::flat_hash_map<std::string, size_t> type_index;
+  for (const OpAggregate& op : out.ops) {
+    std::string type = RollupType(op);
+    auto [it, fresh] = type_index.try_emplace(type, out.by_type.size());
+    if (fresh) {
+      TypeRollup r;
+      r.type = type;
+      out.by_type.push_back(std::move(r));
+    }
+    TypeRollup& r = out.by_type[it->second];
+    r.total_us += op.total_us;
+    r.count += op.count;
+    ++r.names;
+    for (const OpAggregate& sl : op.by_core) {
+      if (!absl::StrContains(absl::StrCat("+", r.core, "+"),
+                             absl::StrCat("+", sl.core, "+"))) {
+        absl::StrAppend(&r.core, r.core.empty() ? "" : "+", sl.core);
+      }
+    }
+  }
+  std::sort(out.by_type.begin(), out.by_type.end(),
+            [](const TypeRollup& a, const TypeRollup& b) {
+              if (a.total_us != b.total_us) return a.total_us > b.total_us;
+              return a.type < b.type;
+            });
+  out.timeline = SummarizeIntervalsNs(std::move(rows.intervals));
   return out;
+}
+
+std::string RollupType(const OpAggregate& op) {
+  std::string t = op.type;
+  if (!t.empty() && t != "N/A") return t;
+  // No type column (Level0): the name's last word that is not a number
+  // ("trans_TransData_12", "aclnnMaxPool2dWithMask_TransDataSpecial_
+  // TransData" -> TransData), then a trailing instance number dropped
+  // ("Conv2D3" -> Conv2D).
+  std::string n;
+  for (absl::string_view part : absl::StrSplit(op.name, '_')) {
+    if (part.empty()) continue;
+    bool digits = std::all_of(part.begin(), part.end(),
+                              [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) n = std::string(part);
+  }
+  size_t end = n.size();
+  while (end > 0 && n[end - 1] >= '0' && n[end - 1] <= '9') --end;
+  if (end > 0 && end < n.size()) n.resize(end);
+  return n.empty() ? op.name : n;
 }
 
 absl::StatusOr<OpStatistic> ParseOpStatistic(std::string_view text,
@@ -489,21 +631,60 @@ absl::StatusOr<OpStatistic> ParseOpStatistic(std::string_view text,
   if (out.rows.empty()) {
     return Bad(file, "no row has a numeric 'Total Time(us)'");
   }
-  std::sort(out.rows.begin(), out.rows.end(),
-            [](const OpStatRow& a, const OpStatRow& b) {
-              if (a.total_us != b.total_us) return a.total_us > b.total_us;
-              return a.type < b.type;
-            });
+  // One row per op type, summed over its core types (MatMulV3 on AI_CORE
+  // and on MIX_AIC is one op); the rows as written stay in by_core.
+  out.by_core = out.rows;
+  std::vector<OpStatRow> merged;
+  absl::flat_hash_map<std::string, size_t> index;
+  for (const OpStatRow& r : out.by_core) {
+    auto [it, fresh] = index.try_emplace(r.type, merged.size());
+    if (fresh) {
+      merged.push_back(r);
+      continue;
+    }
+    OpStatRow& m = merged[it->second];
+    m.total_us += r.total_us;
+    m.count += r.count;
+    m.max_us = std::max(m.max_us, r.max_us);
+    m.ratio_pct += r.ratio_pct;
+    if (!r.core.empty()) absl::StrAppend(&m.core, "+", r.core);
+  }
+  for (OpStatRow& m : merged) {
+    if (m.count > 0) m.avg_us = m.total_us / static_cast<double>(m.count);
+  }
+  out.rows = std::move(merged);
+  auto by_total = [](const OpStatRow& a, const OpStatRow& b) {
+    if (a.total_us != b.total_us) return a.total_us > b.total_us;
+    if (a.type != b.type) return a.type < b.type;
+    return a.core < b.core;
+  };
+  std::sort(out.rows.begin(), out.rows.end(), by_total);
+  std::sort(out.by_core.begin(), out.by_core.end(), by_total);
   return out;
 }
 
 bool IsLaunchRelatedApi(std::string_view name) {
-  std::string l = absl::AsciiStrToLower(Av(name));
-  for (std::string_view k :
-       {"launch", "memcpy", "synchronize", "binary", "stream"}) {
-    if (absl::StrContains(l, Av(k))) return true;
+  // "Launch" as a word of the name, CamelCase or separators splitting
+  // words: KernelLaunchWithHandle, FftsPlusTaskLaunch, Launch_Ffts,
+  // aclrtLaunchKernel, launch. Synchronize / Stream / Memcpy calls are not
+  // launches.
+  std::string word;
+  auto is_launch = [&] { return absl::AsciiStrToLower(word) == "launch"; };
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool alnum = absl::ascii_isalnum(static_cast<unsigned char>(c));
+    bool upper = absl::ascii_isupper(static_cast<unsigned char>(c));
+    bool prev_lower =
+        i > 0 &&
+        (absl::ascii_islower(static_cast<unsigned char>(name[i - 1])) ||
+         absl::ascii_isdigit(static_cast<unsigned char>(name[i - 1])));
+    if (!alnum || (upper && prev_lower)) {
+      if (is_launch()) return true;
+      word.clear();
+    }
+    if (alnum) word.push_back(c);
   }
-  return false;
+  return is_launch();
 }
 
 absl::StatusOr<ApiStatistic> ParseApiStatistic(std::string_view text,
@@ -559,7 +740,7 @@ absl::StatusOr<TaskTime> ParseTaskTime(std::string_view text,
   TaskTime out;
   out.file = std::string(file);
   out.rows = static_cast<int64_t>(t->rows.size());
-  std::vector<std::pair<double, double>> iv;
+  std::vector<std::pair<int64_t, int64_t>> iv;  // ns
   for (size_t r = 0; r < t->rows.size(); ++r) {
     std::optional<std::string> name = t->Text(r, name_col);
     if (!name.has_value()) continue;  // N/A: not a kernel task
@@ -567,12 +748,15 @@ absl::StatusOr<TaskTime> ParseTaskTime(std::string_view text,
     if (!dur.has_value()) continue;
     ++out.kernel_rows;
     out.by_kernel[*name].Add(*dur);
-    std::optional<double> a = t->Number(r, start_col);
-    std::optional<double> b = t->Number(r, stop_col);
-    if (a.has_value()) iv.emplace_back(*a, b.value_or(*a + *dur));
+    std::optional<int64_t> a = ParseMicrosAsNanos(t->Cell(r, start_col));
+    std::optional<int64_t> b = ParseMicrosAsNanos(t->Cell(r, stop_col));
+    if (a.has_value()) {
+      iv.emplace_back(
+          *a, b.value_or(*a + static_cast<int64_t>(std::llround(*dur * 1000))));
+    }
   }
   if (out.rows == 0) return Bad(file, "no data rows");
-  out.timeline = SummarizeIntervals(std::move(iv));
+  out.timeline = SummarizeIntervalsNs(std::move(iv));
   return out;
 }
 

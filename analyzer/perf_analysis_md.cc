@@ -62,6 +62,22 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
 
   // ---------------------------------------------------------------------
   absl::StrAppend(&md, "## Executive Summary\n\n");
+  if (d.stories_size() > 0) {
+    const v1::Story& top = d.stories(0);
+    absl::StrAppend(&md, "- Inference: the largest story is **", top.kind(),
+                    "**, ", F3(top.time_us()), " us (", Pct(top.share()),
+                    " of the stories' time): ", Md(top.summary()),
+                    ". Facts: ", Md(top.evidence()), ".\n");
+    if (d.stories_size() > 1) {
+      std::vector<std::string> rest;
+      for (int i = 1; i < d.stories_size(); ++i) {
+        rest.push_back(absl::StrCat(d.stories(i).kind(), " ",
+                                    F3(d.stories(i).time_us()), " us (",
+                                    Pct(d.stories(i).share()), ")"));
+      }
+      absl::StrAppend(&md, "- Then: ", absl::StrJoin(rest, "; "), ".\n");
+    }
+  }
   if (d.hotspots_size() == 0) {
     absl::StrAppend(&md,
                     "No hotspot: no readable profile table gives per-op "
@@ -80,6 +96,12 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
                         : absl::StrCat(" (", Md(d.bound_evidence()), ")"),
                     ".\n");
     for (const v1::Suggestion& g : d.suggestions()) {
+      if (g.parameter().empty()) {
+        absl::StrAppend(&md, "- Next move: ", Md(g.advice()), " (rule `",
+                        Md(g.rule().substr(0, g.rule().find(':'))),
+                        "`; the round has no parameter for it).\n");
+        continue;
+      }
       absl::StrAppend(
           &md, "- Next move: ", g.direction(), " `", g.parameter(), "`",
           g.has_value() ? absl::StrCat(" to ", ParamValueToString(g.value()))
@@ -120,9 +142,32 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
                       h.count(), " | ", F3(h.duration_us()), " | ",
                       F3(h.avg_us()), " | ", Pct(h.share()), " |\n");
     }
-    absl::StrAppend(&md, "\nSource: `", Md(d.hotspots(0).source_file()),
-                    "`, column ", Md(d.hotspots(0).source_column()),
-                    " summed per op name.\n");
+    absl::StrAppend(
+        &md, "\nSource: `", Md(d.hotspots(0).source_file()), "`, column ",
+        Md(d.hotspots(0).source_column()), " summed per ",
+        s.side == "gpu" ? "kernel name (every launch)" : "op name", ".\n");
+    bool rolled = false;
+    if (p.tasks.has_value()) {
+      for (const TypeRollup& r : p.tasks->by_type) rolled |= r.names > 1;
+    }
+    if (rolled && d.hotspot_types_size() > 0) {
+      absl::StrAppend(&md,
+                      "\nThe same time per op type (graph-mode names such as "
+                      "Conv2D1..Conv2D4 or TransData_0..n folded into their "
+                      "type):\n\n| # | Type | Core | Names | Count | Total "
+                      "(us) | Share |\n|---|---|---|---|---|---|---|\n");
+      for (int i = 0; i < d.hotspot_types_size(); ++i) {
+        const v1::Hotspot& h = d.hotspot_types(i);
+        int64_t names = 0;
+        for (const TypeRollup& r : p.tasks->by_type) {
+          if (r.type == h.op_type()) names = r.names;
+        }
+        absl::StrAppend(&md, "| ", i + 1, " | ", Md(h.op_type()), " | ",
+                        Md(h.core_type()), " | ", names, " | ", h.count(),
+                        " | ", F3(h.duration_us()), " | ", Pct(h.share()),
+                        " |\n");
+      }
+    }
     if (p.tasks.has_value()) {
       std::string comm;
       double comm_us = 0;
@@ -156,12 +201,25 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
   if (d.pipeline_ratios_size() > 0) {
     absl::StrAppend(&md, "Hotspot `", Md(s.hotspot), "`, over its rows of `",
                     Md(d.pipeline_ratios(0).file()),
-                    "` (ratios are fractions 0..1; cube_utilization is "
-                    "occupancy, shown /100):\n\n| Column | Mean | Min | Max | "
-                    "Rows |\n|---|---|---|---|---|\n");
+                    "`, one set per core type (ratios are fractions 0..1, the "
+                    "mean weighted by each row's duration; cube_utilization "
+                    "is occupancy, shown /100):\n\n| Core | Column | "
+                    "Weighted mean | Row mean | Min | Max | Rows "
+                    "|\n|---|---|---|---|---|---|---|\n");
     for (const v1::PipelineRatio& r : d.pipeline_ratios()) {
-      absl::StrAppend(&md, "| ", Md(r.column()), " | ", F3(r.mean()), " | ",
-                      F3(r.min()), " | ", F3(r.max()), " | ", r.rows(), " |\n");
+      absl::StrAppend(&md, "| ", Md(r.core_type()), " | ", Md(r.column()),
+                      " | ", F3(r.mean()), " | ", F3(r.unweighted_mean()),
+                      " | ", F3(r.min()), " | ", F3(r.max()), " | ", r.rows(),
+                      " |\n");
+    }
+    if (!s.core_split.empty()) {
+      absl::StrAppend(&md, "\nThe hotspot ran on more than one core type (",
+                      Md(s.core_split), "); the diagnosis reads the ",
+                      Md(s.slice_core), " ratios.\n");
+    }
+    if (!s.side_evidence.empty()) {
+      absl::StrAppend(&md, "\nSide read: ", s.side, " (", Md(s.side_evidence),
+                      ").\n");
     }
     absl::StrAppend(&md, "\n");
   } else if (s.side == "gpu") {
@@ -206,13 +264,21 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
     absl::StrAppend(
         &md, "- Launches joined to device tasks: ", tl.launches(),
         "; kernels shorter than their launch call: ", tl.short_kernels(),
-        "; median launch delay ", F3(tl.median_launch_delay_us()), " us.\n");
+        "; median launch delay ", F3(tl.median_launch_delay_us()), " us",
+        tl.median_launch_delay_us() < 0
+            ? absl::StrCat(" (negative: ", tl.negative_launch_delays(),
+                           " kernels started before their launch call "
+                           "returned, since the call returns after "
+                           "queueing; delay = kernel start - call end)")
+            : std::string(),
+        ".\n");
   }
   if (p.tasks.has_value() && !p.tasks->wait_col.empty()) {
     any_tl = true;
     absl::StrAppend(&md, "- `", Md(p.tasks->file), "` column ",
                     Md(p.tasks->wait_col), " sums to ", F3(tl.total_wait_us()),
-                    " us over all tasks.\n");
+                    " us over all tasks (the gap before each task starts, "
+                    "not a stall inside a kernel).\n");
   }
   if (p.step_trace.has_value()) {
     any_tl = true;
@@ -243,14 +309,32 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
             : "",
         ".\n");
   }
+  if (p.operator_details.has_value()) {
+    any_tl = true;
+    const OperatorDetails& o = *p.operator_details;
+    absl::StrAppend(&md, "- `", Md(o.file), "` over ", o.rows,
+                    " framework ops: Host Self Duration ", F3(o.host_self_us),
+                    " us vs Device Self Duration ", F3(o.device_self_us), " us",
+                    o.device_self_us > 0
+                        ? absl::StrFormat(" (host / device %.2f)",
+                                          o.host_self_us / o.device_self_us)
+                        : std::string(),
+                    "; largest host self time `", Md(o.top_host_op), "` ",
+                    F3(o.top_host_op_us), " us.\n");
+  }
   if (!any_tl) absl::StrAppend(&md, "No timeline in the profile.\n");
   absl::StrAppend(&md, "\n### Host API Overhead\n\n");
   if (d.has_host_api() && d.host_api().top_size() > 0) {
     const v1::HostApiSignals& h = d.host_api();
     absl::StrAppend(&md, "`", Md(h.file()),
                     "` (API Name, Time(us), Count): ", F3(h.total_us()),
-                    " us host API time, of which ", F3(h.launch_related_us()),
-                    " us launch / sync / memcpy related.\n\n| API | Level | "
+                    " us host API time (", Md(h.total_level()),
+                    "; runtime calls nest inside acl calls and are not added "
+                    "again), of which ",
+                    F3(h.launch_related_us()), " us kernel-launch calls; ",
+                    F3(h.synchronize_us()),
+                    " us in Synchronize calls (the host waiting on the "
+                    "device).\n\n| API | Level | "
                     "Time (us) | Count | Avg (us) |\n|---|---|---|---|---|\n");
     for (const v1::HostApi& a : h.top()) {
       absl::StrAppend(&md, "| `", Md(a.name()), "` | ", Md(a.level()), " | ",
@@ -354,6 +438,13 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
   absl::StrAppend(&md, "## Optimization Suggestions\n\n");
   if (d.suggestions_size() == 0) absl::StrAppend(&md, "None.\n\n");
   for (const v1::Suggestion& g : d.suggestions()) {
+    if (g.parameter().empty()) {
+      absl::StrAppend(&md, "- In words (the round has no parameter for it): ",
+                      Md(g.advice()), ": ", Md(g.rule()),
+                      ". Evidence: ", Md(g.evidence()), ". Confidence ",
+                      absl::StrFormat("%.1f", g.confidence()), ".\n");
+      continue;
+    }
     absl::StrAppend(
         &md, "- ", g.direction(), " `", g.parameter(), "`",
         g.has_value() ? absl::StrCat(" to ", ParamValueToString(g.value()))

@@ -31,19 +31,27 @@
 
 namespace tunefarm {
 
-// Running min / max / mean of one numeric column.
+// Running min / max / mean of one numeric column, and its mean weighted by
+// each row's weight (task tables weight by the row's duration: a 1 us
+// launch must not count as much as a 7 ms one).
 struct Stat {
   double sum = 0;
   double min = 0;
   double max = 0;
   int64_t n = 0;
-  void Add(double v) {
+  double wsum = 0;  // sum of value x weight
+  double wt = 0;    // sum of weights
+  void Add(double v, double w = 1) {
     if (n == 0 || v < min) min = v;
     if (n == 0 || v > max) max = v;
     sum += v;
     ++n;
+    wsum += v * w;
+    wt += w;
   }
   double mean() const { return n == 0 ? 0 : sum / static_cast<double>(n); }
+  // The weighted mean; the plain mean when no row had a positive weight.
+  double weighted_mean() const { return wt > 0 ? wsum / wt : mean(); }
 };
 
 // Busy / idle over a set of [start, end) intervals (device tasks).
@@ -60,20 +68,53 @@ struct IntervalSummary {
 };
 // Sorts and merges; `starts` / `ends` are parallel (µs).
 IntervalSummary SummarizeIntervals(std::vector<std::pair<double, double>> iv);
+// The same over integer nanoseconds (absolute Ascend time stamps, which a
+// double cannot hold to the ns); the summary is in µs.
+IntervalSummary SummarizeIntervalsNs(
+    std::vector<std::pair<int64_t, int64_t>> iv);
 
-// One op (grouped by name) of a per-task table.
+// One op (grouped by name) of a per-task table, with one slice per core
+// type it ran on (a MatMulV3 may launch on AI_CORE and MIX_AIC).
 struct OpAggregate {
   std::string name;
   std::string type;
+  // The core type; "A+B" when the launches ran on more than one (the
+  // slices in by_core then hold each apart).
   std::string core;
   double total_us = 0;
   int64_t count = 0;
   double max_block_dim = 0;
+  double max_mix_block_dim = 0;
   double wait_us = 0;
+  // Per-core execution time and cycle counters, summed over rows
+  // (aicore_time(us) / aiv_time(us), aic_total_cycles / aiv_total_cycles);
+  // has_* say whether the table had the column at all.
+  double aicore_time_us = 0, aiv_time_us = 0;
+  double aic_cycles = 0, aiv_cycles = 0;
+  bool has_aic_time = false, has_aiv_time = false, has_aic_cycles = false,
+       has_aiv_cycles = false;
   // Metric columns (ratios, bandwidths, fops...) as written in the header,
-  // already normalised (cube_utilization is a fraction).
+  // already normalised (cube_utilization is a fraction). Each row is
+  // weighted by its duration (Stat::weighted_mean).
   std::map<std::string, Stat> metrics;
+  // One entry per core type (same fields, by_core empty), largest total
+  // first. Always at least one entry after ParseTaskTable.
+  std::vector<OpAggregate> by_core;
 };
+
+// Per-type roll-up of a table's ops: graph-mode names (Conv2D1..Conv2D4,
+// trans_TransData_12) are one op type spread over many names.
+struct TypeRollup {
+  std::string type;
+  double total_us = 0;
+  int64_t count = 0;
+  int64_t names = 0;  // distinct op names folded in
+  std::string core;   // as OpAggregate::core
+};
+// The type an op rolls up to: its type column when the table has a real one,
+// else its name with graph-mode decorations dropped (a trans_ prefix, a
+// trailing number or _number).
+std::string RollupType(const OpAggregate& op);
 
 // msprof op_summary or torch_npu kernel_details.
 struct TaskTable {
@@ -84,13 +125,17 @@ struct TaskTable {
   // L2Cache | ResourceConflictRatio | MemoryAccess | None (level0/l0).
   std::string metric_group;
   std::string name_col, type_col, duration_col, wait_col, block_col;
-  std::vector<OpAggregate> ops;  // largest total first
+  std::vector<OpAggregate> ops;     // largest total first
+  std::vector<TypeRollup> by_type;  // largest total first
   double total_us = 0;
   double total_wait_us = 0;
   int64_t rows_used = 0;
   int64_t rows_skipped = 0;         // no numeric duration
   std::vector<std::string> ragged;  // "file:line: ..." per dropped row
   IntervalSummary timeline;         // from the start / duration columns
+  // Memory-access volume (MemoryAccess group: *_read/write_main_memory
+  // _datas(KB)) over all rows, KB; 0 when the columns are absent.
+  double main_memory_kb = 0;
 };
 // How the large tables are read.
 struct ParseOptions {
@@ -118,7 +163,10 @@ struct OpStatRow {
 };
 struct OpStatistic {
   std::string file;
-  std::vector<OpStatRow> rows;  // largest total first
+  // One row per OP Type, summed over its core types (core "A+B" when it
+  // ran on several), largest total first.
+  std::vector<OpStatRow> rows;
+  std::vector<OpStatRow> by_core;  // the rows as written, largest first
   double total_us = 0;
 };
 absl::StatusOr<OpStatistic> ParseOpStatistic(std::string_view text,
@@ -189,11 +237,17 @@ struct TraceSummary {
   int64_t device_tasks = 0;
   IntervalSummary device;               // device task intervals
   std::map<std::string, Stat> by_name;  // device task durations per name
+  // Device task name -> its args "Task Type" (AI_CORE, AI_CPU, HCCL...),
+  // the first seen.
+  std::map<std::string, std::string> core_of;
   // Launch path: kineto cuda_runtime/driver joined on correlation; Ascend
   // CANN / Enqueue joined by flow events where present.
   int64_t launches = 0;
   int64_t short_kernels = 0;  // kernel.dur < launch call dur
+  // Kernel start minus the end of its launch call; negative when the kernel
+  // started before the call returned (counted in negative_launch_delays).
   double median_launch_delay_us = 0;
+  int64_t negative_launch_delays = 0;
   double aicore_freq_mhz = 0;  // AI Core Freq counter, last seen
   std::string device_name;     // kineto deviceProperties[0].name
 };
@@ -265,6 +319,40 @@ struct NcuReport {
 absl::StatusOr<NcuReport> ParseNcuCsv(std::string_view text,
                                       std::string_view file);
 
+// `msprof op` (single-operator profiling): an OPPROF_* folder with
+// OpBasicInfo.csv (one row per kernel) and one CSV per metric group
+// (PipeUtilization, ArithmeticUtilization, Memory, MemoryL0, MemoryUB,
+// L2Cache, ResourceConflictRatio) with one row per block and sub-block
+// (block_id, sub_block_id cube0 / vector0 / vector1; NA where a column does
+// not apply to the sub-block).
+struct OpProfBasic {
+  std::string file;
+  std::string op_name, op_type;  // op_type: mix | cube | vector
+  double duration_us = 0;
+  double block_dim = 0, mix_block_dim = 0;
+  double current_freq_mhz = 0, rated_freq_mhz = 0;
+  int64_t kernels = 0;  // rows; the first is read
+};
+absl::StatusOr<OpProfBasic> ParseOpBasicInfo(std::string_view text,
+                                             std::string_view file);
+struct OpProfGroup {
+  std::string file;
+  std::string group;  // the file's stem, e.g. PipeUtilization
+  int64_t rows = 0;
+  // Every numeric column over the rows. aic_* columns are weighted by the
+  // row's aic_time(us), aiv_* by its aiv_time(us), others by 1.
+  std::map<std::string, Stat> columns;
+  // Per-block time: the cube sub-block's aic_time(us) and the vector
+  // sub-blocks' aiv_time(us), one value per row that has it.
+  Stat cube_block_us, vector_block_us;
+};
+absl::StatusOr<OpProfGroup> ParseOpProfGroup(std::string_view text,
+                                             std::string_view file);
+struct OpProf {
+  OpProfBasic basic;
+  std::map<std::string, OpProfGroup> groups;  // by group name
+};
+
 // torch_npu profiler_info_*.json: the metric group and level.
 struct ProfilerInfo {
   std::string file, aic_metrics, level, torch_npu_version;
@@ -317,6 +405,7 @@ struct ProfileData {
   std::optional<ProfilerInfo> profiler_info;
   std::optional<CpuCounters> cpu_counters;
   std::optional<CpuRunFacts> cpu_facts;
+  std::optional<OpProf> opprof;
   std::vector<ProfileGap> gaps;
   std::vector<std::string> ignored;  // files recognised as no format
   int64_t files_read = 0;

@@ -45,6 +45,14 @@ FileKind ClassifyFile(std::string_view path, std::string_view content) {
       return {"perf", "counters_unavailable"};
     }
   }
+  // msprof op (OPPROF_* folder): fixed file names.
+  if (csv && base == "opbasicinfo.csv") return {"msprof_op", "op_basic_info"};
+  if (csv && (base == "pipeutilization.csv" ||
+              base == "arithmeticutilization.csv" || base == "memory.csv" ||
+              base == "memoryl0.csv" || base == "memoryub.csv" ||
+              base == "l2cache.csv" || base == "resourceconflictratio.csv")) {
+    return {"msprof_op", "opprof_group"};
+  }
   if (csv && starts("kernel_details")) return {"torch_npu", "kernel_details"};
   if (csv && starts("op_summary")) return {"msprof", "op_summary"};
   if (csv && starts("op_statistic")) {
@@ -173,6 +181,35 @@ ProfileData ReadProfile(const std::vector<InputFile>& files,
     ReadFirst(d, all, {"swimlane"}, d.pypto, ParsePyptoSwimlane);
   }
   ReadFirst(d, all, {"ncu_csv"}, d.ncu, ParseNcuCsv);
+  // msprof op: the newest OpBasicInfo and the metric groups beside it.
+  std::optional<OpProfBasic> basic;
+  if (ReadFirst(d, all, {"op_basic_info"}, basic, ParseOpBasicInfo)) {
+    OpProf op;
+    op.basic = *std::move(basic);
+    std::string_view dir = op.basic.file;
+    size_t slash = dir.find_last_of('/');
+    dir = slash == std::string_view::npos ? std::string_view()
+                                          : dir.substr(0, slash + 1);
+    for (const Candidate& c : all) {
+      if (c.kind.kind != "opprof_group") continue;
+      std::string_view path = c.file->path;
+      size_t cs = path.find_last_of('/');
+      std::string_view cdir = cs == std::string_view::npos
+                                  ? std::string_view()
+                                  : path.substr(0, cs + 1);
+      if (cdir != dir) continue;
+      absl::StatusOr<OpProfGroup> g = ParseOpProfGroup(c.file->content, path);
+      if (!g.ok()) {
+        d.gaps.push_back(
+            {c.file->path, "msprof_op", std::string(g.status().message())});
+        ++d.errors_by_format["msprof_op"];
+        continue;
+      }
+      std::string name = g->group;
+      op.groups.emplace(std::move(name), *std::move(g));
+    }
+    d.opprof = std::move(op);
+  }
   ReadFirst(d, all, {"counters"}, d.cpu_counters, ParseCpuCounters);
   ReadFirst(d, all, {"run_facts"}, d.cpu_facts, ParseCpuRunFacts);
   // The harness writes this note instead of counters.csv when the kernel

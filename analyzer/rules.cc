@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -59,9 +60,9 @@ std::optional<int64_t> Scaled(const Signals& s, std::string_view param,
 }
 
 Move MoveBy(const Signals& s, std::string_view param, std::string_view dir,
-            double factor, double confidence) {
+            double factor, double confidence, std::string_view advice) {
   return Move{std::string(param), std::string(dir), Scaled(s, param, factor),
-              confidence};
+              confidence, std::string(advice)};
 }
 
 std::string F(double v) { return absl::StrFormat("%.3g", v); }
@@ -94,7 +95,9 @@ const std::vector<RuleRow>& Rules() {
              absl::StrCat(s.memory->Text(), " vs ",
                           s.compute ? s.compute->Text() : "no compute ratio",
                           "; bound threshold ", F(t.pipe_bound)),
-             MoveBy(s, "buffer_count", "raise", 2, 0.6));
+             MoveBy(s, "buffer_count", "raise", 2, 0.6,
+                    "deepen the load pipelining (double / triple buffer the "
+                    "GM loads so they overlap compute)"));
        }},
       {"pipe.memory_bound_reuse", "memory_hierarchy",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -108,7 +111,9 @@ const std::vector<RuleRow>& Rules() {
                      absl::StrCat(s.memory->Text(), "; ",
                                   s.compute ? s.compute->Text() : "no compute",
                                   " < ", F(t.pipe_busy)),
-                     MoveBy(s, "tile_n", "raise", 2, 0.4));
+                     MoveBy(s, "tile_n", "raise", 2, 0.4,
+                            "make each block's output tile larger so every "
+                            "byte loaded is reused more"));
        }},
       {"pipe.cube_occupied_not_computing", "implementation",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -134,7 +139,9 @@ const std::vector<RuleRow>& Rules() {
                      "scalar work (index maths, branches, per-tile setup) "
                      "rivals compute; fewer, larger tiles amortise it",
                      absl::StrCat(s.scalar->Text(), " >= ", F(t.scalar_high)),
-                     MoveBy(s, "tile_m", "raise", 2, 0.3));
+                     MoveBy(s, "tile_m", "raise", 2, 0.3,
+                            "give each block fewer, larger tiles so per-tile "
+                            "setup and index maths are amortised"));
        }},
       {"pipe.writeback_high", "memory_hierarchy",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -148,7 +155,9 @@ const std::vector<RuleRow>& Rules() {
                      "through GM; fusing the consumer or a larger K per "
                      "output tile cuts it",
                      absl::StrCat(w->Text(), " >= ", F(t.pipe_bound)),
-                     MoveBy(s, "tile_k", "raise", 2, 0.3));
+                     MoveBy(s, "tile_k", "raise", 2, 0.3,
+                            "accumulate over a larger K step per output tile "
+                            "(or fuse the consumer) so less goes back to GM"));
        }},
       {"mem.l2_hit_low", "memory_hierarchy",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -181,7 +190,9 @@ const std::vector<RuleRow>& Rules() {
                      absl::StrCat(s.ub_request->Text(0), " > ",
                                   absl::StrFormat("%.0f", s.ub_capacity_bytes),
                                   " bytes of UB"),
-                     MoveBy(s, param, "lower", std::min(0.5, fit), 0.8));
+                     MoveBy(s, param, "lower", std::min(0.5, fit), 0.8,
+                            "shrink the tile until its buffers fit the "
+                            "Unified Buffer"));
        }},
       {"sched.block_underfill", "concurrency",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -189,7 +200,9 @@ const std::vector<RuleRow>& Rules() {
              s.block_dim->value >= t.block_underfill * s.cores) {
            return {};
          }
-         Move m{"block_dim", "raise", s.cores, 0.6};
+         Move m{"block_dim", "raise", s.cores, 0.6,
+                absl::StrCat("launch at least ", s.cores,
+                             " blocks so every core gets work")};
          return Make("sched.block_underfill", "concurrency", "high",
                      absl::StrCat("only ", F(s.block_dim->value), " of ",
                                   s.cores, " cores get a block"),
@@ -205,7 +218,9 @@ const std::vector<RuleRow>& Rules() {
          }
          int64_t b = static_cast<int64_t>(s.block_dim->value);
          if (b % s.cores == 0) return {};
-         Move m{"block_dim", "set", (b / s.cores) * s.cores, 0.3};
+         Move m{"block_dim", "set", (b / s.cores) * s.cores, 0.3,
+                absl::StrCat("use a block count that is a multiple of the ",
+                             s.cores, " cores")};
          return Make(
              "sched.block_not_multiple", "concurrency", "low",
              "the last wave of blocks leaves cores idle (msprof-analyze "
@@ -214,15 +229,20 @@ const std::vector<RuleRow>& Rules() {
                           " cores = ", b % s.cores),
              m);
        }},
-      {"sched.task_wait_high", "concurrency",
+      {"timeline.task_wait_high", "concurrency",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
-         if (!s.wait || s.wait->value < t.wait_share_high) return {};
-         return Make("sched.task_wait_high", "concurrency", "medium",
-                     "the hotspot waits between launches (Helix symptom D); "
-                     "pipelining stages overlaps the wait",
-                     absl::StrCat(s.wait->Text(),
-                                  " of its duration >= ", F(t.wait_share_high)),
-                     MoveBy(s, "buffer_count", "raise", 2, 0.4));
+         // Wait Time is the gap before a task starts (host, dependencies,
+         // Python between steps), not a stall inside the kernel: it says
+         // nothing about the kernel's pipeline, so no kernel move.
+         if (!s.wait_between || s.wait_between->value < t.wait_share_high) {
+           return {};
+         }
+         return Make("timeline.task_wait_high", "concurrency", "low",
+                     "tasks wait before they start (Wait Time is the gap "
+                     "between tasks: host, dependencies or the framework "
+                     "between steps), not a stall inside the kernel",
+                     absl::StrCat(s.wait_between->Text(),
+                                  " of task time >= ", F(t.wait_share_high)));
        }},
       {"timeline.idle_high", "concurrency",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -248,17 +268,30 @@ const std::vector<RuleRow>& Rules() {
                      absl::StrCat(s.short_kernels->Text(),
                                   " >= ", F(t.short_kernel_share), " over ",
                                   s.launches, " launches"),
-                     MoveBy(s, "tile_m", "raise", 2, 0.4));
+                     MoveBy(s, "tile_m", "raise", 2, 0.4,
+                            "give each launch more work (larger tiles), or "
+                            "fuse kernels / capture a graph"));
        }},
       {"host.launch_share_high", "host",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
+         // A launch share of host time alone says nothing when the device
+         // is busy far longer than the launches take: also ask that the
+         // launch time be a real fraction of the device kernel time.
          if (!s.host_launch || s.host_launch->value < t.host_launch_share) {
            return {};
          }
-         return Make("host.launch_share_high", "host", "medium",
-                     "launch / sync APIs dominate host time (Helix symptom E)",
-                     absl::StrCat(s.host_launch->Text(),
-                                  " >= ", F(t.host_launch_share)));
+         if (s.device_kernel_us > 0 &&
+             s.launch_us < t.launch_vs_device * s.device_kernel_us) {
+           return {};
+         }
+         return Make(
+             "host.launch_share_high", "host", "medium",
+             "kernel-launch calls dominate host API time and are comparable "
+             "to the device time they feed (Helix symptom E)",
+             absl::StrCat(s.host_launch->Text(), " >= ", F(t.host_launch_share),
+                          "; launch ", absl::StrFormat("%.1f", s.launch_us),
+                          " us vs device kernels ",
+                          absl::StrFormat("%.1f", s.device_kernel_us), " us"));
        }},
       {"pypto.utilization_low", "concurrency",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -272,7 +305,8 @@ const std::vector<RuleRow>& Rules() {
              "task granularity first (tune-frontend)",
              absl::StrCat(s.pypto_util->Text(1), " % < ",
                           F(high ? t.pypto_util_high : t.pypto_util_medium)),
-             MoveBy(s, "tile_m", "raise", 2, high ? 0.5 : 0.3));
+             MoveBy(s, "tile_m", "raise", 2, high ? 0.5 : 0.3,
+                    "use larger tasks (bigger tiles) so cores stay busy"));
        }},
       {"pypto.bubble_high", "concurrency",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -288,7 +322,9 @@ const std::vector<RuleRow>& Rules() {
                      absl::StrCat(
                          s.pypto_bubble->Text(2), " % > ",
                          F(high ? t.pypto_bubble_high : t.pypto_bubble_medium)),
-                     MoveBy(s, "tile_k", "raise", 2, 0.3));
+                     MoveBy(s, "tile_k", "raise", 2, 0.3,
+                            "use coarser tasks (larger K step / unroll) so "
+                            "fewer tasks wait for a free slot"));
        }},
       {"pypto.load_imbalance", "concurrency",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -327,7 +363,9 @@ const std::vector<RuleRow>& Rules() {
              "fewer than one wave of blocks: smaller tiles give more "
              "blocks (ncu SOLBottleneck 'Small Grid')",
              absl::StrCat(s.ncu_waves->Text(2), " < ", F(t.ncu_waves_small)),
-             MoveBy(s, "tile_m", "lower", 0.5, 0.5));
+             MoveBy(s, "tile_m", "lower", 0.5, 0.5,
+                    "use smaller tiles so the grid has at least one full "
+                    "wave of blocks"));
        }},
       {"ncu.latency_bound", "pipeline",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -340,19 +378,67 @@ const std::vector<RuleRow>& Rules() {
                                   s.ncu_memory_sol ? s.ncu_memory_sol->Text(1)
                                                    : "no memory SOL",
                                   " < ", F(t.ncu_latency), " %"),
-                     MoveBy(s, "buffer_count", "raise", 2, 0.4));
+                     MoveBy(s, "buffer_count", "raise", 2, 0.4,
+                            "keep more work in flight per SM (more pipeline "
+                            "stages)"));
        }},
       {"ncu.memory_bound", "memory_hierarchy",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
-         if (s.bound != "memory" || s.side != "gpu" || !s.ncu_memory_sol) {
+         if (s.bound != "memory" || s.side != "gpu" || !s.ncu_memory_sol ||
+             s.memory_level != "dram") {
            return {};
          }
          return Make("ncu.memory_bound", "memory_hierarchy", "high",
-                     "memory throughput is the limiter: larger tiles raise "
+                     "DRAM throughput is the limiter: larger tiles raise "
                      "arithmetic intensity",
-                     absl::StrCat(s.ncu_memory_sol->Text(1), " >= ",
-                                  F(t.ncu_latency), " %, above compute"),
-                     MoveBy(s, "tile_n", "raise", 2, 0.4));
+                     absl::StrCat(s.ncu_memory_sol->Text(1), ", ",
+                                  s.ncu_dram ? s.ncu_dram->Text(1) : "",
+                                  " >= ", F(t.ncu_latency), " %"),
+                     MoveBy(s, "tile_n", "raise", 2, 0.4,
+                            "use larger output tiles per block so each byte "
+                            "from DRAM is reused more"));
+       }},
+      {"ncu.l1_bound", "memory_hierarchy",
+       [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
+         if (s.bound != "memory" || s.side != "gpu" ||
+             (s.memory_level != "l1" && s.memory_level != "l2")) {
+           return {};
+         }
+         const std::optional<Cite>& c =
+             s.memory_level == "l1" ? s.ncu_l1 : s.ncu_l2;
+         return Make(
+             "ncu.l1_bound", "memory_hierarchy", "medium",
+             absl::StrCat("on-chip ",
+                          s.memory_level == "l1" ? "L1 / shared" : "L2",
+                          " traffic is the limiter, not DRAM: fewer, wider "
+                          "on-chip accesses (register reuse, vectorised and "
+                          "conflict-free shared loads) help; larger DRAM "
+                          "tiles do not"),
+             absl::StrCat(c ? c->Text(1) : "", "; ",
+                          s.ncu_dram ? s.ncu_dram->Text(1) : "no DRAM metric",
+                          " < ", F(t.ncu_latency), " %"));
+       }},
+      {"ncu.saturated", "bound",
+       [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
+         if (!s.saturated || !s.ncu_tensor_pipe) return {};
+         return Make("ncu.saturated", "bound", "low",
+                     "the tensor pipe runs near its peak: the kernel sits on "
+                     "the compute roof; parameter moves can only trim the "
+                     "remaining overheads",
+                     absl::StrCat(s.ncu_tensor_pipe->Text(1),
+                                  " >= ", F(t.ncu_tensor_saturated), " %"));
+       }},
+      {"sched.block_imbalance", "concurrency",
+       [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
+         if (!s.block_balance ||
+             s.block_balance->value >= t.block_balance_low) {
+           return {};
+         }
+         return Make("sched.block_imbalance", "concurrency", "medium",
+                     "blocks carry uneven work: the slowest block sets the "
+                     "kernel time; split the work more evenly across blocks",
+                     absl::StrCat(s.block_balance->Text(), " < ",
+                                  F(t.block_balance_low)));
        }},
       {"ncu.tensor_pipe_idle", "implementation",
        [](const Signals& s, const Thresholds& t) -> std::optional<Finding> {
@@ -408,51 +494,112 @@ Thresholds ThresholdsFor(std::string_view profiler, std::string_view chip) {
   return t;
 }
 
-void Classify(Signals& s, const Thresholds& t) {
-  // Operator type fit.
-  std::string name = Lower(s.hotspot_type.empty() ? s.hotspot : s.hotspot_type);
-  std::string core = absl::AsciiStrToUpper(s.hotspot_core);
-  bool copy_name = false;
-  for (std::string_view k :
-       {"copy", "memcpy", "transdata", "dma", "memset", "transpose"}) {
-    copy_name = copy_name || absl::StrContains(name, Av(k));
+namespace {
+
+// Words of a name split at every non-alphanumeric character, lower case:
+// "aclnnTranspose_TransposeAiCore_Transpose" -> aclnntranspose,
+// transposeaicore, transpose. CamelCase is not split, so
+// "TransposeBatchMatMul" or "GroupedMatmul" hold no data-movement word.
+std::vector<std::string> NameWords(std::string_view name) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : name) {
+    if (absl::ascii_isalnum(static_cast<unsigned char>(c))) {
+      cur.push_back(absl::ascii_tolower(static_cast<unsigned char>(c)));
+    } else if (!cur.empty()) {
+      out.push_back(std::move(cur));
+      cur.clear();
+    }
   }
-  if (copy_name) {
-    s.operator_type = "copy";
-    s.operator_type_evidence =
-        absl::StrCat("op `", s.hotspot, "` names data movement");
-  } else if (s.side == "gpu") {
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+bool NamesDataMovement(std::string_view name) {
+  for (const std::string& w : NameWords(name)) {
+    for (std::string_view k :
+         {"copy", "memcpy", "transdata", "dma", "memset", "transpose",
+          "tensormove", "identity", "contiguous", "viewcopy", "asstrided"}) {
+      if (w == k) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void Classify(Signals& s, const Thresholds& t) {
+  // Operator type: the core type and the cycle counters first (a kernel
+  // labelled AI_CORE with no cube cycles ran on the vector side), the
+  // pipe ratios next, the name only as a last hint.
+  std::string core = absl::AsciiStrToUpper(s.slice_core.empty() ? s.hotspot_core
+                                                                : s.slice_core);
+  auto set = [&](std::string type, std::string why) {
+    s.operator_type = std::move(type);
+    s.operator_type_evidence = std::move(why);
+  };
+  const bool cycles = s.aic_cycles >= 0 && s.aiv_cycles >= 0 &&
+                      (s.aic_cycles > 0 || s.aiv_cycles > 0);
+  const bool times = s.aic_time_us >= 0 && s.aiv_time_us >= 0 &&
+                     (s.aic_time_us > 0 || s.aiv_time_us > 0);
+  if (s.side == "gpu") {
     if (s.ncu_tensor_pipe && s.ncu_tensor_pipe->value >= 20) {
-      s.operator_type = "cube";
-      s.operator_type_evidence =
-          absl::StrCat(s.ncu_tensor_pipe->Text(1), " (tensor pipe busy)");
+      set("cube",
+          absl::StrCat(s.ncu_tensor_pipe->Text(1), " (tensor pipe busy)"));
     } else if (s.ncu_tensor_pipe) {
-      s.operator_type = "vector";
-      s.operator_type_evidence =
-          absl::StrCat(s.ncu_tensor_pipe->Text(1), " (SIMT pipes only)");
+      set("vector",
+          absl::StrCat(s.ncu_tensor_pipe->Text(1), " (SIMT pipes only)"));
+    }
+  } else if (absl::StrContains(core, "AI_CPU") ||
+             absl::StrContains(core, "AICPU")) {
+    set("aicpu", absl::StrCat("core type ", core,
+                              ": runs on the AI CPU, not the AI Cores"));
+  } else if (cycles || times) {
+    const double c = cycles ? s.aic_cycles : s.aic_time_us;
+    const double v = cycles ? s.aiv_cycles : s.aiv_time_us;
+    std::string ev = cycles ? absl::StrFormat(
+                                  "aic_total_cycles=%.0f, "
+                                  "aiv_total_cycles=%.0f",
+                                  s.aic_cycles, s.aiv_cycles)
+                            : absl::StrFormat(
+                                  "aicore_time=%.3f us, "
+                                  "aiv_time=%.3f us",
+                                  s.aic_time_us, s.aiv_time_us);
+    if (!core.empty()) absl::StrAppend(&ev, " (core type ", core, ")");
+    if (c > 0 && v > 0) {
+      set("mixed", ev);
+    } else if (c > 0) {
+      set("cube", ev);
+    } else {
+      set("vector", absl::StrCat(ev, core == "AI_CORE"
+                                         ? ": labelled AI_CORE but only the "
+                                           "vector side ran"
+                                         : ""));
     }
   } else if (absl::StrContains(core, "MIX")) {
-    s.operator_type = "mixed";
-    s.operator_type_evidence = absl::StrCat("core type ", s.hotspot_core);
+    set("mixed", absl::StrCat("core type ", s.hotspot_core));
+  } else if (absl::StrContains(core, "VECTOR") ||
+             absl::StrContains(core, "AIV")) {
+    set("vector", absl::StrCat("core type ", core));
   } else if (s.compute) {
     double thr = s.side == "aic" ? t.op_type_cube : t.op_type_vector;
     if (s.compute->value >= thr) {
-      s.operator_type = s.side == "aic" ? "cube" : "vector";
-      s.operator_type_evidence =
-          absl::StrCat(s.compute->Text(), " >= ", F(thr));
+      set(s.side == "aic" ? "cube" : "vector",
+          absl::StrCat(s.compute->Text(), " >= ", F(thr)));
+    } else if (core == "AI_CORE" || absl::StrContains(core, "CUBE")) {
+      set("cube", absl::StrCat("core type ", core, " (label only; ",
+                               s.compute->Text(), " is low)"));
     }
+  } else if (core == "AI_CORE" || absl::StrContains(core, "CUBE")) {
+    set("cube",
+        absl::StrCat("core type ", core, " (label only: no cycle counters)"));
   }
-  if (s.operator_type == "unknown" && !core.empty()) {
-    if (core == "AI_CORE" || absl::StrContains(core, "CUBE")) {
-      s.operator_type = "cube";
-    } else if (absl::StrContains(core, "VECTOR")) {
-      s.operator_type = "vector";
-    }
-    if (s.operator_type != "unknown") {
-      s.operator_type_evidence = absl::StrCat(
-          "core type ", s.hotspot_core,
-          s.compute ? absl::StrCat("; ", s.compute->Text(), " is low")
-                    : std::string());
+  if (s.operator_type == "unknown") {
+    std::string name = s.hotspot_type.empty() ? s.hotspot : s.hotspot_type;
+    if (NamesDataMovement(name) || NamesDataMovement(s.hotspot)) {
+      set("copy", absl::StrCat("op `", s.hotspot,
+                               "` names data movement (a whole word of the "
+                               "name; no core type or cycle counters)"));
     }
   }
 
@@ -468,6 +615,20 @@ void Classify(Signals& s, const Thresholds& t) {
       s.bound_evidence = absl::StrCat(one.Text(1), " >= ", F(t.ncu_no_bound),
                                       " % (the other SOL metric is absent)");
     }
+    return;
+  }
+  if (s.ncu_tensor_pipe && s.ncu_tensor_pipe->value >= t.ncu_tensor_saturated) {
+    // Pipe utilisation is first-class: a tensor pipe near its peak is the
+    // compute roof whatever the memory SOL says (L1 traffic of a GEMM
+    // feeding the tensor cores reads as high memory throughput).
+    s.bound = "compute";
+    s.saturated = true;
+    s.bound_evidence = absl::StrCat(
+        s.ncu_tensor_pipe->Text(1), " >= ", F(t.ncu_tensor_saturated),
+        " %: tensor pipe near peak, compute-bound at the roofline "
+        "(saturated)",
+        s.ncu_compute_sol ? absl::StrCat("; ", s.ncu_compute_sol->Text(1)) : "",
+        s.ncu_dram ? absl::StrCat("; ", s.ncu_dram->Text(1)) : "");
     return;
   }
   if (s.ncu_compute_sol || s.ncu_memory_sol) {
@@ -494,6 +655,25 @@ void Classify(Signals& s, const Thresholds& t) {
           ev, "; balanced within ", F(t.ncu_balanced),
           " points (ncu 'Balanced Throughput'), larger side named");
     }
+    if (s.bound == "memory") {
+      // Which level carries the traffic: DRAM-bound and L1/shared-bound
+      // kernels need opposite moves.
+      double dram = s.ncu_dram ? s.ncu_dram->value : -1;
+      double l1 = s.ncu_l1 ? s.ncu_l1->value : -1;
+      double l2 = s.ncu_l2 ? s.ncu_l2->value : -1;
+      if (dram >= t.ncu_latency || (dram < 0 && l1 < 0 && l2 < 0)) {
+        s.memory_level = "dram";
+      } else if (l1 >= l2 && l1 >= 0) {
+        s.memory_level = "l1";
+      } else if (l2 >= 0) {
+        s.memory_level = "l2";
+      } else {
+        s.memory_level = "dram";
+      }
+      absl::StrAppend(
+          &s.bound_evidence, "; traffic level ", s.memory_level,
+          s.ncu_dram ? absl::StrCat(" (", s.ncu_dram->Text(1), ")") : "");
+    }
     return;
   }
   if (s.compute || s.memory) {
@@ -510,6 +690,23 @@ void Classify(Signals& s, const Thresholds& t) {
       s.bound = m > c ? "memory" : "compute";
       s.bound_evidence = absl::StrCat(ev, "; larger side >= ", F(t.pipe_busy));
     }
+    return;
+  }
+  if (s.achieved_bw && s.peak_bw_gbps > 0) {
+    double frac = s.achieved_bw->value / s.peak_bw_gbps;
+    if (frac >= t.ncu_latency / 100) {
+      s.bound = "memory";
+      s.bound_evidence = absl::StrFormat(
+          "%s GB/s achieved = %.0f %% of the %.0f GB/s HBM peak",
+          s.achieved_bw->Text(1), 100 * frac, s.peak_bw_gbps);
+      return;
+    }
+    s.bound = "latency";
+    s.bound_evidence = absl::StrFormat(
+        "%s GB/s achieved = %.0f %% of the %.0f GB/s HBM peak: not "
+        "bandwidth-bound; no pipe ratios to tell compute from latency, "
+        "latency assumed",
+        s.achieved_bw->Text(1), 100 * frac, s.peak_bw_gbps);
     return;
   }
   if (s.idle_ratio && s.short_kernels &&

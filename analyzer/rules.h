@@ -63,6 +63,13 @@ struct Thresholds {
   double ncu_no_bound = 80, ncu_latency = 60, ncu_balanced = 10;
   double ncu_waves_small = 1;
   double ncu_tensor_pipe_low = 50;
+  // A tensor pipe this busy (percent of peak) is at the compute roof.
+  double ncu_tensor_saturated = 80;
+  // msprof op: per-block time balance (mean / max) under this is uneven.
+  double block_balance_low = 0.8;
+  // Host launch time against device kernel time: above this share the
+  // host cannot keep the device fed.
+  double launch_vs_device = 0.3;
   // Where this set came from, e.g. "default+A2" for the markdown.
   std::string source = "default";
 };
@@ -83,24 +90,49 @@ struct Signals {
   std::string hotspot, hotspot_type, hotspot_core;
   double hotspot_share = 0, hotspot_us = 0;
   int64_t hotspot_count = 0;
-  std::string side;  // aic | aiv | gpu
+  std::string side;           // aic | aiv | gpu
+  std::string side_evidence;  // why that side (cycles, time, core label)
+  // The core type of the launches the ratios come from (the hotspot's
+  // largest core-type slice), and a note when it ran on several.
+  std::string slice_core;
+  std::string core_split;
+  // Cycle counters and per-side time of that slice; negative = the table
+  // has no such column.
+  double aic_cycles = -1, aiv_cycles = -1;
+  double aic_time_us = -1, aiv_time_us = -1;
   std::optional<Cite> compute, memory, scalar, mte3, fixpipe, occupancy,
       block_dim, wait, l2_hit, mte1;
   int cores = 0;  // of the hotspot's side
   // Timeline.
   std::optional<Cite> idle_ratio, short_kernels, host_launch, bubble_step;
   int64_t launches = 0;
+  // Host kernel-launch API time and the device kernel time it feeds (µs).
+  double launch_us = 0, device_kernel_us = 0;
+  // Gaps between tasks (Wait Time): a scheduling / host signal, never an
+  // in-kernel stall.
+  std::optional<Cite> wait_between;
+  // Achieved main-memory bandwidth of the hotspot (MemoryAccess group,
+  // GB/s) against the chip's HBM bandwidth.
+  std::optional<Cite> achieved_bw;
+  double peak_bw_gbps = 0;
+  // msprof op per-block balance (mean / max block time).
+  std::optional<Cite> block_balance;
   // PyPTO.
   std::optional<Cite> pypto_util, pypto_bubble, pypto_balance, pypto_pred;
   // Nsight Compute.
   std::optional<Cite> ncu_compute_sol, ncu_memory_sol, ncu_waves,
       ncu_tensor_pipe, ncu_occupancy, ncu_dram, ncu_l1, ncu_l2;
+  // Derived by Classify on ncu: dram | l1 | l2 when memory-bound, and
+  // whether the tensor pipe is at its roof.
+  std::string memory_level;
+  bool saturated = false;
   // UB pressure: a build log's overflow message (value = bytes requested,
   // column names the capacity it exceeded); ub_capacity_bytes from it.
   std::optional<Cite> ub_request;
   double ub_capacity_bytes = 0;
   // Derived by Classify (rules.cc).
-  std::string operator_type = "unknown";  // cube|vector|mixed|copy|unknown
+  // cube | vector | mixed | copy | aicpu | unknown
+  std::string operator_type = "unknown";
   std::string operator_type_evidence;
   std::string bound = "unknown";  // compute|memory|latency|unknown
   std::string bound_evidence;
@@ -113,6 +145,8 @@ struct Move {
   std::string parameter, direction;  // raise | lower | set
   std::optional<int64_t> value;
   double confidence = 0;
+  // The move in words, for rounds whose parameters lack `parameter`.
+  std::string advice;
 };
 struct Finding {
   std::string rule;      // rule id

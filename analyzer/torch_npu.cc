@@ -121,13 +121,16 @@ absl::StatusOr<ProfilerInfo> ParseProfilerInfo(std::string_view text,
     if (e != c->end() && e->is_object()) cfg = &*e;
   }
   if (cfg != nullptr) {
-    auto get = [&](const char* key) -> std::string {
-      auto it = cfg->find(key);
-      return it != cfg->end() && it->is_string() ? it->get<std::string>()
-                                                 : std::string();
+    // torch_npu 2.10 drops the leading underscore on some keys.
+    auto get = [&](std::initializer_list<const char*> keys) -> std::string {
+      for (const char* key : keys) {
+        auto it = cfg->find(key);
+        if (it != cfg->end() && it->is_string()) return it->get<std::string>();
+      }
+      return std::string();
     };
-    out.aic_metrics = get("_aic_metrics");
-    out.level = get("_profiler_level");
+    out.aic_metrics = get({"_aic_metrics", "aic_metrics"});
+    out.level = get({"_profiler_level", "profiler_level"});
   }
   auto v = j.find("torch_npu_version");
   if (v != j.end() && v->is_string())

@@ -228,7 +228,14 @@ absl::StatusOr<TraceSummary> ParseChromeTrace(std::string_view text,
   for (const Span& s : device) {
     double a = static_cast<double>(s.ts - base);
     iv.emplace_back(a, a + s.dur);
-    out.by_name[Str(*s.event, "name")].Add(s.dur);
+    std::string name = Str(*s.event, "name");
+    out.by_name[name].Add(s.dur);
+    if (!kineto && out.core_of.find(name) == out.core_of.end()) {
+      auto a = s.event->find("args");
+      if (a != s.event->end() && a->is_object()) {
+        out.core_of[name] = Str(*a, "Task Type");
+      }
+    }
   }
   out.device_tasks = static_cast<int64_t>(device.size());
   out.device = SummarizeIntervals(std::move(iv));
@@ -245,7 +252,9 @@ absl::StatusOr<TraceSummary> ParseChromeTrace(std::string_view text,
                         long double launch_ts) {
     ++out.launches;
     long double host_end = host != nullptr ? host->ts + host->dur : launch_ts;
-    delays.push_back(static_cast<double>(kernel.ts - host_end));
+    double delay = static_cast<double>(kernel.ts - host_end);
+    if (delay < 0) ++out.negative_launch_delays;
+    delays.push_back(delay);
     if (host != nullptr && kernel.dur < host->dur) ++out.short_kernels;
   };
   if (kineto) {

@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "analyzer/analyzer.h"
 #include "common/files.h"
-#include "google/protobuf/util/json_util.h"
 #include "tunefarm/v1/pipeline.pb.h"
 
 namespace tunefarm {
@@ -50,6 +49,38 @@ absl::Status AddFiles(const std::string& root, v1::ProfileBundle& bundle) {
   return absl::OkStatus();
 }
 
+// With --output json, a failure still prints JSON on stdout (scripts parse
+// stdout whatever the exit code): {"error": {"exit_code", "message",
+// "evidence_gaps": [{file, reason}]}}.
+void PrintJsonError(const AnalyzeOptions& options, int code,
+                    const std::string& message,
+                    const v1::Diagnosis* d = nullptr) {
+  if (options.output != "json") return;
+  v1::Diagnosis gaps;  // reuse the JSON writer for the gap list
+  if (d != nullptr) *gaps.mutable_evidence_gaps() = d->evidence_gaps();
+  std::string list = MessageToJsonAlways(gaps);
+  size_t at = list.find("\"evidence_gaps\": ");
+  std::string gaps_json = "[]";
+  if (at != std::string::npos) {
+    size_t start = at + 17;
+    size_t end = list.find("\n  ]", start);
+    gaps_json =
+        end == std::string::npos ? "[]" : list.substr(start, end + 4 - start);
+  }
+  std::string msg;
+  for (char c : message) {
+    if (c == '"' || c == '\\') msg.push_back('\\');
+    if (c == '\n') {
+      msg += "\\n";
+      continue;
+    }
+    msg.push_back(c);
+  }
+  std::cout << "{\n  \"error\": {\n    \"exit_code\": " << code
+            << ",\n    \"message\": \"" << msg
+            << "\",\n    \"evidence_gaps\": " << gaps_json << "\n  }\n}\n";
+}
+
 }  // namespace
 
 int RunAnalyze(const AnalyzeOptions& options) {
@@ -58,6 +89,7 @@ int RunAnalyze(const AnalyzeOptions& options) {
   bundle.set_chip(options.chip);
   if (absl::Status st = AddFiles(options.profile_dir, bundle); !st.ok()) {
     std::cerr << "tunefarm analyze: " << st.message() << "\n";
+    PrintJsonError(options, 1, std::string(st.message()));
     return 1;
   }
   v1::ProfileBundle parent;
@@ -66,6 +98,7 @@ int RunAnalyze(const AnalyzeOptions& options) {
     parent.set_bundle_id(fs::path(options.parent_dir).filename().string());
     if (absl::Status st = AddFiles(options.parent_dir, parent); !st.ok()) {
       std::cerr << "tunefarm analyze: --parent: " << st.message() << "\n";
+      PrintJsonError(options, 1, absl::StrCat("--parent: ", st.message()));
       return 1;
     }
   }
@@ -76,6 +109,10 @@ int RunAnalyze(const AnalyzeOptions& options) {
     for (const v1::EvidenceGap& g : d.evidence_gaps()) {
       std::cerr << "  " << g.file() << ": " << g.reason() << "\n";
     }
+    PrintJsonError(options, 2,
+                   absl::StrCat("nothing readable in ", options.profile_dir,
+                                " (", bundle.files_size(), " file(s))"),
+                   &d);
     return 2;
   }
   std::string out_dir = options.out_dir;
@@ -86,20 +123,15 @@ int RunAnalyze(const AnalyzeOptions& options) {
                   : fs::path(options.profile_dir).parent_path().string();
     if (out_dir.empty()) out_dir = ".";
   }
-  std::string json;
-  google::protobuf::util::JsonPrintOptions jopt;
-  jopt.add_whitespace = true;
-  jopt.preserve_proto_field_names = true;
-  if (!google::protobuf::util::MessageToJsonString(d, &json, jopt).ok()) {
-    std::cerr << "tunefarm analyze: cannot render the diagnosis as JSON\n";
-    return 1;
-  }
+  // Every primitive field printed (0 is not "absent"), counts as numbers.
+  const std::string json = MessageToJsonAlways(d);
   absl::Status st = MakeDirs(out_dir);
   if (st.ok())
     st = WriteFileAtomic(out_dir + "/perf-analysis.md", d.perf_analysis_md());
   if (st.ok()) st = WriteFileAtomic(out_dir + "/diagnosis.json", json);
   if (!st.ok()) {
     std::cerr << "tunefarm analyze: " << st.message() << "\n";
+    PrintJsonError(options, 1, std::string(st.message()));
     return 1;
   }
   std::cout << (options.output == "json" ? json : d.perf_analysis_md());
