@@ -108,8 +108,25 @@ void FromTaskTable(const TaskTable& t, const OpAggregate& op, double total_us,
   s.hotspot_share = total_us > 0 ? op.total_us / total_us : 0;
   // Ratios come from the largest core-type slice alone: launches on
   // AI_CORE and on MIX_AIC run different code paths.
+  // Operator type and side come from the largest core-type slice: launches
+  // on AI_CORE and on MIX_AIC run different code paths.
   const OpAggregate& sl = op.by_core.empty() ? op : op.by_core.front();
   s.slice_core = sl.core;
+  if (sl.has_aic_cycles) s.aic_cycles = sl.aic_cycles;
+  if (sl.has_aiv_cycles) s.aiv_cycles = sl.aiv_cycles;
+  if (sl.has_aic_time) s.aic_time_us = sl.aicore_time_us;
+  if (sl.has_aiv_time) s.aiv_time_us = sl.aiv_time_us;
+  std::string why;
+  const bool vector_first = ChooseAiv(sl, why);
+  // The ratios cover the op's whole time: when every slice is read on the
+  // same side, they are duration-weighted over all its launches (merged,
+  // and said so); otherwise the largest slice's alone.
+  bool merge = op.by_core.size() > 1;
+  for (const OpAggregate& o : op.by_core) {
+    std::string ignored;
+    merge = merge && ChooseAiv(o, ignored) == vector_first;
+  }
+  const OpAggregate& src = merge ? op : sl;
   if (op.by_core.size() > 1) {
     for (const OpAggregate& o : op.by_core) {
       absl::StrAppend(&s.core_split, s.core_split.empty() ? "" : "; ",
@@ -117,32 +134,44 @@ void FromTaskTable(const TaskTable& t, const OpAggregate& op, double total_us,
                       absl::StrFormat("%.3f", o.total_us), " us over ", o.count,
                       " launches");
     }
-    absl::StrAppend(&s.core_split, "; ratios from the ",
-                    sl.core.empty() ? "(none)" : sl.core, " launches only");
+    absl::StrAppend(
+        &s.core_split,
+        merge ? absl::StrCat("; the diagnosis reads ratios duration-weighted "
+                             "over all ",
+                             op.count,
+                             " launches (core types merged, each "
+                             "listed apart below)")
+              : absl::StrCat("; the diagnosis reads the ",
+                             sl.core.empty() ? "(none)" : sl.core,
+                             " launches' ratios only (the core types run on "
+                             "different sides)"));
   }
-  if (sl.has_aic_cycles) s.aic_cycles = sl.aic_cycles;
-  if (sl.has_aiv_cycles) s.aiv_cycles = sl.aiv_cycles;
-  if (sl.has_aic_time) s.aic_time_us = sl.aicore_time_us;
-  if (sl.has_aiv_time) s.aiv_time_us = sl.aiv_time_us;
-  std::string why;
-  const bool vector_first = ChooseAiv(sl, why);
   auto fill = [&](bool aiv) {
     s.side = aiv ? "aiv" : "aic";
-    s.compute = aiv ? MetricCite(t, sl,
+    s.compute = aiv ? MetricCite(t, src,
                                  {"aiv_vec_ratio", "aiv_vec_fp16_ratio",
                                   "aiv_vec_fp32_ratio"})
-                    : MetricCite(t, sl,
+                    : MetricCite(t, src,
                                  {"aic_mac_ratio", "aic_cube_ratio",
                                   "aic_mac_fp16_ratio", "aic_mac_int8_ratio",
                                   "aic_cube_fp16_ratio"});
-    s.memory = aiv ? MetricCite(t, sl, {"aiv_mte2_ratio"})
-                   : MetricCite(t, sl, {"aic_mte2_ratio"});
-    s.scalar = aiv ? MetricCite(t, sl, {"aiv_scalar_ratio"})
-                   : MetricCite(t, sl, {"aic_scalar_ratio"});
-    s.mte3 = aiv ? MetricCite(t, sl, {"aiv_mte3_ratio"})
-                 : MetricCite(t, sl, {"aic_mte3_ratio"});
-    s.mte1 = aiv ? std::nullopt : MetricCite(t, sl, {"aic_mte1_ratio"});
-    s.fixpipe = aiv ? std::nullopt : MetricCite(t, sl, {"aic_fixpipe_ratio"});
+    s.memory = aiv ? MetricCite(t, src, {"aiv_mte2_ratio"})
+                   : MetricCite(t, src, {"aic_mte2_ratio"});
+    s.scalar = aiv ? MetricCite(t, src, {"aiv_scalar_ratio"})
+                   : MetricCite(t, src, {"aic_scalar_ratio"});
+    s.mte3 = aiv ? MetricCite(t, src, {"aiv_mte3_ratio"})
+                 : MetricCite(t, src, {"aic_mte3_ratio"});
+    s.mte1 = aiv ? std::nullopt : MetricCite(t, src, {"aic_mte1_ratio"});
+    s.fixpipe = aiv ? std::nullopt : MetricCite(t, src, {"aic_fixpipe_ratio"});
+    if (merge) {
+      for (std::optional<Cite>* c :
+           {&s.compute, &s.memory, &s.scalar, &s.mte3, &s.mte1, &s.fixpipe}) {
+        if (c->has_value()) {
+          (*c)->column =
+              absl::StrCat((*c)->column, " (weighted over ", op.core, ")");
+        }
+      }
+    }
   };
   auto zero = [](const std::optional<Cite>& c) { return !c || c->value == 0; };
   fill(vector_first);
@@ -159,7 +188,7 @@ void FromTaskTable(const TaskTable& t, const OpAggregate& op, double total_us,
                                      s.side, " side's are not");
     }
   }
-  s.occupancy = MetricCite(t, sl, {"cube_utilization(%)"});
+  s.occupancy = MetricCite(t, src, {"cube_utilization(%)"});
   if (s.occupancy) s.occupancy->column = "cube_utilization(%)/100";
   if (!t.block_col.empty() && sl.max_block_dim > 0) {
     s.block_dim = Cite{t.file, t.block_col, sl.max_block_dim};
@@ -1139,9 +1168,14 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
         break;
       }
     }
-    // One set of ratios per core type, the largest slice first; means
-    // weighted by each row's duration.
-    for (const OpAggregate& sl : hot->by_core) {
+    // One set of ratios per core type, the largest slice first, then (for
+    // an op on several core types) the merged set; means weighted by each
+    // row's duration.
+    std::vector<const OpAggregate*> sets;
+    for (const OpAggregate& sl : hot->by_core) sets.push_back(&sl);
+    if (hot->by_core.size() > 1) sets.push_back(hot);
+    for (const OpAggregate* set : sets) {
+      const OpAggregate& sl = *set;
       for (const auto& [col, st] : sl.metrics) {
         // A side the counters say never ran has only zero ratios: noise.
         const bool aic_idle = (sl.has_aic_cycles && sl.aic_cycles == 0) ||
@@ -1161,7 +1195,8 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
         r->set_max(st.max);
         r->set_rows(st.n);
         r->set_file(p.tasks->file);
-        r->set_core_type(sl.core);
+        r->set_core_type(set == hot ? absl::StrCat(sl.core, " (merged)")
+                                    : sl.core);
       }
     }
   }
@@ -1260,20 +1295,25 @@ v1::Diagnosis AnalyzeFiles(const v1::ProfileBundle& bundle,
                      " rows: the L2 hit rate was not measured (only Victim "
                      "Rate); L2 reuse not judged"));
   }
-  if (p.tasks.has_value() && p.op_statistic.has_value() &&
-      p.op_statistic->total_us > 0 &&
-      std::abs(p.tasks->total_us - p.op_statistic->total_us) >
-          0.1 * p.op_statistic->total_us) {
-    gap(p.tasks->file,
-        absl::StrFormat(
-            "its task durations sum to %.3f us but `%s` totals %.3f us "
-            "(%.0f %%): the per-task table is %s; hotspot shares are over the "
-            "rows present",
-            p.tasks->total_us, p.op_statistic->file, p.op_statistic->total_us,
-            100 * p.tasks->total_us / p.op_statistic->total_us,
-            p.tasks->total_us < p.op_statistic->total_us
-                ? "truncated or partial"
-                : "larger than the statistic (mixed runs?)"));
+  if (p.tasks.has_value() && p.op_statistic.has_value()) {
+    // Both without communication: op_statistic leaves HCCL out.
+    double tasks_us = 0, stat_us = 0;
+    for (const OpAggregate& op : p.tasks->ops) {
+      if (!IsCommunicationOp(op)) tasks_us += op.total_us;
+    }
+    for (const OpStatRow& r : p.op_statistic->by_core) {
+      if (!IsCommRow(r)) stat_us += r.total_us;
+    }
+    if (stat_us > 0 && std::abs(tasks_us - stat_us) > 0.1 * stat_us) {
+      gap(p.tasks->file,
+          absl::StrFormat(
+              "its compute task durations sum to %.3f us but `%s` totals "
+              "%.3f us (%.0f %%): the per-task table is %s; hotspot shares "
+              "are over the rows present",
+              tasks_us, p.op_statistic->file, stat_us, 100 * tasks_us / stat_us,
+              tasks_us < stat_us ? "truncated or partial"
+                                 : "larger than the statistic (mixed runs?)"));
+    }
   }
   if (p.trace.has_value() && p.trace->launches > 0 &&
       p.trace->median_launch_delay_us < 0) {

@@ -214,8 +214,7 @@ std::string RenderPerfAnalysis(const v1::Diagnosis& d,
     }
     if (!s.core_split.empty()) {
       absl::StrAppend(&md, "\nThe hotspot ran on more than one core type (",
-                      Md(s.core_split), "); the diagnosis reads the ",
-                      Md(s.slice_core), " ratios.\n");
+                      Md(s.core_split), ").\n");
     }
     if (!s.side_evidence.empty()) {
       absl::StrAppend(&md, "\nSide read: ", s.side, " (", Md(s.side_evidence),
