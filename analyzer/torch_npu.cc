@@ -121,7 +121,8 @@ absl::StatusOr<ProfilerInfo> ParseProfilerInfo(std::string_view text,
     if (e != c->end() && e->is_object()) cfg = &*e;
   }
   if (cfg != nullptr) {
-    // torch_npu 2.10 drops the leading underscore on some keys.
+    // Keys with or without the leading underscore: the layout drifts
+    // across torch_npu versions.
     auto get = [&](std::initializer_list<const char*> keys) -> std::string {
       for (const char* key : keys) {
         auto it = cfg->find(key);

@@ -231,9 +231,9 @@ absl::StatusOr<TraceSummary> ParseChromeTrace(std::string_view text,
     std::string name = Str(*s.event, "name");
     out.by_name[name].Add(s.dur);
     if (!kineto && out.core_of.find(name) == out.core_of.end()) {
-      auto a = s.event->find("args");
-      if (a != s.event->end() && a->is_object()) {
-        out.core_of[name] = Str(*a, "Task Type");
+      auto args = s.event->find("args");
+      if (args != s.event->end() && args->is_object()) {
+        out.core_of[name] = Str(*args, "Task Type");
       }
     }
   }
