@@ -177,6 +177,7 @@ struct TaskColumns {
   std::optional<int> name, type, core, dur, start, wait, block, mix_block;
   std::optional<int> aic_time, aiv_time, aic_cycles, aiv_cycles;
   std::vector<std::pair<int, std::string>> metrics;  // position, header
+  std::vector<bool> main_memory;  // per metric: a *main_memory_datas column
   size_t width = 0;
 };
 
@@ -186,7 +187,10 @@ struct TaskColumns {
 struct TaskRange {
   // One entry per (name, core type), metrics not yet filled.
   std::vector<OpAggregate> ops;
-  absl::flat_hash_map<std::string, size_t> index;  // name \x1f core
+  // name -> (core, slot) per core type it ran on; a name has one or two,
+  // so the per-row lookup hashes the name alone (no key built per row).
+  absl::flat_hash_map<std::string, std::vector<std::pair<std::string, size_t>>>
+      index;
   // Per op, one Stat per metric column, by position: a map lookup per cell
   // was most of the parse time on large tables.
   std::vector<std::vector<Stat>> op_stats;
@@ -199,7 +203,6 @@ struct TaskRange {
   double main_memory_kb = 0;
   // Where the range's first record starts, and where the first record it
   // left to the next range starts (npos: none / the end of the text).
-  std::string key_scratch;
   size_t first_record = std::string_view::npos;
   size_t next_record = std::string_view::npos;
   absl::Status status;
@@ -237,15 +240,19 @@ void ReadTaskRange(CsvReader reader, size_t limit, const TaskColumns& c,
     std::string_view core = Txt(cells, c.core);
     if (name.empty()) name = type;
     if (name.empty()) name = "(unnamed)";
-    std::string& key = out.key_scratch;
-    key.assign(name.data(), name.size());
-    key.push_back('\x1f');
-    key.append(core.data(), core.size());
-    auto it = out.index.find(key);
-    size_t slot;
-    if (it == out.index.end()) {
+    size_t slot = std::string_view::npos;
+    auto it = out.index.find(Av(name));
+    if (it != out.index.end()) {
+      for (const auto& [have, at] : it->second) {
+        if (have == core) slot = at;
+      }
+    }
+    if (slot == std::string_view::npos) {
       slot = out.ops.size();
-      out.index.emplace(key, slot);
+      if (it == out.index.end()) {
+        it = out.index.try_emplace(std::string(name)).first;
+      }
+      it->second.emplace_back(std::string(core), slot);
       OpAggregate op;
       op.name = std::string(name);
       op.type = std::string(type);
@@ -256,8 +263,6 @@ void ReadTaskRange(CsvReader reader, size_t limit, const TaskColumns& c,
       op.has_aiv_cycles = c.aiv_cycles.has_value();
       out.ops.push_back(std::move(op));
       out.op_stats.emplace_back(c.metrics.size());
-    } else {
-      slot = it->second;
     }
     OpAggregate& op = out.ops[slot];
     op.total_us += *dur;
@@ -284,10 +289,7 @@ void ReadTaskRange(CsvReader reader, size_t limit, const TaskColumns& c,
           ParseNumber(cells[static_cast<size_t>(c.metrics[m].first)]);
       if (v.has_value()) {
         stats[m].Add(*v, *dur);
-        if (c.metrics[m].second.find("main_memory_datas") !=
-            std::string::npos) {
-          out.main_memory_kb += *v;
-        }
+        if (c.main_memory[m]) out.main_memory_kb += *v;
       }
     }
     if (c.start.has_value()) {
@@ -334,16 +336,20 @@ void AddSums(OpAggregate& dst, const OpAggregate& src) {
 void MergeRange(TaskRange& into, TaskRange&& from, int line_offset) {
   for (size_t i = 0; i < from.ops.size(); ++i) {
     OpAggregate& src = from.ops[i];
-    auto [it, fresh] = into.index.try_emplace(
-        absl::StrCat(src.name, "\x1f", src.core), into.ops.size());
-    if (fresh) {
+    std::vector<std::pair<std::string, size_t>>& cores = into.index[src.name];
+    size_t at = std::string_view::npos;
+    for (const auto& [have, slot] : cores) {
+      if (have == src.core) at = slot;
+    }
+    if (at == std::string_view::npos) {
+      cores.emplace_back(src.core, into.ops.size());
       into.ops.push_back(std::move(src));
       into.op_stats.push_back(std::move(from.op_stats[i]));
       continue;
     }
-    OpAggregate& dst = into.ops[it->second];
+    OpAggregate& dst = into.ops[at];
     AddSums(dst, src);
-    std::vector<Stat>& stats = into.op_stats[it->second];
+    std::vector<Stat>& stats = into.op_stats[at];
     for (size_t m = 0; m < stats.size(); ++m) {
       MergeStat(stats[m], from.op_stats[i][m]);
     }
@@ -461,7 +467,10 @@ absl::StatusOr<TaskTable> ParseTaskTable(std::string_view text,
   }
   for (size_t i = 0; i < h.size(); ++i) {
     std::string name(absl::StripAsciiWhitespace(h[i]));
-    if (IsMetricColumn(name)) c.metrics.emplace_back(static_cast<int>(i), name);
+    if (IsMetricColumn(name)) {
+      c.main_memory.push_back(absl::StrContains(name, "main_memory_datas"));
+      c.metrics.emplace_back(static_cast<int>(i), name);
+    }
   }
   const std::vector<std::pair<int, std::string>>& metric_cols = c.metrics;
 
