@@ -19,7 +19,9 @@
 #include "agent/perf_counters.h"
 #include "agent/stage_runner.h"
 #include "agent/variant_build.h"
+#include "agent/variant_runner.h"
 #include "common/files.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 
 namespace tunefarm {
@@ -148,6 +150,26 @@ class CpuBoard : public Board {
         "best of 3 single-thread 64 MiB memcpy, read+write bytes";
     info_.set_simulated(false);
     info_.set_state(v1::BOARD_STATE_IDLE);
+
+    if (options_.runner_binary.empty())
+      options_.runner_binary = FindVariantRunnerBinary();
+    if (options_.runner_binary.empty()) {
+      spdlog::warn("{}: tunefarm-variant-runner not found; every variant "
+                   "runs one process per stage",
+                   options_.board_id);
+    } else {
+      VariantRunnerOptions ro;
+      ro.runner_binary = options_.runner_binary;
+      ro.recycle_after = std::max(1, options_.runner_recycle_after);
+      ro.name = options_.board_id;
+      ro.log_path = options_.work_root + "/runner.log";
+      (void)MakeDirs(options_.work_root);
+      runner_ = std::make_unique<VariantRunner>(std::move(ro));
+    }
+    info_.set_health_detail(
+        runner_ != nullptr
+            ? absl::StrCat("persistent runner ", options_.runner_binary)
+            : "no persistent runner: one process per stage");
   }
 
   const v1::BoardInfo& info() const override { return info_; }
@@ -158,17 +180,29 @@ class CpuBoard : public Board {
   absl::Status Prefetch(const v1::WorkItem& work,
                         const std::atomic<bool>& cancel) override {
     absl::StatusOr<BuildRequest> req =
-        MakeBuildRequest(work.operator_(), work.params());
+        MakeBuildRequest(work.operator_(), work.params(), UseRunner(work));
     // A bad backend is the variant's fault: Evaluate reports it.
     if (!req.ok()) return absl::OkStatus();
     return BuildVariant(*req, cancel).status();
   }
 
  private:
-  // The BuildVariant request of a variant; INVALID_ARGUMENT (the variant's
-  // BUILD_FAILED) when the operator has no usable cpu backend.
+  // Whether `work` runs in the persistent runner (else one process per
+  // stage): the board has one, and neither the sweep nor the manifest's
+  // backend asks for process isolation.
+  bool UseRunner(const v1::WorkItem& work) const {
+    if (runner_ == nullptr) return false;
+    if (work.measurement().isolation() == v1::ISOLATION_PROCESS) return false;
+    auto it = work.operator_().backends().find(kKind);
+    return it == work.operator_().backends().end() ||
+           it->second.isolation() != v1::ISOLATION_PROCESS;
+  }
+  // The BuildVariant request of a variant (a shared object for the runner
+  // when `shared`); INVALID_ARGUMENT (the variant's BUILD_FAILED) when the
+  // operator has no usable cpu backend.
   absl::StatusOr<BuildRequest> MakeBuildRequest(const v1::OperatorManifest& op,
-                                                const ParamMap& params) const;
+                                                const ParamMap& params,
+                                                bool shared) const;
   // The backend's sources as absolute paths inside the package, checked.
   absl::StatusOr<std::vector<std::string>> Sources(
       const v1::OperatorManifest& op, const v1::BackendEntry& be) const;
@@ -176,6 +210,7 @@ class CpuBoard : public Board {
   CpuBoardOptions options_;
   std::string cpu_list_;
   v1::BoardInfo info_;  // immutable after construction
+  std::unique_ptr<VariantRunner> runner_;  // null: no runner binary
 };
 
 absl::StatusOr<std::vector<std::string>> CpuBoard::Sources(
@@ -211,7 +246,7 @@ absl::StatusOr<std::vector<std::string>> CpuBoard::Sources(
 }
 
 absl::StatusOr<BuildRequest> CpuBoard::MakeBuildRequest(
-    const v1::OperatorManifest& op, const ParamMap& params) const {
+    const v1::OperatorManifest& op, const ParamMap& params, bool shared) const {
   auto it = op.backends().find(kKind);
   if (it == op.backends().end()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -222,6 +257,14 @@ absl::StatusOr<BuildRequest> CpuBoard::MakeBuildRequest(
   BuildRequest req;
   req.compiler = it->second.compiler().empty() ? "c++" : it->second.compiler();
   req.flags.assign(it->second.flags().begin(), it->second.flags().end());
+  if (shared) {
+    // The program's main becomes the runner's entry point
+    // (ops/common/harness.h).
+    for (const char* f : {"-shared", "-fPIC", "-DTF_VARIANT_SHARED",
+                          "-Dmain=tf_variant_main"}) {
+      req.flags.push_back(f);
+    }
+  }
   req.sources = std::move(sources);
   req.params = params;
   req.cache_dir = options_.cache_dir;
@@ -242,7 +285,9 @@ absl::StatusOr<Evaluation> CpuBoard::Evaluate(const v1::WorkItem& work,
     result.set_detail(std::move(detail));
     return eval;
   };
-  absl::StatusOr<BuildRequest> req = MakeBuildRequest(op, work.params());
+  const bool use_runner = UseRunner(work);
+  absl::StatusOr<BuildRequest> req =
+      MakeBuildRequest(op, work.params(), use_runner);
   if (!req.ok()) return build_failed(std::string(req.status().message()));
   TF_ASSIGN_OR_RETURN(BuildResult build, BuildVariant(*req, cancel));
   result.set_build_s(absl::ToDoubleSeconds(build.build_time));
@@ -256,7 +301,8 @@ absl::StatusOr<Evaluation> CpuBoard::Evaluate(const v1::WorkItem& work,
   plan.command = {build.binary};
   if (work.has_reference()) {
     TF_RETURN_IF_ERROR(UseParentVariant(
-        MakeBuildRequest(op, work.reference_params()), cancel, &plan));
+        MakeBuildRequest(op, work.reference_params(), use_runner), cancel,
+        &plan));
   }
   plan.work_dir = WorkDirFor(options_.work_root, work);
   TF_RETURN_IF_ERROR(PrepareWorkDir(plan.work_dir, work));
@@ -269,7 +315,13 @@ absl::StatusOr<Evaluation> CpuBoard::Evaluate(const v1::WorkItem& work,
   plan.simulated = false;
   plan.policy_note =
       absl::StrCat("measured on ", info_.chip(), ", cpus ", cpu_list_,
-                   ", steady_clock; variant ", build.key.substr(0, 12));
+                   ", steady_clock; variant ", build.key.substr(0, 12),
+                   use_runner ? "; in the board's persistent runner"
+                              : "; one process per stage");
+  if (use_runner) {
+    plan.runner = runner_.get();
+    plan.program_is_variant = true;  // a shared object that cannot load
+  }
   plan.board_id = options_.board_id;
   plan.board_kind = kKind;
   plan.chip = info_.chip();
@@ -292,7 +344,21 @@ absl::StatusOr<Evaluation> CpuBoard::Evaluate(const v1::WorkItem& work,
     }
     return ReadFilesIntoBundle(dir);
   };
-  return RunStages(plan, work, cancel, std::move(eval));
+  const int64_t starts = runner_ != nullptr ? runner_->starts() : 0;
+  absl::StatusOr<Evaluation> out =
+      RunStages(plan, work, cancel, std::move(eval));
+  if (out.ok() && runner_ != nullptr) {
+    out->result.set_runner_starts(
+        static_cast<int32_t>(runner_->starts() - starts));
+  }
+  // A variant that failed inside the runner may have left it in any state
+  // (corrupted heap, stray threads): the next variant gets a fresh one.
+  if (use_runner &&
+      (!out.ok() || (out->result.outcome() != v1::OUTCOME_OK &&
+                     out->result.outcome() != v1::OUTCOME_BUILD_FAILED))) {
+    runner_->Recycle();
+  }
+  return out;
 }
 
 }  // namespace

@@ -21,6 +21,16 @@
 //                       multi-core bandwidth)
 //   extra: model, simd, perf_counters ("available" or the reason), cpus.
 //
+// Isolation (docs/measurement.md): by default each variant is built as a
+// shared object and its stages run inside the board's persistent runner
+// (agent/variant_runner.h: one long-lived child process, pinned like the
+// stages, restarted after a variant that crashes, hangs or fails in it, and
+// recycled after runner_recycle_after variants). A sweep's
+// `measurement.isolation: process`, a backend's `isolation: process` in the
+// manifest, or a missing runner binary give one process per stage instead
+// (a normal executable). Results, precision verdicts and the ABBA order are
+// the same either way.
+//
 // NewCpuBoard returns a Board the caller owns. Thread-safety as Board: one
 // Evaluate at a time (the agent guarantees it), info() from any thread.
 #ifndef TUNEFARM_AGENT_CPU_BOARD_H_
@@ -55,6 +65,10 @@ struct CpuBoardOptions {
   // Timeout of each stage (build check, reference, run, profile).
   absl::Duration stage_timeout = absl::Minutes(2);
   std::map<std::string, std::string> labels;
+  // tunefarm-variant-runner; "" = FindVariantRunnerBinary(). Not found:
+  // every variant runs one process per stage.
+  std::string runner_binary;
+  int runner_recycle_after = 32;
 };
 
 std::unique_ptr<Board> NewCpuBoard(CpuBoardOptions options);

@@ -3,12 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdlib>
-#include <deque>
 #include <filesystem>
-#include <mutex>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -22,6 +18,7 @@
 #include "agent/process_runner.h"
 #include "agent/stage_runner.h"
 #include "agent/variant_build.h"
+#include "agent/variant_runner.h"
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -32,7 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kKind[] = "cuda";
-constexpr size_t kMaxPendingPrefetch = 4;
 constexpr int64_t kMaxBundleFileBytes = 16 << 20;
 
 std::string ResolveTool(const std::string& configured,
@@ -43,7 +39,7 @@ std::string ResolveTool(const std::string& configured,
   return found.empty() ? FindExecutable("/usr/local/cuda/bin/" + name) : found;
 }
 
-class CudaBoardImpl : public CudaBoard {
+class CudaBoardImpl : public Board {
  public:
   CudaBoardImpl(const CudaBoardOptions& options, const GpuInfo& gpu,
                 const GpuSpec& spec)
@@ -71,40 +67,34 @@ class CudaBoardImpl : public CudaBoard {
             ? (options_.profile ? "not found (profiles are evidence gaps)"
                                 : "off")
             : ncu_));
-    prefetcher_ = std::thread([this] { PrefetchLoop(); });
-  }
-
-  ~CudaBoardImpl() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
+    runner_binary_ = options_.runner_binary.empty() ? FindVariantRunnerBinary()
+                                                    : options_.runner_binary;
+    if (!runner_binary_.empty()) {
+      VariantRunnerOptions ro;
+      ro.runner_binary = runner_binary_;
+      ro.recycle_after = std::max(1, options_.runner_recycle_after);
+      ro.name = info_.board_id();
+      const std::string dir = options_.work_root + "/" + local_name_;
+      (void)MakeDirs(dir);
+      ro.log_path = dir + "/runner.log";
+      runner_ = std::make_unique<VariantRunner>(std::move(ro));
     }
-    stop_builds_ = true;
-    cv_.notify_all();
-    prefetcher_.join();
+    info_.set_health_detail(absl::StrCat(
+        info_.health_detail(), "; ",
+        runner_ != nullptr ? "persistent runner " + runner_binary_
+                           : "no persistent runner: one process per stage"));
   }
 
   const v1::BoardInfo& info() const override { return info_; }
-  const std::string& arch() const override { return arch_; }
-
-  void PrefetchBuild(const v1::WorkItem& work) override {
-    absl::StatusOr<BuildRequest> req =
-        MakeBuildRequest(work.operator_(), work.params());
-    if (!req.ok()) return;  // Evaluate reports it
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || pending_.size() >= kMaxPendingPrefetch) return;
-    pending_.push_back(*std::move(req));
-    cv_.notify_one();
-  }
 
   absl::StatusOr<Evaluation> Evaluate(const v1::WorkItem& work,
                                       const std::atomic<bool>& cancel) override;
 
-  // The agent's build/run overlap: a synchronous PrefetchBuild.
+  // The agent's build/run overlap: builds into the cache, no GPU.
   absl::Status Prefetch(const v1::WorkItem& work,
                         const std::atomic<bool>& cancel) override {
     absl::StatusOr<BuildRequest> req =
-        MakeBuildRequest(work.operator_(), work.params());
+        MakeBuildRequest(work.operator_(), work.params(), UseRunner(work));
     if (!req.ok()) return absl::OkStatus();  // Evaluate reports it
     return BuildVariant(*req, cancel).status();
   }
@@ -115,56 +105,45 @@ class CudaBoardImpl : public CudaBoard {
     ProcessResult result;
   };
 
+  // Whether `work` runs in the persistent runner (as CpuBoard::UseRunner).
+  bool UseRunner(const v1::WorkItem& work) const {
+    if (runner_ == nullptr) return false;
+    if (work.measurement().isolation() == v1::ISOLATION_PROCESS) return false;
+    auto it = work.operator_().backends().find(kKind);
+    return it == work.operator_().backends().end() ||
+           it->second.isolation() != v1::ISOLATION_PROCESS;
+  }
   absl::StatusOr<BuildRequest> MakeBuildRequest(const v1::OperatorManifest& op,
-                                                const ParamMap& params) const;
+                                                const ParamMap& params,
+                                                bool shared) const;
+  // Evaluate without the runner's bookkeeping.
+  absl::StatusOr<Evaluation> EvaluateVariant(const v1::WorkItem& work,
+                                             const std::atomic<bool>& cancel);
   absl::StatusOr<Stage> RunStage(const std::string& binary,
                                  const std::string& work_dir,
                                  const std::string& stage,
                                  std::vector<std::string> extra, uint64_t seed,
-                                 const std::atomic<bool>& cancel) const;
+                                 const std::atomic<bool>& cancel,
+                                 bool in_runner) const;
   // ncu profile + CSV exports into <work_dir>/profile; returns the bundle
   // files, or the reason profiling gave no profile.
   void Profile(const std::string& binary, const std::string& work_dir,
                uint64_t seed, const std::atomic<bool>& cancel,
-               v1::ProfileBundle* bundle, std::string* gap) const;
+               v1::ProfileBundle* bundle, std::string* gap,
+               bool shared_object) const;
   std::vector<std::pair<std::string, std::string>> StageEnv() const {
     return {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
             {"CUDA_VISIBLE_DEVICES",
              gpu_.uuid.empty() ? absl::StrCat(gpu_.index) : gpu_.uuid}};
   }
-  void PrefetchLoop();
 
   const CudaBoardOptions options_;
   const GpuInfo gpu_;
   const GpuSpec spec_;
-  std::string arch_, nvcc_, ncu_, local_name_;
+  std::string arch_, nvcc_, ncu_, local_name_, runner_binary_;
   v1::BoardInfo info_;  // immutable after construction
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<BuildRequest> pending_;
-  bool stopping_ = false;
-  std::atomic<bool> stop_builds_{false};
-  std::thread prefetcher_;
+  std::unique_ptr<VariantRunner> runner_;  // null: no runner binary
 };
-
-void CudaBoardImpl::PrefetchLoop() {
-  for (;;) {
-    BuildRequest req;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
-      if (stopping_) return;
-      req = std::move(pending_.front());
-      pending_.pop_front();
-    }
-    absl::StatusOr<BuildResult> r = BuildVariant(req, stop_builds_);
-    if (!r.ok()) {
-      spdlog::warn("cuda board {}: prefetch build failed: {}", info_.board_id(),
-                   std::string(r.status().message()));
-    }
-  }
-}
 
 std::vector<std::string> ExpandFlagsImpl(const std::vector<std::string>& flags,
                                          const std::string& arch) {
@@ -176,7 +155,7 @@ std::vector<std::string> ExpandFlagsImpl(const std::vector<std::string>& flags,
 }
 
 absl::StatusOr<BuildRequest> CudaBoardImpl::MakeBuildRequest(
-    const v1::OperatorManifest& op, const ParamMap& params) const {
+    const v1::OperatorManifest& op, const ParamMap& params, bool shared) const {
   auto it = op.backends().find(kKind);
   if (it == op.backends().end() || it->second.sources().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -206,6 +185,14 @@ absl::StatusOr<BuildRequest> CudaBoardImpl::MakeBuildRequest(
   req.flags = ExpandFlagsImpl(
       std::vector<std::string>(entry.flags().begin(), entry.flags().end()),
       arch_);
+  if (shared) {
+    // The program's main becomes the runner's entry point
+    // (ops/common/cuda_harness.cuh).
+    for (const char* f : {"-shared", "-Xcompiler", "-fPIC",
+                          "-DTF_VARIANT_SHARED", "-Dmain=tf_variant_main"}) {
+      req.flags.push_back(f);
+    }
+  }
   req.params = params;
   req.cache_dir = options_.cache_dir;
   req.timeout = options_.build_timeout;
@@ -224,7 +211,7 @@ absl::StatusOr<BuildRequest> CudaBoardImpl::MakeBuildRequest(
 absl::StatusOr<CudaBoardImpl::Stage> CudaBoardImpl::RunStage(
     const std::string& binary, const std::string& work_dir,
     const std::string& stage, std::vector<std::string> extra, uint64_t seed,
-    const std::atomic<bool>& cancel) const {
+    const std::atomic<bool>& cancel, bool in_runner) const {
   Stage s;
   s.out_dir = absl::StrCat(work_dir, "/", stage);
   TF_RETURN_IF_ERROR(MakeDirs(s.out_dir));
@@ -247,14 +234,16 @@ absl::StatusOr<CudaBoardImpl::Stage> CudaBoardImpl::RunStage(
   spec.stderr_path = absl::StrCat(work_dir, "/logs/", stage, ".stderr");
   spec.timeout = options_.stage_timeout;
   spec.cancel = &cancel;
-  TF_ASSIGN_OR_RETURN(s.result, RunProcess(spec));
+  TF_ASSIGN_OR_RETURN(s.result,
+                      in_runner ? runner_->Run(spec) : RunProcess(spec));
   return s;
 }
 
 void CudaBoardImpl::Profile(const std::string& binary,
                             const std::string& work_dir, uint64_t seed,
                             const std::atomic<bool>& cancel,
-                            v1::ProfileBundle* bundle, std::string* gap) const {
+                            v1::ProfileBundle* bundle, std::string* gap,
+                            bool shared_object) const {
   if (ncu_.empty()) {
     *gap = options_.profile ? "ncu (Nsight Compute) was not found in PATH or "
                               "/usr/local/cuda/bin"
@@ -273,10 +262,15 @@ void CudaBoardImpl::Profile(const std::string& binary,
   // The profile stage launches only the candidate: 3 warm-ups, then the
   // profiled one (-s 3 -c 1 counts kernel launches).
   ProcessSpec spec;
-  spec.argv = NcuProfileArgv(
-      o, {binary, "--stage", "profile", "--params", work_dir + "/params.json",
-          "--workload", work_dir + "/workload.json", "--out", dir + "/out",
-          "--seed", absl::StrCat(seed)});
+  std::vector<std::string> program = {
+      binary,  "--stage",    "profile", "--params", work_dir + "/params.json",
+      "--workload", work_dir + "/workload.json", "--out", dir + "/out",
+      "--seed", absl::StrCat(seed)};
+  if (shared_object) {
+    // ncu profiles a process: the runner runs the one stage and exits.
+    program.insert(program.begin(), {runner_binary_, "--exec"});
+  }
+  spec.argv = NcuProfileArgv(o, program);
   spec.cwd = work_dir;
   spec.env = StageEnv();
   spec.stdout_path = dir + "/profile.stdout";
@@ -325,6 +319,24 @@ void CudaBoardImpl::Profile(const std::string& binary,
 
 absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(
     const v1::WorkItem& work, const std::atomic<bool>& cancel) {
+  if (!UseRunner(work)) return EvaluateVariant(work, cancel);
+  const int64_t starts = runner_->starts();
+  absl::StatusOr<Evaluation> out = EvaluateVariant(work, cancel);
+  if (out.ok()) {
+    out->result.set_runner_starts(
+        static_cast<int32_t>(runner_->starts() - starts));
+  }
+  // A variant that failed inside the runner may have left it (and its CUDA
+  // context) in any state: the next variant gets a fresh one.
+  if (!out.ok() || (out->result.outcome() != v1::OUTCOME_OK &&
+                    out->result.outcome() != v1::OUTCOME_BUILD_FAILED)) {
+    runner_->Recycle();
+  }
+  return out;
+}
+
+absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
+    const v1::WorkItem& work, const std::atomic<bool>& cancel) {
   Evaluation eval;
   v1::RoundResult& result = eval.result;
   const v1::OperatorManifest& op = work.operator_();
@@ -336,7 +348,9 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(
   };
 
   // build (compile)
-  absl::StatusOr<BuildRequest> req = MakeBuildRequest(op, work.params());
+  const bool in_runner = UseRunner(work);
+  absl::StatusOr<BuildRequest> req =
+      MakeBuildRequest(op, work.params(), in_runner);
   if (!req.ok()) {
     if (absl::IsFailedPrecondition(req.status()))
       return req.status();  // no nvcc: the board's
@@ -365,8 +379,14 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(
   const std::string& bin = build->binary;
 
   // check: can this variant run this workload on this device?
-  TF_ASSIGN_OR_RETURN(Stage check,
-                      RunStage(bin, work_dir, "build", {}, seed, cancel));
+  absl::StatusOr<Stage> check_or =
+      RunStage(bin, work_dir, "build", {}, seed, cancel, in_runner);
+  if (!check_or.ok() && in_runner) {
+    result.set_outcome(v1::OUTCOME_BUILD_FAILED);
+    result.set_detail(std::string(check_or.status().message()));
+    return eval;
+  }
+  TF_ASSIGN_OR_RETURN(Stage check, std::move(check_or));
   if (check.result.cancelled) return cancelled();
   if (!StageOk(check.result)) {
     result.set_outcome(check.result.timed_out        ? v1::OUTCOME_RUN_TIMEOUT
@@ -398,8 +418,8 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(
       std::filesystem::is_regular_file(ref_entry + "/reference.bin", ec)) {
     reference_bin = ref_entry + "/reference.bin";
   } else {
-    TF_ASSIGN_OR_RETURN(Stage ref,
-                        RunStage(bin, work_dir, "reference", {}, seed, cancel));
+    TF_ASSIGN_OR_RETURN(Stage ref, RunStage(bin, work_dir, "reference", {},
+                                            seed, cancel, in_runner));
     if (ref.result.cancelled) return cancelled();
     if (!StageOk(ref.result)) {
       result.set_outcome(ref.result.timed_out ? v1::OUTCOME_RUN_TIMEOUT
@@ -439,9 +459,17 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(
       "cuda events around each launch, L2 flushed (256 MiB memset) before each "
       "sample";
   plan.pass_output_flag = true;
+  if (in_runner) {
+    plan.runner = runner_.get();
+    plan.program_is_variant = true;
+    plan.policy_note += "; in the board's persistent runner";
+  } else {
+    plan.policy_note += "; one process per stage";
+  }
   if (work.has_reference()) {
     absl::Status parent = UseParentVariant(
-        MakeBuildRequest(op, work.reference_params()), cancel, &plan);
+        MakeBuildRequest(op, work.reference_params(), in_runner), cancel,
+        &plan);
     if (absl::IsCancelled(parent)) return cancelled();
     TF_RETURN_IF_ERROR(parent);
   }
@@ -458,7 +486,7 @@ absl::StatusOr<Evaluation> CudaBoardImpl::Evaluate(
   // profile
   v1::ProfileBundle bundle;
   std::string gap;
-  Profile(bin, work_dir, seed, cancel, &bundle, &gap);
+  Profile(bin, work_dir, seed, cancel, &bundle, &gap, in_runner);
   if (cancel.load()) return cancelled();
   if (note.ok()) {
     v1::ProfileFile* f = bundle.add_files();
@@ -503,7 +531,7 @@ std::vector<std::string> ExpandCudaFlags(const std::vector<std::string>& flags,
   return ExpandFlagsImpl(flags, arch);
 }
 
-std::unique_ptr<CudaBoard> NewCudaBoard(const CudaBoardOptions& options,
+std::unique_ptr<Board> NewCudaBoard(const CudaBoardOptions& options,
                                         const GpuInfo& gpu,
                                         const GpuSpec& spec) {
   return std::make_unique<CudaBoardImpl>(options, gpu, spec);

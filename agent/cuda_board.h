@@ -19,15 +19,25 @@
 // the stage timeout -> RUN_TIMEOUT; wrong or unwritten output ->
 // PRECISION_FAILED. A non-OK Status is the board's own failure.
 //
+// Isolation (docs/measurement.md): by default the variant is built as a
+// shared object (nvcc -shared -Xcompiler -fPIC -Dmain=tf_variant_main) and
+// its build check, reference and run stages run in the board's persistent
+// runner, one process that keeps its CUDA context across variants; a
+// variant that crashes it, hangs or hits a CUDA error (the harness exits
+// with code 3) ends only the runner, which the next stage restarts. ncu
+// still profiles a process of its own (`tunefarm-variant-runner --exec`).
+// `measurement.isolation: process` or a backend's `isolation: process` gives
+// one process per stage (a normal executable).
+//
 // Build/run overlap: the agent runs one worker thread per board, so on a
 // machine with several GPUs one board compiles while another runs. Within
-// one board, PrefetchBuild(work) compiles a variant the agent knows it will
-// evaluate next on a background thread; Evaluate then finds it in the build
-// cache (BuildVariant makes concurrent builds of one key build once).
+// one board, Prefetch(work) compiles a variant the agent leased ahead (on
+// the agent's background threads); Evaluate then finds it in the build cache
+// (BuildVariant makes concurrent builds of one key build once). The board's
+// nvcc target is info().capabilities().extra()["nvcc_arch"].
 //
 // Ownership: the caller owns the boards. Thread-safety: as Board (one
-// Evaluate at a time, info() from any thread); PrefetchBuild may be called
-// from any thread, also while Evaluate runs.
+// Evaluate at a time, info() and Prefetch from any thread).
 #ifndef TUNEFARM_AGENT_CUDA_BOARD_H_
 #define TUNEFARM_AGENT_CUDA_BOARD_H_
 
@@ -67,15 +77,10 @@ struct CudaBoardOptions {
   absl::Duration stage_timeout = absl::Minutes(2);
   absl::Duration profile_timeout = absl::Minutes(5);
   std::map<std::string, std::string> labels;
-};
-
-class CudaBoard : public Board {
- public:
-  // Queues a background build of `work`'s variant (at most a few pending;
-  // extra requests are dropped, since Evaluate builds anyway).
-  virtual void PrefetchBuild(const v1::WorkItem& work) = 0;
-  // The nvcc target this board builds for, e.g. "sm_90a".
-  virtual const std::string& arch() const = 0;
+  // The persistent runner (agent/variant_runner.h); "" =
+  // FindVariantRunnerBinary(). Not found: one process per stage.
+  std::string runner_binary;
+  int runner_recycle_after = 32;
 };
 
 // One board per GPU nvidia-smi lists (or per options.gpu_indices). NOT_FOUND
@@ -87,7 +92,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Board>>> DiscoverCudaBoards(
 
 // A board for one known GPU (tests, and DiscoverCudaBoards). board_id is
 // "<agent_id>/cuda<index>".
-std::unique_ptr<CudaBoard> NewCudaBoard(const CudaBoardOptions& options,
+std::unique_ptr<Board> NewCudaBoard(const CudaBoardOptions& options,
                                         const GpuInfo& gpu,
                                         const GpuSpec& spec);
 

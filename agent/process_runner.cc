@@ -103,6 +103,15 @@ void NapFor(absl::Duration d) {
 
 }  // namespace
 
+std::vector<std::string> ChildEnvironment(
+    const std::vector<std::pair<std::string, std::string>>& extra) {
+  return BuildEnvironment(extra);
+}
+
+std::string ReadFileTail(const std::string& path, size_t max_bytes) {
+  return ReadTail(path, max_bytes);
+}
+
 std::string SignalName(int sig) {
   switch (sig) {
     case SIGHUP:

@@ -51,6 +51,13 @@ absl::StatusOr<ProcessResult> RunProcess(const ProcessSpec& spec);
 // "SIGSEGV" for 11 etc.; "signal N" for unknown numbers.
 std::string SignalName(int sig);
 
+// Helpers shared with VariantRunner (agent/variant_runner.h).
+// The inherited environment with `extra` added or overriding, as KEY=VALUE.
+std::vector<std::string> ChildEnvironment(
+    const std::vector<std::pair<std::string, std::string>>& extra);
+// The last `max_bytes` of the file at `path` ("" when unreadable).
+std::string ReadFileTail(const std::string& path, size_t max_bytes);
+
 }  // namespace tunefarm
 
 #endif  // TUNEFARM_AGENT_PROCESS_RUNNER_H_

@@ -57,7 +57,9 @@ absl::StatusOr<Stage> RunOne(const StagePlan& plan, const std::string& stage,
   spec.stderr_path = absl::StrCat(plan.work_dir, "/logs/", name, ".stderr");
   spec.timeout = plan.timeout;
   spec.cancel = &cancel;
-  TF_ASSIGN_OR_RETURN(s.result, RunProcess(spec));
+  TF_ASSIGN_OR_RETURN(s.result, plan.runner != nullptr
+                                     ? plan.runner->Run(spec)
+                                     : RunProcess(spec));
   return s;
 }
 
@@ -189,7 +191,7 @@ absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
     result->set_detail(std::move(detail));
     return absl::AbortedError("block failed");
   };
-  double run_s = 0;
+  double run_s = 0, timed_us = 0;
   BlockRunner run_block =
       [&](bool reference, int index, int warmup,
           int samples) -> absl::StatusOr<std::vector<double>> {
@@ -260,12 +262,14 @@ absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
                                " timing samples, expected warmup ", warmup,
                                " + samples ", samples));
     }
+    for (double us : *timing) timed_us += us;
     timing->erase(timing->begin(), timing->begin() + warmup);
     return timing;
   };
   absl::StatusOr<v1::Measurement> m =
       MeasureBlocks(policy, ab, run_block, plan.simulated, note);
   result->set_run_s(run_s);
+  result->set_timed_s(timed_us / 1e6);
   if (!m.ok()) {
     if (failed) return false;
     return m.status();

@@ -1,7 +1,9 @@
 // RunStages: the evaluation pipeline every board kind shares once it has an
 // operator program to run — reference → run → precision → timing → profile
 // (and optionally the program's own `build` stage first) — each stage a child
-// process (RunProcess: argv, no shell, own process group, timeout, cancel)
+// process (RunProcess: argv, no shell, own process group, timeout, cancel),
+// or a call into the board's persistent runner (StagePlan.runner, the same
+// contract; agent/variant_runner.h)
 // following the stage contract of docs/operators.md. Boards differ only in
 // how they get the program (sim: a shipped binary; cpu/cuda: BuildVariant),
 // the environment they give it (pinning, device isolation) and how they read
@@ -29,6 +31,7 @@
 #include "absl/time/time.h"
 #include "agent/board.h"
 #include "agent/process_runner.h"
+#include "agent/variant_runner.h"
 #include "agent/variant_build.h"
 #include "common/params.h"
 
@@ -86,6 +89,9 @@ struct StagePlan {
   bool program_is_variant = false;
   bool simulated = false;
   std::string policy_note;  // appended to Measurement.policy
+  // Non-null: the stages run in this persistent runner (command[0] and
+  // reference_command[0] are shared objects) instead of one process each.
+  VariantRunner* runner = nullptr;
   std::string board_id, board_kind, chip, profiler;
   v1::BoardCapabilities capabilities;
   // Reads the profile stage's folder into a bundle (files only; RunStages

@@ -387,7 +387,8 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
     TF_RETURN_IF_ERROR(
         yamlf::CheckMap(node, "measurement",
                         {"warmup", "samples", "flush_cache", "mode",
-                         "target_rel_spread", "max_samples", "confidence"}));
+                         "target_rel_spread", "max_samples", "confidence",
+                         "isolation"}));
     if (Has(node, "warmup")) {
       TF_ASSIGN_OR_RETURN(
           int64_t v, yamlf::GetIntInRange(Get(node, "warmup"),
@@ -417,6 +418,20 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
         return FieldError(
             "measurement.mode",
             absl::StrCat("must be ab or independent, got ", Quote(v)));
+      }
+    }
+    if (Has(node, "isolation")) {
+      TF_ASSIGN_OR_RETURN(std::string v,
+                          yamlf::GetString(Get(node, "isolation"),
+                                           "measurement.isolation"));
+      if (v == "runner") {
+        m->set_isolation(v1::ISOLATION_RUNNER);
+      } else if (v == "process") {
+        m->set_isolation(v1::ISOLATION_PROCESS);
+      } else {
+        return FieldError(
+            "measurement.isolation",
+            absl::StrCat("must be runner or process, got ", Quote(v)));
       }
     }
     if (Has(node, "target_rel_spread")) {

@@ -20,7 +20,8 @@
 //   min_gain: 0.02            # fraction in [0, 1)
 //   boards: {kind: sim, chip: Ascend910B-sim, labels: {pool: demo}}
 //   measurement: {warmup: 5, samples: 30, flush_cache: true, mode: ab,
-//                 target_rel_spread: 0.01, max_samples: 120, confidence: 0.95}
+//                 target_rel_spread: 0.01, max_samples: 120, confidence: 0.95,
+//                 isolation: runner}       # runner (default) | process
 //   baseline: {tile_m: 32}    # overrides of the operator's defaults
 //   priority: 0               # -100..100
 //

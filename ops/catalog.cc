@@ -231,7 +231,8 @@ absl::Status ParseBackends(const YAML::Node& node, v1::OperatorManifest* op) {
                                            absl::StrJoin(known, ", ")));
     }
     TF_RETURN_IF_ERROR(yamlf::CheckMap(
-        it->second, path, {"command", "sources", "compiler", "flags"}));
+        it->second, path,
+        {"command", "sources", "compiler", "flags", "isolation"}));
     v1::BackendEntry entry;
     // A non-empty list of non-empty single-line strings at `key`.
     auto string_list = [&](absl::string_view key,
@@ -270,6 +271,19 @@ absl::Status ParseBackends(const YAML::Node& node, v1::OperatorManifest* op) {
       if (compiler.empty()) return FieldError(cp, "must not be empty");
       TF_RETURN_IF_ERROR(yamlf::CheckText(cp, compiler, 1024));
       entry.set_compiler(std::move(compiler));
+    }
+    if (Has(it->second, "isolation")) {
+      const std::string ip = Child(path, "isolation");
+      TF_ASSIGN_OR_RETURN(std::string v,
+                          yamlf::GetString(Get(it->second, "isolation"), ip));
+      if (v == "process") {
+        entry.set_isolation(v1::ISOLATION_PROCESS);
+      } else if (v == "runner") {
+        entry.set_isolation(v1::ISOLATION_RUNNER);
+      } else {
+        return FieldError(
+            ip, absl::StrCat("must be process or runner, got '", v, "'"));
+      }
     }
     if (entry.command().empty() == entry.sources().empty()) {
       return FieldError(path, entry.command().empty()

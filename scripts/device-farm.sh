@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
-# The H200 run of issue 5 in one call: the cuda backend's kernels and tests
-# (scripts/device-cuda.sh), then a real local farm (coordinator, analyzer,
-# one agent with one cuda board per GPU) tuning the CUDA GEMM and softmax.
+# The H200 run in one or two calls: the cuda board's tests (cuda_board_test,
+# real GPU included), then a real local farm (coordinator, analyzer, one
+# agent with one cuda board per GPU) tuning the CUDA GEMM and softmax, in
+# each isolation mode asked for (docs/measurement.md): the persistent runner
+# and one process per stage, each sweep with the round budget raised so that
+# only its time limit (150 s GEMM, 100 s softmax) ends it.
 #
-# On the dev machine:   bash scripts/device-farm.sh pack
-#   packs stripped farm binaries, cuda_board_test and the shared libraries
-#   they need into build-cuda/device-carry/ (the device image has no Debian
-#   dev packages).
-# On the device:        bash scripts/device-farm.sh
-#   with carry ["build-cuda/device-carry"]; results under $OUT.
+# On the dev machine:   TF_CARRY_DIR=/work/main/build-cuda/device-carry \
+#                         bash scripts/device-farm.sh pack
+#   packs stripped farm binaries (tunefarm-variant-runner included),
+#   cuda_board_test with its fake tool and fake variant, and the shared
+#   libraries they need into $TF_CARRY_DIR (default build-cuda/device-carry;
+#   the device image has no Debian dev packages).
+# On the device:        TF_CARRY_DIR=<carried folder> bash scripts/device-farm.sh
+#   TF_FARM_MODES="runner process" (default) picks the modes, TF_DEVICE_TEST=0
+#   skips cuda_board_test, TF_FARM_KERNELS=1 also runs device-cuda.sh's
+#   kernel references (cuBLAS, D2D copy). Results under $OUT.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-carry="$root/build-cuda/device-carry"
+carry=${TF_CARRY_DIR:-$root/build-cuda/device-carry}
+case "$carry" in /*) ;; *) carry="$root/$carry" ;; esac
 if [ "${1:-}" = pack ]; then
   build=${TUNEFARM_BUILD_DIR:-$root/build}
   rm -rf "$carry" && mkdir -p "$carry/lib" "$carry/bin"
   for b in tunefarm tunefarm-coordinator tunefarm-agent tunefarm-analyzer \
-           tunefarm-sim-matmul; do
+           tunefarm-sim-matmul tunefarm-variant-runner; do
     strip -o "$carry/bin/$b" "$build/bin/$b"
   done
   strip -o "$carry/cuda_board_test" "$build/tests/agent/cuda_board_test"
   strip -o "$carry/cuda_fake_tool" "$build/tests/agent/cuda_fake_tool"
-  strip -o "$carry/agent_cpu_test" "$build/tests/agent/agent_cpu_test"
-  ldd "$carry"/bin/* "$carry/cuda_board_test" "$carry/cuda_fake_tool" \
-      "$carry/agent_cpu_test" |
+  strip --strip-unneeded -o "$carry/libcuda_fake_variant.so" \
+    "$build/tests/agent/libcuda_fake_variant.so"
+  ldd "$carry"/bin/* "$carry/cuda_board_test" "$carry/cuda_fake_tool" |
     awk '/=> \//{print $3}' | sort -u |
     grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
     xargs -r -I{} cp -L {} "$carry/lib/"
@@ -36,41 +44,70 @@ out=${OUT:-$root/device-farm-out}
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PATH=/usr/local/cuda/bin:$PATH
-# Kernels, cuBLAS and copy references, the cuda board's own tests.
-# device-cuda.sh leaves binaries in its output folder: keep it off $OUT
-# (only a few files come back) and copy the readable results.
-OUT=/tmp/device-cuda-out TF_DEVICE_STEPS="${TF_DEVICE_STEPS:-probe kernels test}" \
-  timeout 330 bash scripts/device-cuda.sh > "$out/device-cuda.txt" 2>&1
-rc=$?
-for f in summary.txt test.log probe.log; do
-  cp "/tmp/device-cuda-out/device-cuda/$f" "$out/cuda-$f" 2>/dev/null
-done
-
-# The cpu board's hardware counters: this VM exposes no PMU, a bare-metal
-# GPU host usually does.
 export LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-TF_SOURCE_DIR="$root" timeout 120 "$carry/agent_cpu_test" --gtest_filter='*Counters*' \
-  > "$out/cpu-counters.txt" 2>&1
-echo "exit $?" >> "$out/cpu-counters.txt"
+rc=0
+summary="$out/summary.txt"
+: > "$summary"
+{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm \
+    --format=csv,noheader; nvcc --version | tail -1; } >> "$summary" 2>&1
 
-# The farm: one agent serving every GPU, a guided sweep of each operator.
-export LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ "${TF_FARM_KERNELS:-0}" = 1 ]; then
+  OUT=/tmp/device-cuda-out TF_DEVICE_STEPS="probe kernels" \
+    timeout 240 bash scripts/device-cuda.sh > "$out/device-cuda.txt" 2>&1
+  cp /tmp/device-cuda-out/device-cuda/summary.txt "$out/cuda-kernels.txt" 2>/dev/null
+fi
+
+# The cuda board's tests, real GPU included (RealGpuTest runs the shipped
+# kernels in the persistent runner and per process).
+if [ "${TF_DEVICE_TEST:-1}" = 1 ]; then
+  TF_CUDA_FAKE_TOOL="$carry/cuda_fake_tool" \
+    TF_FAKE_VARIANT_SO="$carry/libcuda_fake_variant.so" \
+    TF_VARIANT_RUNNER="$carry/bin/tunefarm-variant-runner" TF_SOURCE_DIR="$root" \
+    timeout 240 "$carry/cuda_board_test" > "$out/cuda-test.log" 2>&1
+  t=$?
+  grep -E "^\[ *(FAILED|SKIPPED|PASSED) *\]|tests? ran" "$out/cuda-test.log" >> "$summary"
+  echo "cuda_board_test: exit $t" >> "$summary"
+  [ $t -eq 0 ] || rc=1
+fi
+
+# The farm: one agent serving every GPU, a guided sweep of each operator in
+# each mode. The round budget is raised so that the time limit ends it.
 farm_log="$out/farm.txt"
 : > "$farm_log"
-for spec in cuda_gemm cuda_softmax; do
-  data=/tmp/tunefarm-device-$spec
-  rm -rf "$data"
-  echo "=== tunefarm local $spec ($(date -u +%FT%TZ))" >> "$farm_log"
-  timeout -k 10 "${TF_FARM_TIMEOUT:-200}" "$carry/bin/tunefarm" local --boards cuda --agents 1 \
-    --data-dir "$data" --ops-dir "$root/ops" \
-    --no-profile "examples/$spec.yaml" >> "$farm_log" 2>&1
-  echo "exit $?" >> "$farm_log"
-  cp "$data"/reports/*.md "$out/${spec}_report.md" 2>/dev/null
-  echo "--- agent-1.log: where each round's time went" >> "$farm_log"
-  grep -E ": round [0-9]+ OUTCOME_" "$data/logs/agent-1.log" >> "$farm_log" 2>/dev/null
-  for l in coordinator agent-1 analyzer; do
-    echo "--- $l.log (tail)" >> "$farm_log"
-    tail -n 25 "$data/logs/$l.log" >> "$farm_log" 2>/dev/null
+for mode in ${TF_FARM_MODES:-runner process}; do
+  for spec in cuda_gemm cuda_softmax; do
+    name=${spec}_$mode
+    data=/tmp/tunefarm-device-$name
+    rm -rf "$data" && mkdir -p "$data"
+    sed -e 's/max_rounds: [0-9]*/max_rounds: 400/' \
+        -e 's/max_rounds_without_gain: [0-9]*/max_rounds_without_gain: 400/' \
+        -e "s/flush_cache: true}/flush_cache: true, isolation: $mode}/" \
+        -e "s/^name: \(.*\)/name: \1-$mode/" \
+        "examples/$spec.yaml" > "$data/spec.yaml"
+    echo "=== $name ($(date -u +%FT%TZ))" >> "$farm_log"
+    start=$(date +%s)
+    timeout -k 10 "${TF_FARM_TIMEOUT:-200}" "$carry/bin/tunefarm" local --boards cuda \
+      --agents 1 --data-dir "$data" --ops-dir "$root/ops" --no-profile \
+      "$data/spec.yaml" > "$data/local.txt" 2>&1
+    farm_rc=$?
+    secs=$(( $(date +%s) - start ))
+    echo "exit $farm_rc after $secs s" >> "$farm_log"
+    grep -vE "^\s*$" "$data/local.txt" | tail -n 30 >> "$farm_log"
+    echo "--- agent-1.log: each round's time" >> "$farm_log"
+    grep -E ": round [0-9]+ OUTCOME_|variant runner started|ahead \(sweep" \
+      "$data/logs/agent-1.log" >> "$farm_log" 2>/dev/null
+    awk '/: round [0-9]+ OUTCOME_OK in/ {
+           for (i = 1; i <= NF; i++) {
+             if ($i == "in") w = $(i+1);
+             if ($i == "kernels") k = $(i+1);
+           }
+           n++; W += w; K += k
+         }
+         END { if (n) printf "%s: %d OK rounds, mean eval %.3f s, mean timed kernels %.3f s, eval utilisation %.1f%%, timed kernels %.1f s of the %d s run (%.1f%%)\n", name, n, W/n, K/n, 100*K/W, K, secs, 100*K/secs }' \
+      name="$name" secs="$secs" "$data/logs/agent-1.log" >> "$summary" 2>/dev/null
+    grep -E "best|speedup|rounds|ended" "$data/local.txt" | head -8 | sed "s/^/$name: /" >> "$summary"
+    cp "$data"/reports/*/report.md "$out/${name}_report.md" 2>/dev/null ||
+      cp "$data"/reports/*.md "$out/${name}_report.md" 2>/dev/null
   done
 done
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \

@@ -36,6 +36,13 @@
 #include <string>
 #include <vector>
 
+// A variant built for a board's persistent runner is a shared object
+// compiled with -DTF_VARIANT_SHARED -Dmain=tf_variant_main (see harness.h):
+// the program's main becomes this C entry point.
+#ifdef TF_VARIANT_SHARED
+extern "C" int tf_variant_main(int argc, char** argv);
+#endif
+
 namespace tf_cuda {
 
 // Exit code of a stage that failed because of CUDA (launch error, fault).

@@ -57,6 +57,14 @@
 #include <unistd.h>
 #endif
 
+// A variant built for a board's persistent runner (agent/variant_runner.h)
+// is a shared object compiled with -DTF_VARIANT_SHARED
+// -Dmain=tf_variant_main: the program's main becomes this C entry point,
+// which the runner calls once per stage with the stage's argv.
+#ifdef TF_VARIANT_SHARED
+extern "C" int tf_variant_main(int argc, char** argv);
+#endif
+
 namespace tf_harness {
 
 inline constexpr int kExitOk = 0;

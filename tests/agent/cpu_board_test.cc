@@ -3,7 +3,9 @@
 // counters or the "counters unavailable" evidence gap), and the faulty test
 // operator (SIGSEGV → RUN_CRASHED, hang → RUN_TIMEOUT, wrong answer →
 // PRECISION_FAILED, compile error → BUILD_FAILED, cached), after each of
-// which the board still evaluates the next variant fine.
+// which the board still evaluates the next variant fine. Both isolation
+// modes: the persistent runner (the default: started once, restarted after
+// a variant that failed in it) and one process per stage.
 #include "agent/cpu_board.h"
 
 #include <atomic>
@@ -16,9 +18,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "agent/perf_counters.h"
 #include "agent/stage_runner.h"
+#include "agent/variant_runner.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
@@ -57,12 +61,14 @@ class CpuBoardTest : public ::testing::Test {
     o.harness_dir = src_ + "/ops/common";
     o.seed = 7;
     o.stage_timeout = absl::Seconds(3);
+    o.runner_binary = VARIANT_RUNNER_BIN;
     board_ = NewCpuBoard(o);
   }
   void TearDown() override { (void)RemoveAll(dir_); }
 
   v1::WorkItem Work(const std::string& package, const std::string& workload,
-                    const ParamMap& overrides, int64_t round) {
+                    const ParamMap& overrides, int64_t round,
+                    v1::Isolation isolation = v1::ISOLATION_UNSPECIFIED) {
     absl::StatusOr<v1::OperatorManifest> op = LoadOperatorManifest(package);
     EXPECT_TRUE(op.ok()) << op.status();
     v1::WorkItem w;
@@ -80,6 +86,7 @@ class CpuBoardTest : public ::testing::Test {
     *w.mutable_params() = params;
     w.mutable_measurement()->set_warmup(1);
     w.mutable_measurement()->set_samples(5);
+    w.mutable_measurement()->set_isolation(isolation);
     return w;
   }
 
@@ -274,46 +281,170 @@ TEST_F(CpuBoardTest, HardwareCountersCountTheKernelWhereTheKernelAllowsThem) {
   EXPECT_LT(ipc, 10.0) << counters;
 }
 
-TEST_F(CpuBoardTest, CrashHangWrongAndBrokenVariantsAreTypedAndBoardGoesOn) {
+class CpuBoardIsolationTest
+    : public CpuBoardTest,
+      public ::testing::WithParamInterface<v1::Isolation> {};
+
+// Every failure is typed the same in both modes, and after each the board
+// evaluates the next variant fine (in the runner: in a fresh runner).
+TEST_P(CpuBoardIsolationTest,
+       CrashHangWrongAndBrokenVariantsAreTypedAndBoardGoesOn) {
+  const v1::Isolation iso = GetParam();
   const std::string pkg = src_ + "/tests/agent/faulty_op";
   auto mode = [](const std::string& m) {
     ParamMap p;
     p["mode"] = StringParam(m);
     return p;
   };
-  v1::RoundResult crash = Eval(Work(pkg, "tiny", mode("segv"), 10));
+  const int64_t starts0 = TotalVariantRunnerStarts();
+  v1::RoundResult crash = Eval(Work(pkg, "tiny", mode("segv"), 10, iso));
   EXPECT_EQ(crash.outcome(), v1::OUTCOME_RUN_CRASHED) << crash.detail();
   EXPECT_TRUE(absl::StrContains(crash.detail(), "SIGSEGV")) << crash.detail();
 
-  v1::RoundResult ok = Eval(Work(pkg, "tiny", mode("ok"), 11));
+  v1::RoundResult ok = Eval(Work(pkg, "tiny", mode("ok"), 11, iso));
   EXPECT_EQ(ok.outcome(), v1::OUTCOME_OK) << ok.detail();
 
   const absl::Time start = absl::Now();
-  v1::RoundResult hang = Eval(Work(pkg, "tiny", mode("hang"), 12));
+  v1::RoundResult hang = Eval(Work(pkg, "tiny", mode("hang"), 12, iso));
   EXPECT_EQ(hang.outcome(), v1::OUTCOME_RUN_TIMEOUT) << hang.detail();
   EXPECT_LT(absl::Now() - start, absl::Seconds(20));
 
-  v1::RoundResult after_hang = Eval(Work(pkg, "tiny", mode("ok"), 13));
+  v1::RoundResult after_hang = Eval(Work(pkg, "tiny", mode("ok"), 13, iso));
   EXPECT_EQ(after_hang.outcome(), v1::OUTCOME_OK) << after_hang.detail();
 
-  v1::RoundResult wrong = Eval(Work(pkg, "tiny", mode("wrong"), 14));
+  v1::RoundResult wrong = Eval(Work(pkg, "tiny", mode("wrong"), 14, iso));
   EXPECT_EQ(wrong.outcome(), v1::OUTCOME_PRECISION_FAILED) << wrong.detail();
   EXPECT_EQ(wrong.precision().mismatches(), 1);
 
-  v1::RoundResult broken = Eval(Work(pkg, "tiny", mode("broken"), 15));
+  v1::RoundResult aborted = Eval(Work(pkg, "tiny", mode("abort"), 18, iso));
+  EXPECT_EQ(aborted.outcome(), v1::OUTCOME_RUN_CRASHED) << aborted.detail();
+  EXPECT_TRUE(absl::StrContains(aborted.detail(), "SIGABRT"))
+      << aborted.detail();
+  EXPECT_EQ(Eval(Work(pkg, "tiny", mode("ok"), 19, iso)).outcome(),
+            v1::OUTCOME_OK);
+
+  v1::RoundResult garbage = Eval(Work(pkg, "tiny", mode("garbage"), 20, iso));
+  EXPECT_EQ(garbage.outcome(), v1::OUTCOME_PRECISION_FAILED)
+      << garbage.detail();
+  EXPECT_EQ(garbage.precision().nan_count(), 1024);
+  EXPECT_EQ(Eval(Work(pkg, "tiny", mode("ok"), 21, iso)).outcome(),
+            v1::OUTCOME_OK);
+
+  v1::RoundResult exited = Eval(Work(pkg, "tiny", mode("exit"), 22, iso));
+  EXPECT_EQ(exited.outcome(), v1::OUTCOME_RUN_CRASHED) << exited.detail();
+  EXPECT_TRUE(absl::StrContains(exited.detail(), "exited with code 7"))
+      << exited.detail();
+
+  v1::RoundResult broken = Eval(Work(pkg, "tiny", mode("broken"), 15, iso));
   EXPECT_EQ(broken.outcome(), v1::OUTCOME_BUILD_FAILED);
   EXPECT_TRUE(
       absl::StrContains(broken.detail(), "mode=broken does not compile"))
       << broken.detail();
-  v1::RoundResult broken_again = Eval(Work(pkg, "tiny", mode("broken"), 16));
+  v1::RoundResult broken_again =
+      Eval(Work(pkg, "tiny", mode("broken"), 16, iso));
   EXPECT_EQ(broken_again.outcome(), v1::OUTCOME_BUILD_FAILED);
   EXPECT_TRUE(absl::StrContains(broken_again.detail(), "cached verdict"))
       << broken_again.detail();
 
   ParamMap scaled = mode("ok");
   scaled["scale"] = IntParam(2);
-  v1::RoundResult last = Eval(Work(pkg, "tiny", scaled, 17));
+  v1::RoundResult last = Eval(Work(pkg, "tiny", scaled, 17, iso));
   EXPECT_EQ(last.outcome(), v1::OUTCOME_OK) << last.detail();
+
+  const int64_t starts = TotalVariantRunnerStarts() - starts0;
+  if (iso == v1::ISOLATION_PROCESS) {
+    EXPECT_EQ(starts, 0);
+  } else {
+    // The first start, then one fresh runner after each of segv, hang,
+    // wrong, abort, garbage and exit.
+    EXPECT_EQ(starts, 7);
+    EXPECT_TRUE(absl::StrContains(last.measurement().policy(),
+                                  "in the board's persistent runner"))
+        << last.measurement().policy();
+  }
+}
+
+// A/B inside the runner keeps the ABBA order: pair j runs the candidate
+// first when j is even, the parent first when odd.
+TEST_P(CpuBoardIsolationTest, AbBlocksRunInAbbaOrder) {
+  const std::string log = dir_ + "/order.log";
+  ASSERT_EQ(setenv("TF_FAULTY_ORDER_LOG", log.c_str(), 1), 0);
+  ParamMap cand, parent;
+  cand["mode"] = StringParam("ok");
+  parent["mode"] = StringParam("ok");
+  parent["scale"] = IntParam(2);
+  v1::WorkItem w =
+      Work(src_ + "/tests/agent/faulty_op", "tiny", cand, 30, GetParam());
+  w.set_has_reference(true);
+  w.set_reference_round(29);
+  *w.mutable_reference_params() = parent;
+  v1::RoundResult r = Eval(w);
+  unsetenv("TF_FAULTY_ORDER_LOG");
+  ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+  ASSERT_TRUE(r.measurement().paired());
+  const int pairs = r.measurement().pairs();
+  absl::StatusOr<std::string> text = ReadFile(log);
+  ASSERT_TRUE(text.ok()) << text.status();
+  std::vector<std::string> order;  // 'C' candidate, 'P' parent
+  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+    order.push_back(absl::EndsWith(line, "/parent") ? "P" : "C");
+  }
+  // The timed blocks, then the profile stage (candidate).
+  ASSERT_EQ(order.size(), static_cast<size_t>(2 * pairs + 1)) << *text;
+  for (int j = 0; j < pairs; ++j) {
+    const bool cand_first = j % 2 == 0;
+    EXPECT_EQ(order[2 * j], cand_first ? "C" : "P") << "pair " << j;
+    EXPECT_EQ(order[2 * j + 1], cand_first ? "P" : "C") << "pair " << j;
+  }
+  EXPECT_EQ(order.back(), "C");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Isolation, CpuBoardIsolationTest,
+    ::testing::Values(v1::ISOLATION_RUNNER, v1::ISOLATION_PROCESS),
+    [](const ::testing::TestParamInfo<v1::Isolation>& info) {
+      return info.param == v1::ISOLATION_PROCESS ? std::string("Process")
+                                                 : std::string("Runner");
+    });
+
+// One runner serves every round of a board: N rounds of different gemm
+// variants (A/B against the defaults) start it once.
+TEST_F(CpuBoardTest, OneRunnerStartServesManyRounds) {
+  const int64_t starts0 = TotalVariantRunnerStarts();
+  const int kRounds = 4;
+  const int nr[kRounds] = {8, 16, 32, 16};
+  const int mr[kRounds] = {4, 4, 4, 2};
+  for (int i = 0; i < kRounds; ++i) {
+    ParamMap p;
+    p["mr"] = IntParam(mr[i]);
+    p["nr"] = IntParam(nr[i]);
+    v1::WorkItem w = Work(src_ + "/ops/gemm", "cpu_256", p, 40 + i);
+    w.set_has_reference(true);
+    w.set_reference_round(39 + i);
+    *w.mutable_reference_params() = DefaultParams(w.operator_());
+    v1::RoundResult r = Eval(w);
+    ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+    EXPECT_TRUE(r.measurement().paired());
+  }
+  EXPECT_EQ(TotalVariantRunnerStarts() - starts0, 1);
+}
+
+// A manifest whose backend says `isolation: process` is never loaded into
+// the runner, whatever the sweep asks.
+TEST_F(CpuBoardTest, ManifestCanRequireProcessIsolation) {
+  const int64_t starts0 = TotalVariantRunnerStarts();
+  ParamMap p;
+  p["mode"] = StringParam("ok");
+  v1::WorkItem w = Work(src_ + "/tests/agent/faulty_op", "tiny", p, 50,
+                        v1::ISOLATION_RUNNER);
+  (*w.mutable_operator_()->mutable_backends())["cpu"].set_isolation(
+      v1::ISOLATION_PROCESS);
+  v1::RoundResult r = Eval(w);
+  ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+  EXPECT_TRUE(absl::StrContains(r.measurement().policy(),
+                                "one process per stage"))
+      << r.measurement().policy();
+  EXPECT_EQ(TotalVariantRunnerStarts() - starts0, 0);
 }
 
 TEST(SplitAllowedCpusTest, DisjointGroupsCoverAllowedCpus) {

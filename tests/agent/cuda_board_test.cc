@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/gpu_discovery.h"
 #include "agent/ncu.h"
+#include "agent/variant_runner.h"
 #include "analyzer/csv.h"
 #include "common/files.h"
 #include "common/params.h"
@@ -37,6 +38,10 @@ std::string EnvOr(const char* name, const char* fallback) {
   return v != nullptr && *v != '\0' ? v : fallback;
 }
 std::string FakeTool() { return EnvOr("TF_CUDA_FAKE_TOOL", FAKE_TOOL); }
+// tunefarm-variant-runner (TF_VARIANT_RUNNER where the tree was moved).
+std::string RunnerBin() {
+  return EnvOr("TF_VARIANT_RUNNER", VARIANT_RUNNER_BIN);
+}
 std::string SourceDir() { return EnvOr("TF_SOURCE_DIR", TUNEFARM_SOURCE_DIR); }
 
 // Captured from `nvidia-smi --query-gpu=... --format=csv,noheader,nounits`
@@ -320,7 +325,7 @@ class FakeCudaBoardTest : public ::testing::Test {
   }
 
   Evaluation Eval(const std::string& mode, int64_t round = 1) {
-    std::unique_ptr<CudaBoard> board =
+    std::unique_ptr<Board> board =
         NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
     std::atomic<bool> cancel{false};
     absl::StatusOr<Evaluation> e = board->Evaluate(Work(mode, round), cancel);
@@ -340,14 +345,14 @@ class FakeCudaBoardTest : public ::testing::Test {
 };
 
 TEST_F(FakeCudaBoardTest, InfoDescribesTheGpu) {
-  std::unique_ptr<CudaBoard> board =
+  std::unique_ptr<Board> board =
       NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
   const v1::BoardInfo& info = board->info();
   EXPECT_EQ(info.board_id(), "agent-t/cuda1");
   EXPECT_EQ(info.kind(), "cuda");
   EXPECT_EQ(info.chip(), "H200");
   EXPECT_FALSE(info.simulated());
-  EXPECT_EQ(board->arch(), "sm_90a");
+  EXPECT_EQ(board->info().capabilities().extra().at("nvcc_arch"), "sm_90a");
   EXPECT_TRUE(
       absl::StrContains(info.health_detail(), "gpu 1 NVIDIA H200: 29.0 C"))
       << info.health_detail();
@@ -435,7 +440,7 @@ TEST_F(FakeCudaBoardTest, ReferenceIsComputedOncePerWorkloadAndSeed) {
   EXPECT_FALSE(std::filesystem::exists(RunDir(3) + "/reference"));
 
   // Another seed is other inputs: its own reference.
-  std::unique_ptr<CudaBoard> board =
+  std::unique_ptr<Board> board =
       NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
   std::atomic<bool> cancel{false};
   v1::WorkItem w = Work("ok", 4);
@@ -455,7 +460,7 @@ TEST_F(FakeCudaBoardTest, AbRunsTheParentBinaryAlternatelyInTheSameLease) {
   v1::ParamValue parent_mode;
   parent_mode.set_string_value("ok_parent");
   (*w.mutable_reference_params())["mode"] = parent_mode;
-  std::unique_ptr<CudaBoard> board =
+  std::unique_ptr<Board> board =
       NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
   std::atomic<bool> cancel{false};
   absl::StatusOr<Evaluation> e = board->Evaluate(w, cancel);
@@ -558,19 +563,81 @@ TEST_F(FakeCudaBoardTest, MissingNcuIsAnEvidenceGap) {
 }
 
 TEST_F(FakeCudaBoardTest, PrefetchedBuildIsACacheHit) {
-  std::unique_ptr<CudaBoard> board =
+  std::unique_ptr<Board> board =
       NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
-  board->PrefetchBuild(Work("ok", 3));
   std::atomic<bool> cancel{false};
-  // Evaluate's own BuildVariant waits for the in-flight build of the same
-  // key or finds it done; either way the variant builds once.
+  ASSERT_TRUE(board->Prefetch(Work("ok", 3), cancel).ok());
+  // Evaluate finds the build in the cache: the variant builds once.
   absl::StatusOr<Evaluation> e = board->Evaluate(Work("ok", 3), cancel);
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->result.outcome(), v1::OUTCOME_OK) << e->result.detail();
+  EXPECT_TRUE(absl::StrContains(e->result.detail(), "build cache hit"))
+      << e->result.detail();
   int entries = 0;
   for (const auto& d : fs::directory_iterator(options_.cache_dir))
     entries += d.is_directory();
   EXPECT_GE(entries, 1);
+}
+
+// The persistent runner: the variant is built as a shared object (the fake
+// nvcc writes cuda_fake_variant for -shared) and every stage but ncu's runs
+// in one runner process, started once for several rounds (A/B included)
+// with the GPU's isolation environment; ncu profiles it through
+// `tunefarm-variant-runner --exec`.
+TEST_F(FakeCudaBoardTest, RunnerServesEveryRoundFromOneProcess) {
+  options_.runner_binary = RunnerBin();
+  std::unique_ptr<Board> board =
+      NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
+  std::atomic<bool> cancel{false};
+  const int64_t starts0 = TotalVariantRunnerStarts();
+  for (int round = 1; round <= 3; ++round) {
+    v1::WorkItem w = Work("ok", round);
+    if (round == 3) {
+      w.set_has_reference(true);
+      w.set_reference_round(2);
+      v1::ParamValue v;
+      v.set_string_value("parent");
+      (*w.mutable_reference_params())["mode"] = v;
+    }
+    absl::StatusOr<Evaluation> e = board->Evaluate(w, cancel);
+    ASSERT_TRUE(e.ok()) << e.status();
+    ASSERT_EQ(e->result.outcome(), v1::OUTCOME_OK) << e->result.detail();
+    EXPECT_TRUE(e->result.precision().passed());
+    EXPECT_EQ(e->result.runner_starts(), round == 1 ? 1 : 0);
+    EXPECT_TRUE(absl::StrContains(e->result.measurement().policy(),
+                                  "in the board's persistent runner"))
+        << e->result.measurement().policy();
+    if (round == 3) EXPECT_TRUE(e->result.measurement().paired());
+  }
+  EXPECT_EQ(TotalVariantRunnerStarts() - starts0, 1);
+  const std::string nvcc = ReadFile(root_ + "/nvcc.argv").value();
+  EXPECT_TRUE(absl::StrContains(nvcc, "-shared\n")) << nvcc;
+  EXPECT_TRUE(absl::StrContains(nvcc, "-Dmain=tf_variant_main\n")) << nvcc;
+  const std::string env = ReadFile(RunDir(1) + "/run/env.txt").value();
+  EXPECT_TRUE(absl::StrContains(env, "CUDA_VISIBLE_DEVICES=" + gpu_.uuid))
+      << env;
+  const std::string ncu = ReadFile(root_ + "/ncu.argv").value();
+  EXPECT_TRUE(absl::StrContains(ncu, RunnerBin() + "\n--exec\n"))
+      << ncu;
+}
+
+// A variant that crashes the runner is RUN_CRASHED with the signal, as in
+// the per-process mode; the next round gets a fresh runner and passes.
+TEST_F(FakeCudaBoardTest, CrashInTheRunnerIsTypedAndTheRunnerRestarts) {
+  options_.runner_binary = RunnerBin();
+  std::unique_ptr<Board> board =
+      NewCudaBoard(options_, gpu_, *LookupGpuSpec(gpu_.name));
+  std::atomic<bool> cancel{false};
+  absl::StatusOr<Evaluation> crash = board->Evaluate(Work("crash", 1), cancel);
+  ASSERT_TRUE(crash.ok()) << crash.status();
+  EXPECT_EQ(crash->result.outcome(), v1::OUTCOME_RUN_CRASHED)
+      << crash->result.detail();
+  EXPECT_TRUE(absl::StrContains(crash->result.detail(), "SIGSEGV"))
+      << crash->result.detail();
+  absl::StatusOr<Evaluation> ok = board->Evaluate(Work("ok", 2), cancel);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->result.outcome(), v1::OUTCOME_OK) << ok->result.detail();
+  EXPECT_EQ(ok->result.runner_starts(), 1);
 }
 
 TEST_F(FakeCudaBoardTest, DiscoveryMakesOneBoardPerGpu) {
@@ -615,6 +682,7 @@ class RealGpuTest : public ::testing::Test {
     options_.work_root = root_ + "/work";
     options_.cache_dir = root_ + "/cache";
     options_.gpu_indices = {(*gpus)[0].index};
+    options_.runner_binary = RunnerBin();
     absl::StatusOr<std::vector<std::unique_ptr<Board>>> boards =
         DiscoverCudaBoards(options_);
     ASSERT_TRUE(boards.ok()) << boards.status();
@@ -680,6 +748,38 @@ TEST_F(RealGpuTest, GemmDefaultVariantPassesAndIsTimed) {
         std::string(t->Cell(t->rows.size() - 1, t->Column({"Kernel Name"}))),
         "GemmKernel"));
   }
+}
+
+// On the GPU: variants loaded into one runner (one CUDA context) pass and
+// are timed like the per-process ones; the runner starts once for both.
+TEST_F(RealGpuTest, RunnerAndProcessModesAgreeAndTheRunnerIsReused) {
+  std::atomic<bool> cancel{false};
+  const std::map<std::string, int64_t> dims = {
+      {"m", 1024}, {"n", 1024}, {"k", 1024}};
+  const int64_t starts0 = TotalVariantRunnerStarts();
+  double runner_us = 0;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<Evaluation> e =
+        board_->Evaluate(Work("gemm", dims, {{"vec_width", i == 0 ? 1 : 4}}),
+                         cancel);
+    ASSERT_TRUE(e.ok()) << e.status();
+    ASSERT_EQ(e->result.outcome(), v1::OUTCOME_OK) << e->result.detail();
+    EXPECT_TRUE(e->result.precision().passed());
+    EXPECT_TRUE(absl::StrContains(e->result.measurement().policy(),
+                                  "persistent runner"));
+    if (i == 0) runner_us = e->result.measurement().median_us();
+  }
+  EXPECT_EQ(TotalVariantRunnerStarts() - starts0, 1);
+  v1::WorkItem w = Work("gemm", dims, {{"vec_width", 1}});
+  w.mutable_measurement()->set_isolation(v1::ISOLATION_PROCESS);
+  absl::StatusOr<Evaluation> p = board_->Evaluate(w, cancel);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->result.outcome(), v1::OUTCOME_OK) << p->result.detail();
+  EXPECT_TRUE(p->result.precision().passed());
+  EXPECT_TRUE(absl::StrContains(p->result.measurement().policy(),
+                                "one process per stage"));
+  // The same kernel, timed the same way: the medians agree within 20%.
+  EXPECT_NEAR(p->result.measurement().median_us(), runner_us, 0.2 * runner_us);
 }
 
 TEST_F(RealGpuTest, GemmVariantOverThreadLimitFailsTheBuild) {

@@ -12,6 +12,9 @@
 //   --stage S ...             the stage program; behaviour from the
 //                             "mode" value in --params
 //   --query-gpu=...           nvidia-smi: two H200s
+// With -shared among nvcc's flags it writes the same program built as a
+// shared object (cuda_fake_variant, FAKE_VARIANT_SO) instead: a variant for
+// the persistent runner, which calls its tf_variant_main.
 #include <sys/stat.h>
 
 #include <csignal>
@@ -22,6 +25,10 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#ifdef TF_VARIANT_SHARED
+extern "C" int tf_variant_main(int argc, char** argv);
+#endif
 
 namespace {
 
@@ -154,7 +161,15 @@ int main(int argc, char** argv) {
           "threads per block exceed the CUDA limit of 1024\"\n");
       return 1;
     }
+#ifdef FAKE_VARIANT_SO
+    // TF_FAKE_VARIANT_SO where the tree was moved (the device run).
+    const char* so = std::getenv("TF_FAKE_VARIANT_SO");
+    const std::string self = Slurp(Has(a, "-shared")
+                                       ? std::string(so ? so : FAKE_VARIANT_SO)
+                                       : std::string("/proc/self/exe"));
+#else
     const std::string self = Slurp("/proc/self/exe");
+#endif
     const std::string out = Arg(a, "-o");
     Spit(out, self);
     chmod(out.c_str(), 0755);

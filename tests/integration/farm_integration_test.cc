@@ -10,9 +10,12 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <sstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -209,6 +212,93 @@ TEST_F(FarmTest, KilledAgentsRoundIsRerunElsewhereAndRecordedOnce) {
                 ev.round().round_id() == victim;
   }
   EXPECT_TRUE(requeued);
+}
+
+// /proc facts for the runner test: the pids whose executable is `exe`
+// and whose parent is `ppid` (any parent when 0), and whether a pid is
+// still running (a zombie or a vanished pid is not).
+std::vector<pid_t> ProcessesOf(const std::string& exe, pid_t ppid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code lec;
+    const std::string target =
+        std::filesystem::read_symlink(e.path() / "exe", lec).string();
+    if (lec || target != exe) continue;
+    absl::StatusOr<std::string> stat = ReadFile(e.path().string() + "/stat");
+    if (!stat.ok()) continue;
+    // "pid (comm) S ppid ...": fields after the last ')'.
+    const size_t close = stat->rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat->substr(close + 2));
+    std::string state;
+    pid_t parent = 0;
+    rest >> state >> parent;
+    if (state == "Z") continue;
+    if (ppid == 0 || parent == ppid) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+bool Running(pid_t pid) {
+  absl::StatusOr<std::string> stat =
+      ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  if (!stat.ok()) return false;
+  const size_t close = stat->rfind(')');
+  return close != std::string::npos && close + 2 < stat->size() &&
+         (*stat)[close + 2] != 'Z';
+}
+
+// A cpu board's persistent runner dies with its agent: SIGKILL the agent
+// while its runner serves a round, and no runner outlives it.
+TEST_F(FarmTest, KilledAgentTakesItsRunnersWithIt) {
+  LocalFarmOptions o;
+  o.agents = 1;
+  o.board_kind = "cpu";
+  o.boards_per_agent = 1;
+  o.heartbeat_ms = 100;
+  StartFarm(o);
+  Submit(R"(
+name: it-runner
+team: itest
+operator: gemm
+workload: cpu_256
+goal: {speedup: 1000}
+strategy: {name: random, seed: 5}
+budget: {max_rounds: 50, time_limit: 10m, max_rounds_without_gain: 100}
+boards: {kind: cpu}
+measurement: {warmup: 1, samples: 5}
+)");
+  const std::string agent_exe = std::string(kFarmBinDir) + "/tunefarm-agent";
+  const std::string runner_exe =
+      std::string(kFarmBinDir) + "/tunefarm-variant-runner";
+  // The farm's agent: the tunefarm-agent whose command line names our data.
+  pid_t agent = 0;
+  std::vector<pid_t> runners;
+  for (int i = 0; i < 2400 && runners.empty(); ++i) {
+    if (agent == 0) {
+      for (pid_t pid : ProcessesOf(agent_exe, 0)) {
+        absl::StatusOr<std::string> cmd =
+            ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
+        if (cmd.ok() && cmd->find(dir_) != std::string::npos) agent = pid;
+      }
+    }
+    if (agent != 0) runners = ProcessesOf(runner_exe, agent);
+    if (runners.empty()) absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_NE(agent, 0) << "the farm's agent was not found";
+  ASSERT_FALSE(runners.empty()) << "the cpu board never started its runner";
+  farm_->KillAgent(0, SIGKILL);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  bool alive = true;
+  while (alive && absl::Now() < deadline) {
+    alive = false;
+    for (pid_t r : runners) alive |= Running(r);
+    if (alive) absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_FALSE(alive) << "a runner outlived its agent";
 }
 
 TEST_F(FarmTest, KilledCoordinatorResumesWithoutLosingOrDuplicatingRounds) {
