@@ -1,6 +1,8 @@
 #include "agent/agent.h"
 
 #include <algorithm>
+#include <cmath>
+#include <deque>
 #include <optional>
 #include <thread>
 
@@ -15,10 +17,32 @@ struct Agent::Slot {
   absl::Mutex mu;
   std::string lease_id ABSL_GUARDED_BY(mu);  // "" when free
   std::atomic<bool> cancel{false};           // the current lease was revoked
-  // The lease held ahead (build/run overlap): runs after lease_id.
-  std::optional<v1::WorkItem> ahead ABSL_GUARDED_BY(mu);
-  std::atomic<bool> ahead_cancel{false};  // aborts its build
+  // A lease held ahead (build/run overlap) and its background build.
+  struct Ahead {
+    v1::WorkItem work;
+    std::shared_ptr<std::atomic<bool>> cancel;  // aborts its build
+  };
+  // The leases held ahead, in the order they run after lease_id.
+  std::deque<Ahead> ahead ABSL_GUARDED_BY(mu);
+  // Background builds of leases ahead: threads and their "finished" flags.
+  struct Build {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> finished;
+  };
+  std::vector<Build> builds ABSL_GUARDED_BY(mu);
+  // Moving averages of a build (Board::Prefetch) and of an evaluation, in
+  // seconds; < 0 until measured.
+  double build_s ABSL_GUARDED_BY(mu) = -1;
+  double eval_s ABSL_GUARDED_BY(mu) = -1;
 };
+
+namespace {
+
+void Average(double* avg, double sample) {
+  *avg = *avg < 0 ? sample : 0.7 * *avg + 0.3 * sample;
+}
+
+}  // namespace
 
 void SleepUnlessStopped(const std::atomic<bool>& stop, absl::Duration d) {
   const absl::Time end = absl::Now() + d;
@@ -63,8 +87,13 @@ bool Agent::EnsureRegistered(const std::atomic<bool>& stop) {
       info->set_agent_id(options_.agent_id);
       absl::MutexLock slot_lock(&slot->mu);
       info->set_current_lease_id(slot->lease_id);
-      if (slot->ahead.has_value()) {
-        info->set_lease_ahead_id(slot->ahead->lease_id());
+      for (size_t i = 0; i < slot->ahead.size(); ++i) {
+        const std::string& id = slot->ahead[i].work.lease_id();
+        if (i == 0) {
+          info->set_lease_ahead_id(id);
+        } else {
+          info->add_more_lease_ahead_ids(id);
+        }
       }
     }
     auto response = client_->RegisterAgent(request);
@@ -166,6 +195,36 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
     }
     RunLease(slot, response->work(), stop);
   }
+  ReapBuilds(slot, /*all=*/true);
+}
+
+void Agent::ReapBuilds(Slot& slot, bool all) {
+  std::vector<Slot::Build> done;
+  {
+    absl::MutexLock lock(&slot.mu);
+    if (all) {
+      for (Slot::Ahead& a : slot.ahead) *a.cancel = true;
+    }
+    for (auto it = slot.builds.begin(); it != slot.builds.end();) {
+      if (all || it->finished->load()) {
+        done.push_back(std::move(*it));
+        it = slot.builds.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (Slot::Build& b : done) b.thread.join();
+}
+
+int Agent::WantedAhead(Slot& slot) {
+  const int most = std::clamp(options_.max_ahead, 1, 8);
+  absl::MutexLock lock(&slot.mu);
+  if (slot.build_s < 0 || slot.eval_s <= 0) return 1;
+  // A board that evaluates in R and builds in B keeps its compilers busy
+  // ceil(B / R) variants ahead; one more absorbs the spread.
+  const double ratio = slot.build_s / std::max(slot.eval_s, 0.05);
+  return std::clamp(static_cast<int>(std::ceil(ratio)) + 1, 1, most);
 }
 
 void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
@@ -200,21 +259,29 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
   // Build/run overlap: build this variant first, so the next one is leased
   // and compiled only while this one runs.
   std::thread ahead;
-  std::atomic<bool> ahead_finished{false};
   if (options_.prefetch) {
+    const absl::Time build_start = absl::Now();
     if (absl::Status st = slot.board->Prefetch(work, slot.cancel); !st.ok()) {
       spdlog::warn("{}: build ahead of {}: {}", board_id, work.lease_id(),
                    st.ToString());
     }
-    ahead = std::thread([&] {
-      LeaseAhead(slot, evaluated, stop);
-      ahead_finished = true;
-    });
+    const double waited = absl::ToDoubleSeconds(absl::Now() - build_start);
+    // Waiting here for a build the pool still runs is what leases further
+    // ahead avoid: count it as build time.
+    if (waited > 0.05) {
+      absl::MutexLock lock(&slot.mu);
+      Average(&slot.build_s, waited);
+    }
+    ahead = std::thread([&] { LeaseAhead(slot, evaluated, stop); });
   }
   const absl::Time start = absl::Now();
   absl::StatusOr<Evaluation> evaluation =
       slot.board->Evaluate(work, slot.cancel);
   evaluated = true;
+  {
+    absl::MutexLock lock(&slot.mu);
+    Average(&slot.eval_s, absl::ToDoubleSeconds(absl::Now() - start));
+  }
 
   v1::RoundResult result;
   std::optional<v1::ProfileBundle> bundle;
@@ -229,15 +296,17 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
     result.set_outcome(v1::OUTCOME_BOARD_LOST);
     result.set_detail(std::string(evaluation.status().message()));
   }
+  result.set_eval_s(absl::ToDoubleSeconds(absl::Now() - start));
   if (options_.on_round) options_.on_round(result, absl::Now() - start);
   // Where a round's time goes (build, the timed blocks, the rest: reference,
   // profile), for an operator reading the agent's log.
   spdlog::info(
-      "{}: round {} {} in {:.1f} s (build {:.1f} s, run {:.1f} s over {} A/B "
-      "pair(s))",
+      "{}: round {} {} in {:.2f} s (build {:.2f} s, run {:.2f} s over {} A/B "
+      "pair(s), timed kernels {:.3f} s, runner starts {})",
       board_id, work.round_id(), v1::Outcome_Name(result.outcome()),
       absl::ToDoubleSeconds(absl::Now() - start), result.build_s(),
-      result.run_s(), result.measurement().pairs());
+      result.run_s(), result.measurement().pairs(), result.timed_s(),
+      result.runner_starts());
 
   if (slot.cancel.load() || stop.load()) {
     spdlog::info("{}: lease {} abandoned (revoked or stopping)", board_id,
@@ -283,15 +352,10 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
     absl::MutexLock lock(&slot.mu);
     slot.lease_id.clear();
   }
-  // The next variant's build may still run; the renewer keeps its lease
-  // alive meanwhile, and stopping aborts it.
-  if (ahead.joinable()) {
-    while (!ahead_finished.load()) {
-      if (stop.load()) slot.ahead_cancel = true;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    ahead.join();
-  }
+  // Leasing ahead stops with the evaluation; the builds it started go on
+  // in the background (the next RunLease renews their leases).
+  if (ahead.joinable()) ahead.join();
+  ReapBuilds(slot, /*all=*/stop.load());
   done = true;
   renewer.join();
 }
@@ -308,32 +372,52 @@ bool Agent::LeaseStillValid(const v1::WorkItem& work) {
 void Agent::LeaseAhead(Slot& slot, const std::atomic<bool>& evaluated,
                        const std::atomic<bool>& stop) {
   const std::string& board_id = slot.board->info().board_id();
-  v1::LeaseWorkRequest request;
-  request.set_agent_id(options_.agent_id);
-  request.set_board_id(board_id);
-  request.set_prefetch(true);
   while (!evaluated.load() && !stop.load()) {
+    const int wanted = WantedAhead(slot);
+    size_t held = 0;
+    {
+      absl::MutexLock lock(&slot.mu);
+      held = slot.ahead.size();
+    }
     // No work ahead while the analyzers are behind (as in Worker).
-    if (sink_ != nullptr && !sink_->AcceptingWork()) {
-      SleepUnlessStopped(evaluated, absl::Milliseconds(200));
+    if (static_cast<int>(held) >= wanted ||
+        (sink_ != nullptr && !sink_->AcceptingWork())) {
+      SleepUnlessStopped(evaluated, absl::Milliseconds(50));
       continue;
     }
+    v1::LeaseWorkRequest request;
+    request.set_agent_id(options_.agent_id);
+    request.set_board_id(board_id);
+    request.set_prefetch(true);
+    request.set_max_ahead(wanted);
     auto response = client_->LeaseWork(request);
     if (response.ok() && response->granted()) {
       const v1::WorkItem& next = response->work();
-      spdlog::info("{}: lease {} ahead (sweep {} round {}); building it",
-                   board_id, next.lease_id(), next.sweep_id(), next.round_id());
-      slot.ahead_cancel = false;
-      {
-        absl::MutexLock lock(&slot.mu);
-        slot.ahead = next;
-      }
-      if (absl::Status st = slot.board->Prefetch(next, slot.ahead_cancel);
-          !st.ok()) {
-        spdlog::warn("{}: build ahead of {}: {}", board_id, next.lease_id(),
-                     st.ToString());
-      }
-      return;
+      spdlog::info("{}: lease {} ahead (sweep {} round {}; {} of {} ahead); "
+                   "building it",
+                   board_id, next.lease_id(), next.sweep_id(), next.round_id(),
+                   held + 1, wanted);
+      auto cancel = std::make_shared<std::atomic<bool>>(false);
+      auto finished = std::make_shared<std::atomic<bool>>(false);
+      absl::MutexLock lock(&slot.mu);
+      slot.ahead.push_back({next, cancel});
+      // The build runs beside the board (and beside the other builds); the
+      // board's Prefetch never touches the device.
+      slot.builds.push_back(
+          {std::thread([this, &slot, next, cancel, finished, board_id] {
+             const absl::Time t0 = absl::Now();
+             absl::Status st = slot.board->Prefetch(next, *cancel);
+             if (!st.ok()) {
+               spdlog::warn("{}: build ahead of {}: {}", board_id,
+                            next.lease_id(), st.ToString());
+             } else {
+               absl::MutexLock lock(&slot.mu);
+               Average(&slot.build_s, absl::ToDoubleSeconds(absl::Now() - t0));
+             }
+             *finished = true;
+           }),
+           finished});
+      continue;
     }
     const int64_t wait_ms =
         response.ok()
@@ -344,35 +428,41 @@ void Agent::LeaseAhead(Slot& slot, const std::atomic<bool>& evaluated,
 }
 
 void Agent::RenewAhead(Slot& slot) {
-  std::optional<v1::WorkItem> ahead;
+  std::vector<Slot::Ahead> ahead;
   {
     absl::MutexLock lock(&slot.mu);
-    ahead = slot.ahead;
+    ahead.assign(slot.ahead.begin(), slot.ahead.end());
   }
-  if (!ahead.has_value() || LeaseStillValid(*ahead)) return;
-  absl::MutexLock lock(&slot.mu);
-  if (slot.ahead.has_value() && slot.ahead->lease_id() == ahead->lease_id()) {
-    spdlog::warn("{}: lease {} held ahead was revoked; dropped",
-                 slot.board->info().board_id(), ahead->lease_id());
-    slot.ahead.reset();
-    slot.ahead_cancel = true;
+  for (const Slot::Ahead& a : ahead) {
+    if (LeaseStillValid(a.work)) continue;
+    absl::MutexLock lock(&slot.mu);
+    for (auto it = slot.ahead.begin(); it != slot.ahead.end(); ++it) {
+      if (it->work.lease_id() != a.work.lease_id()) continue;
+      spdlog::warn("{}: lease {} held ahead was revoked; dropped",
+                   slot.board->info().board_id(), a.work.lease_id());
+      *it->cancel = true;
+      slot.ahead.erase(it);
+      break;
+    }
   }
 }
 
 bool Agent::TakeAhead(Slot& slot, v1::WorkItem* work) {
-  {
-    absl::MutexLock lock(&slot.mu);
-    if (!slot.ahead.has_value()) return false;
-    *work = *std::move(slot.ahead);
-    slot.ahead.reset();
-  }
-  // It may have been revoked since the last renewal (cancelled sweep).
-  if (!LeaseStillValid(*work)) {
+  while (true) {
+    std::shared_ptr<std::atomic<bool>> cancel;
+    {
+      absl::MutexLock lock(&slot.mu);
+      if (slot.ahead.empty()) return false;
+      *work = slot.ahead.front().work;
+      cancel = slot.ahead.front().cancel;
+      slot.ahead.pop_front();
+    }
+    // It may have been revoked since the last renewal (cancelled sweep).
+    if (LeaseStillValid(*work)) return true;
+    *cancel = true;
     spdlog::warn("{}: lease {} held ahead was revoked; dropped",
                  slot.board->info().board_id(), work->lease_id());
-    return false;
   }
-  return true;
 }
 
 void Agent::Run(const std::atomic<bool>& stop) {

@@ -5,11 +5,16 @@
 // publish the profile bundle to the analyzers.
 //
 // Build/run overlap (AgentOptions::prefetch): once a board's current variant
-// is built and running, its worker leases the board's NEXT variant ahead
-// (LeaseWorkRequest.prefetch; at most one) and builds it (Board::Prefetch)
-// while the current one runs, renewing that lease too. The board still runs
-// one variant at a time: the next one starts when the current one is
-// reported. A prefetched lease the coordinator revokes is dropped unrun.
+// is built and running, its worker leases the board's NEXT variants ahead
+// (LeaseWorkRequest.prefetch) and builds them (Board::Prefetch) in parallel
+// on background threads while the current one runs, renewing those leases
+// too. How many: the board's measured build time over its evaluation time
+// (moving averages), rounded up, at least 1 and at most
+// AgentOptions::max_ahead, so a compile never waits in front of the board;
+// the compilers themselves share the host's cores (BuildVariant bounds
+// them). The board still runs one variant at a time: the next one starts
+// when the current one is reported. A lease ahead the coordinator revokes is
+// dropped unrun.
 //
 // Owns its boards. Run() blocks; Stop-by-flag from any thread. The client
 // and the sink must outlive Run().
@@ -46,8 +51,10 @@ struct AgentOptions {
   std::string node;
   // Longest pause between retries when the coordinator is unreachable.
   absl::Duration max_backoff = absl::Seconds(2);
-  // Lease and build each board's next variant while the current one runs.
+  // Lease and build each board's next variants while the current one runs.
   bool prefetch = true;
+  // Most leases one board holds ahead (1..8).
+  int max_ahead = 4;
   // Called after each evaluated round (metrics). May be empty.
   std::function<void(const v1::RoundResult&, absl::Duration)> on_round;
 };
@@ -71,14 +78,21 @@ class Agent {
   void Worker(Slot& slot, const std::atomic<bool>& stop);
   void RunLease(Slot& slot, const v1::WorkItem& work,
                 const std::atomic<bool>& stop);
-  // Leases the board's next variant ahead and builds it; gives up once
-  // `evaluated` (the current variant ended) or `stop` becomes true.
+  // Leases the board's next variants ahead (as many as WantedAhead says)
+  // and starts their builds in the background; gives up once `evaluated`
+  // (the current variant ended) or `stop` becomes true.
   void LeaseAhead(Slot& slot, const std::atomic<bool>& evaluated,
                   const std::atomic<bool>& stop);
-  // Renews the lease held ahead, if any; drops it when revoked.
+  // How many leases ahead the board's build and run times call for.
+  int WantedAhead(Slot& slot);
+  // Renews the leases held ahead; drops (and stops building) revoked ones.
   void RenewAhead(Slot& slot);
-  // Moves the lease held ahead into `work` unless the coordinator revoked it.
+  // Moves the first lease held ahead that the coordinator did not revoke
+  // into `work`.
   bool TakeAhead(Slot& slot, v1::WorkItem* work);
+  // Joins the slot's finished background builds (all of them, cancelling
+  // any still running, when `all`).
+  void ReapBuilds(Slot& slot, bool all);
   // RenewLease: false when the coordinator answers that the lease is over
   // (an unreachable coordinator is not an answer).
   bool LeaseStillValid(const v1::WorkItem& work);

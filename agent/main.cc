@@ -105,6 +105,11 @@ int Main(int argc, char** argv) {
   app.add_option("--prefetch", prefetch,
                  "lease and build each board's next variant while the current "
                  "one runs (build/run overlap)");
+  int max_ahead = 4;
+  app.add_option("--max_ahead", max_ahead,
+                 "most leases a board holds ahead (as many as its build time "
+                 "over its run time calls for)")
+      ->check(CLI::Range(1, 8));
   app.add_option("--harness_dir", harness_dir,
                  "ops/common of the operator packages (cpu boards)");
   app.add_option("--bin_dir", bin_dir, "where operator programs live");
@@ -246,6 +251,12 @@ int Main(int argc, char** argv) {
                      .Name("tunefarm_agent_rounds_total")
                      .Help("Variants evaluated by this agent, by outcome")
                      .Register(*registry);
+  auto& runner_starts =
+      prometheus::BuildCounter()
+          .Name("tunefarm_agent_runner_starts_total")
+          .Help("Persistent variant runners started (docs/measurement.md)")
+          .Register(*registry)
+          .Add({});
   auto& eval_seconds =
       prometheus::BuildHistogram()
           .Name("tunefarm_agent_evaluation_seconds")
@@ -299,11 +310,13 @@ int Main(int argc, char** argv) {
   options.agent_id = agent_id;
   options.node = node;
   options.prefetch = prefetch;
+  options.max_ahead = max_ahead;
   options.on_round = [&](const v1::RoundResult& r, absl::Duration d) {
     std::string outcome = absl::AsciiStrToLower(
         absl::StripPrefix(v1::Outcome_Name(r.outcome()), "OUTCOME_"));
     rounds.Add({{"outcome", outcome}}).Increment();
     eval_seconds.Observe(absl::ToDoubleSeconds(d));
+    runner_starts.Increment(r.runner_starts());
   };
   Agent agent(std::move(options), client->get(), sink.get(), std::move(boards));
   struct sigaction sa = {};

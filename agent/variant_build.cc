@@ -13,8 +13,11 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -32,6 +35,40 @@ namespace tunefarm {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The build pool: at most one compiler per host core at once, however many
+// boards and leases ahead ask (each waits its turn, still cancellable).
+class CompilerSlots {
+ public:
+  static CompilerSlots& Get() {
+    static CompilerSlots* slots = new CompilerSlots();
+    return *slots;
+  }
+  // False when `cancel` fired while waiting.
+  bool Acquire(const std::atomic<bool>& cancel) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (free_ <= 0) {
+      if (cancel.load()) return false;
+      cv_.wait_for(lock, std::chrono::milliseconds(20));
+    }
+    --free_;
+    return true;
+  }
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++free_;
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  CompilerSlots()
+      : free_(std::max(1u, std::thread::hardware_concurrency())) {}
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int free_;
+};
 
 constexpr char kHeaderName[] = "tf_params.h";
 constexpr char kBinaryName[] = "variant";
@@ -415,7 +452,11 @@ absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,
   spec.stderr_path = build_dir + "/" + kLogName;
   spec.timeout = request.timeout;
   spec.cancel = &cancel;
+  if (!CompilerSlots::Get().Acquire(cancel)) {
+    return absl::CancelledError("build cancelled while waiting for a core");
+  }
   absl::StatusOr<ProcessResult> run = RunProcess(spec);
+  CompilerSlots::Get().Release();
   if (!run.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("compiler \"", request.compiler,

@@ -54,6 +54,9 @@ struct Coordinator::Txn {
 namespace {
 
 constexpr char kNextSweepKey[] = "next_sweep_number";
+// Leases one board may hold ahead of its current one, whatever its agent
+// asks (LeaseWorkRequest.max_ahead): each is a round no other board can run.
+constexpr int32_t kMaxLeasesAhead = 8;
 constexpr char kQuotasKey[] = "team_quotas";
 constexpr char kReservationsKey[] = "board_reservations";
 // Health-check leases are "health:<board>:<n>", never a sweep's lease.
@@ -248,7 +251,8 @@ std::string Coordinator::DescribeState() const {
   }
   for (const auto& [id, b] : boards_) {
     absl::StrAppend(&out, "board ", id, ": lease '", b.lease_id, "' ahead '",
-                    b.prefetch_lease_id, "' readmit ", b.readmit_pending,
+                    absl::StrJoin(b.prefetch_lease_ids, ","), "' readmit ",
+                    b.readmit_pending,
                     " check_due ", b.check_due, " next_check ",
                     absl::FormatTime(b.next_check), " check_expires ",
                     absl::FormatTime(b.check_expires), " checks ", b.checks_run,
@@ -629,7 +633,10 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
     // included. Either claim covers either lease: the agent may have moved
     // its lease ahead up before this coordinator saw the current result.
     const auto claimed = [&b](const std::string& id) {
-      return id == b.current_lease_id() || id == b.lease_ahead_id();
+      return id == b.current_lease_id() || id == b.lease_ahead_id() ||
+             std::find(b.more_lease_ahead_ids().begin(),
+                       b.more_lease_ahead_ids().end(),
+                       id) != b.more_lease_ahead_ids().end();
     };
     for (auto& [sweep_id, s] : sweeps_) {
       for (v1::Round& r : s->rounds) {
@@ -655,9 +662,15 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
     if (br.lease_id.empty() && recovered(b.current_lease_id())) {
       br.lease_id = b.current_lease_id();
     }
-    if (!br.lease_id.empty() && br.prefetch_lease_id.empty() &&
-        b.lease_ahead_id() != br.lease_id && recovered(b.lease_ahead_id())) {
-      br.prefetch_lease_id = b.lease_ahead_id();
+    if (!br.lease_id.empty() && br.prefetch_lease_ids.empty()) {
+      std::vector<std::string> ahead = {b.lease_ahead_id()};
+      ahead.insert(ahead.end(), b.more_lease_ahead_ids().begin(),
+                   b.more_lease_ahead_ids().end());
+      for (const std::string& id : ahead) {
+        if (id != br.lease_id && recovered(id)) {
+          br.prefetch_lease_ids.push_back(id);
+        }
+      }
     }
     const int64_t rounds_run = br.info.rounds_run();
     // An admin's drain outlives the agent's reconnects.
@@ -668,7 +681,9 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
     br.info.set_rounds_run(rounds_run);
     br.info.set_last_seen_unix_ms(absl::ToUnixMillis(now));
     br.info.set_current_lease_id(br.lease_id);
-    br.info.clear_lease_ahead_id();  // kept as br.prefetch_lease_id
+    // Kept as br.prefetch_lease_ids.
+    br.info.clear_lease_ahead_id();
+    br.info.clear_more_lease_ahead_ids();
     br.info.set_state(draining              ? v1::BOARD_STATE_DRAINING
                       : br.lease_id.empty() ? v1::BOARD_STATE_IDLE
                                             : v1::BOARD_STATE_BUSY);
@@ -803,7 +818,7 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
   lease->set_expires_unix_ms(absl::ToUnixMillis(now + options_.lease_duration));
   round.set_state(v1::ROUND_STATE_LEASED);
   if (prefetch) {
-    board.prefetch_lease_id = lease->lease_id();
+    board.prefetch_lease_ids.push_back(lease->lease_id());
   } else {
     board.lease_id = lease->lease_id();
     board.info.set_current_lease_id(lease->lease_id());
@@ -879,14 +894,14 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
   v1::LeaseWorkResponse response;
   response.set_retry_after_ms(200);
   if (request.prefetch()) {
-    // One lease ahead, only behind a running one: an idle board takes plain
-    // leases, and a second one ahead would only wait longer.
-    if (LiveLease(board.prefetch_lease_id) == nullptr) {
-      board.prefetch_lease_id.clear();
-    }
+    // Leases ahead only behind a running one (an idle board takes plain
+    // leases), as many as the agent says its builds need (bounded).
+    PruneLeasesAhead(board);
+    const size_t max_ahead = static_cast<size_t>(
+        std::clamp(request.max_ahead(), 1, kMaxLeasesAhead));
     if (board.info.state() != v1::BOARD_STATE_BUSY ||
         LiveLease(board.lease_id) == nullptr ||
-        !board.prefetch_lease_id.empty()) {
+        board.prefetch_lease_ids.size() >= max_ahead) {
       response.set_retry_after_ms(1000);
       TF_RETURN_IF_ERROR(Commit(txn));
       return response;
@@ -898,15 +913,18 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
   }
   // The agent asks for plain work, so the board runs neither its lease nor
   // the one it had ahead.
-  for (std::string* id : {&board.prefetch_lease_id, &board.lease_id}) {
-    if (v1::Round* r = LiveLease(*id); r != nullptr) {
+  std::vector<std::string> held = board.prefetch_lease_ids;
+  held.push_back(board.lease_id);
+  for (const std::string& id : held) {
+    if (v1::Round* r = LiveLease(id); r != nullptr) {
       if (SweepRuntime* s = FindSweep(r->sweep_id()); s != nullptr) {
         Requeue(txn, *s, *r,
                 "the board asked for new work while holding this lease");
       }
     }
-    id->clear();
   }
+  board.prefetch_lease_ids.clear();
+  board.lease_id.clear();
   if (HealthCheckDue(board) &&
       GrantHealthCheck(board, response.mutable_work())) {
     response.set_granted(true);
@@ -1055,8 +1073,10 @@ void Coordinator::FreeBoard(Txn& txn, const std::string& board_id,
   if (it == boards_.end() || lease_id.empty()) return;
   SaveBoard(txn, board_id);
   BoardRuntime& board = it->second;
-  if (board.prefetch_lease_id == lease_id) {
-    board.prefetch_lease_id.clear();
+  auto ahead = std::find(board.prefetch_lease_ids.begin(),
+                         board.prefetch_lease_ids.end(), lease_id);
+  if (ahead != board.prefetch_lease_ids.end()) {
+    board.prefetch_lease_ids.erase(ahead);
     return;
   }
   if (board.lease_id != lease_id) return;
@@ -1064,16 +1084,18 @@ void Coordinator::FreeBoard(Txn& txn, const std::string& board_id,
   board.info.clear_current_lease_id();
   // The lease waiting behind it becomes the current one. Its board time (and
   // expiry) start now: the wait was not its own.
-  if (v1::Round* next = LiveLease(board.prefetch_lease_id); next != nullptr) {
+  PruneLeasesAhead(board);
+  if (!board.prefetch_lease_ids.empty()) {
+    v1::Round* next = LiveLease(board.prefetch_lease_ids.front());
     SaveRound(txn, *FindSweep(next->sweep_id()), *next);
-    board.lease_id = board.prefetch_lease_id;
+    board.lease_id = board.prefetch_lease_ids.front();
+    board.prefetch_lease_ids.erase(board.prefetch_lease_ids.begin());
     board.info.set_current_lease_id(board.lease_id);
     const absl::Time now = clock_->Now();
     next->mutable_lease()->set_granted_unix_ms(absl::ToUnixMillis(now));
     next->mutable_lease()->set_expires_unix_ms(
         absl::ToUnixMillis(now + options_.lease_duration));
   }
-  board.prefetch_lease_id.clear();
   if (board.lease_id.empty() && board.info.state() == v1::BOARD_STATE_BUSY) {
     board.info.set_state(v1::BOARD_STATE_IDLE);
   }
@@ -1082,10 +1104,20 @@ void Coordinator::FreeBoard(Txn& txn, const std::string& board_id,
 void Coordinator::RequeueLeaseAhead(Txn& txn, BoardRuntime& board,
                                     const std::string& why) {
   SaveBoard(txn, board.info.board_id());
-  if (v1::Round* ahead = LiveLease(board.prefetch_lease_id)) {
-    Requeue(txn, *FindSweep(ahead->sweep_id()), *ahead, why);
+  for (const std::string& id : board.prefetch_lease_ids) {
+    if (v1::Round* ahead = LiveLease(id)) {
+      Requeue(txn, *FindSweep(ahead->sweep_id()), *ahead, why);
+    }
   }
-  board.prefetch_lease_id.clear();
+  board.prefetch_lease_ids.clear();
+}
+
+void Coordinator::PruneLeasesAhead(BoardRuntime& board) {
+  board.prefetch_lease_ids.erase(
+      std::remove_if(
+          board.prefetch_lease_ids.begin(), board.prefetch_lease_ids.end(),
+          [&](const std::string& id) { return LiveLease(id) == nullptr; }),
+      board.prefetch_lease_ids.end());
 }
 
 void Coordinator::Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,

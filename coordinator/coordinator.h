@@ -145,10 +145,11 @@ class Coordinator {
   struct BoardRuntime {
     v1::BoardInfo info;
     std::string lease_id;  // current lease, "" when free
-    // A lease granted ahead (LeaseWorkRequest.prefetch) that the board runs
-    // after lease_id; "" when none. At most one, and only behind a live
-    // current lease: FreeBoard makes it the current one.
-    std::string prefetch_lease_id;
+    // Leases granted ahead (LeaseWorkRequest.prefetch) that the board runs
+    // after lease_id, in that order. At most the agent's max_ahead (capped
+    // at kMaxLeasesAhead), and only behind a live current lease: FreeBoard
+    // makes the first live one the current one.
+    std::vector<std::string> prefetch_lease_ids;
     // An admin re-admitted the board while its agent still reported it
     // quarantined: heartbeats tell the agent to lift its own flag.
     bool readmit_pending = false;
@@ -203,8 +204,10 @@ class Coordinator {
   // Puts a leased round back in the queue (lease expired, board lost).
   void Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
                const std::string& why);
-  // Re-queues the round `board` holds ahead, if any (drain, board lost).
+  // Re-queues the rounds `board` holds ahead (drain, board lost).
   void RequeueLeaseAhead(Txn& txn, BoardRuntime& board, const std::string& why);
+  // Drops the leases ahead that are no longer live (revoked, requeued).
+  void PruneLeasesAhead(BoardRuntime& board);
   void FreeBoard(Txn& txn, const std::string& board_id,
                  const std::string& lease_id);
   void Decide(Txn& txn, SweepRuntime& s, v1::Round& round);

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,7 +76,8 @@ class CoreFixture : public ::testing::Test {
   // The agent (re-)registers `board`, claiming the leases it holds.
   void RegisterBoard(const std::string& agent, const std::string& board,
                      const std::string& current_lease = "",
-                     const std::string& lease_ahead = "") {
+                     const std::string& lease_ahead = "",
+                     const std::vector<std::string>& more_ahead = {}) {
     v1::RegisterAgentRequest request;
     request.set_agent_id(agent);
     request.set_node("node");
@@ -86,14 +88,17 @@ class CoreFixture : public ::testing::Test {
     b->set_simulated(true);
     b->set_current_lease_id(current_lease);
     b->set_lease_ahead_id(lease_ahead);
+    for (const std::string& id : more_ahead) b->add_more_lease_ahead_ids(id);
     ASSERT_TRUE(coord()->RegisterAgent(request).ok());
   }
   v1::LeaseWorkResponse Lease(const std::string& agent,
-                              const std::string& board, bool prefetch) {
+                              const std::string& board, bool prefetch,
+                              int max_ahead = 0) {
     v1::LeaseWorkRequest request;
     request.set_agent_id(agent);
     request.set_board_id(board);
     request.set_prefetch(prefetch);
+    request.set_max_ahead(max_ahead);
     auto r = coord()->LeaseWork(request);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : v1::LeaseWorkResponse();
@@ -216,6 +221,42 @@ TEST_F(PrefetchLeaseTest, AtMostOneAheadAndItBecomesCurrentWhenTheBoardFrees) {
   EXPECT_NE(next.work().lease_id(), ahead.work().lease_id());
   EXPECT_TRUE(ReportOk("a1", "a1/sim0", ahead.work()).accepted());
   EXPECT_EQ(CurrentLease("a1/sim0"), next.work().lease_id());
+}
+
+// An agent whose builds outlast its runs asks for more leases ahead
+// (max_ahead): they are granted up to that count, run in the order granted,
+// and a restarted coordinator adopts them all.
+TEST_F(PrefetchLeaseTest, SeveralLeasesAheadRunInOrderAndSurviveARestart) {
+  RegisterBoard("a1", "a1/sim0");
+  std::vector<std::string> sweeps;
+  for (int i = 0; i < 5; ++i) {
+    sweeps.push_back(Submit(SimSpec(absl::StrCat("s", i), 3)));
+  }
+  v1::LeaseWorkResponse current = Lease("a1", "a1/sim0", false);
+  ASSERT_TRUE(current.granted());
+  std::vector<v1::WorkItem> ahead;
+  for (int i = 0; i < 3; ++i) {
+    v1::LeaseWorkResponse r = Lease("a1", "a1/sim0", true, /*max_ahead=*/3);
+    ASSERT_TRUE(r.granted()) << i;
+    ahead.push_back(r.work());
+  }
+  // Three ahead is what the agent asked for; a fourth waits.
+  EXPECT_FALSE(Lease("a1", "a1/sim0", true, 3).granted());
+  EXPECT_EQ(RoundState(sweeps[4], 0), v1::ROUND_STATE_QUEUED);
+
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  RegisterBoard("a1", "a1/sim0", current.work().lease_id(),
+                ahead[0].lease_id(),
+                {ahead[1].lease_id(), ahead[2].lease_id()});
+  for (const v1::WorkItem& w : ahead) EXPECT_TRUE(Renew("a1", w));
+  EXPECT_FALSE(Lease("a1", "a1/sim0", true, 3).granted());
+  // Each result moves the next lease ahead up, in the order granted.
+  v1::WorkItem running = current.work();
+  for (const v1::WorkItem& next : ahead) {
+    EXPECT_TRUE(ReportOk("a1", "a1/sim0", running).accepted());
+    EXPECT_EQ(CurrentLease("a1/sim0"), next.lease_id());
+    running = next;
+  }
 }
 
 TEST_F(PrefetchLeaseTest, RevokedLeaseAheadIsInvalidAndFreesTheSlot) {
@@ -383,7 +424,7 @@ class InProcessClient : public CoordinatorClient {
 };
 
 struct BoardEvent {
-  enum Kind { kBuildAhead, kEvalStart, kEvalEnd } kind;
+  enum Kind { kBuildAhead, kBuildEnd, kEvalStart, kEvalEnd } kind;
   std::string sweep_id;
   int64_t round_id;
   absl::Time at;
@@ -410,8 +451,20 @@ class RecordingBoard : public Board {
   absl::Status Prefetch(const v1::WorkItem& work,
                         const std::atomic<bool>& cancel) override {
     Record(BoardEvent::kBuildAhead, work);
-    return inner_->Prefetch(work, cancel);
+    bool first = false;
+    {
+      absl::MutexLock lock(&mu_);
+      first = built_.insert(work.lease_id()).second;
+    }
+    // A compile the first time a lease is built, a cache hit after.
+    if (first && build_delay_ > absl::ZeroDuration()) {
+      absl::SleepFor(build_delay_);
+    }
+    absl::Status st = inner_->Prefetch(work, cancel);
+    Record(BoardEvent::kBuildEnd, work);
+    return st;
   }
+  void set_build_delay(absl::Duration d) { build_delay_ = d; }
 
   void HoldEvaluations() {
     absl::MutexLock lock(&mu_);
@@ -442,7 +495,9 @@ class RecordingBoard : public Board {
     events_.push_back({kind, w.sweep_id(), w.round_id(), absl::Now()});
   }
   std::unique_ptr<Board> inner_;
+  absl::Duration build_delay_;
   absl::Mutex mu_;
+  std::set<std::string> built_ ABSL_GUARDED_BY(mu_);
   bool hold_first_eval_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<BoardEvent> events_ ABSL_GUARDED_BY(mu_);
 };
@@ -453,7 +508,8 @@ class AgentOverlapTest : public CoreFixture {
 
   // One agent with one sim board whose runs take `run_delay` of real time.
   // `hold`: evaluations wait until board_->Release().
-  void StartAgent(bool prefetch, absl::Duration run_delay, bool hold = false) {
+  void StartAgent(bool prefetch, absl::Duration run_delay, bool hold = false,
+                  absl::Duration build_delay = absl::ZeroDuration()) {
     client_ = std::make_unique<InProcessClient>(coord());
     SimBoardOptions o;
     o.board_id = "a1/sim0";
@@ -464,6 +520,7 @@ class AgentOverlapTest : public CoreFixture {
     o.work_root = disk_.dir() + "/work";
     o.run_delay = run_delay;
     auto board = std::make_unique<RecordingBoard>(NewSimBoard(o));
+    board->set_build_delay(build_delay);
     board_ = board.get();
     if (hold) board_->HoldEvaluations();
     std::vector<std::unique_ptr<Board>> boards;
@@ -551,6 +608,33 @@ TEST_F(AgentOverlapTest, NextRoundIsBuiltWhileTheCurrentOneRuns) {
     if (built->at < prev_end.at) ++overlapped;
   }
   EXPECT_EQ(overlapped, 3);
+}
+
+// Builds that take several runs' time: the agent leases further ahead (its
+// measured build time over its run time) and builds in parallel, so the
+// board is not left waiting for one compile after another.
+TEST_F(AgentOverlapTest, SlowBuildsAreLeasedFurtherAheadAndBuiltInParallel) {
+  for (int i = 0; i < 8; ++i) Submit(SimSpec(absl::StrCat("b", i), 1));
+  StartAgent(/*prefetch=*/true, absl::Milliseconds(30), /*hold=*/false,
+             /*build_delay=*/absl::Milliseconds(400));
+  ASSERT_TRUE(WaitSweepsDone());
+  const std::vector<BoardEvent> events = board_->events();
+  // Builds under way at once (a lease's first Prefetch is its compile).
+  std::set<std::string> seen;
+  int running = 0, most = 0;
+  std::map<std::string, int> open;
+  for (const BoardEvent& e : events) {
+    const std::string key = absl::StrCat(e.sweep_id, "/", e.round_id);
+    if (e.kind == BoardEvent::kBuildAhead && seen.insert(key).second) {
+      ++open[key];
+      most = std::max(most, ++running);
+    } else if (e.kind == BoardEvent::kBuildEnd && open[key] > 0) {
+      --open[key];
+      --running;
+    }
+  }
+  EXPECT_GE(most, 2) << "builds ran one after another";
+  EXPECT_EQ(Evaluations(events).size(), 16u);  // 8 baselines + 8 candidates
 }
 
 TEST_F(AgentOverlapTest, WithoutPrefetchNothingIsBuiltAhead) {
