@@ -1,6 +1,7 @@
 #include "agent/cpu_board.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -153,6 +154,14 @@ class CpuBoard : public Board {
 
     if (options_.runner_binary.empty())
       options_.runner_binary = FindVariantRunnerBinary();
+    // A runner that cannot start is the board's problem, never a variant's:
+    // without one the board runs one process per stage.
+    if (!options_.runner_binary.empty() &&
+        access(options_.runner_binary.c_str(), X_OK) != 0) {
+      spdlog::warn("{}: variant runner {} is not executable", options_.board_id,
+                   options_.runner_binary);
+      options_.runner_binary.clear();
+    }
     if (options_.runner_binary.empty()) {
       spdlog::warn("{}: tunefarm-variant-runner not found; every variant "
                    "runs one process per stage",
@@ -307,6 +316,10 @@ absl::StatusOr<Evaluation> CpuBoard::Evaluate(const v1::WorkItem& work,
   plan.work_dir = WorkDirFor(options_.work_root, work);
   TF_RETURN_IF_ERROR(PrepareWorkDir(plan.work_dir, work));
   plan.seed = work.seed() != 0 ? work.seed() : options_.seed;
+  // The reference is computed once per (build inputs, workload, seed).
+  TF_ASSIGN_OR_RETURN(plan.reference_cache,
+                      ReferenceCacheEntry(*req, plan.work_dir, plan.seed,
+                                          options_.cache_dir, cancel));
   plan.timeout = options_.stage_timeout;
   plan.env = {{"TF_CPU_LIST", cpu_list_}, {"OMP_WAIT_POLICY", "PASSIVE"}};
   plan.run_build_stage = true;

@@ -69,6 +69,13 @@ class CudaBoardImpl : public Board {
             : ncu_));
     runner_binary_ = options_.runner_binary.empty() ? FindVariantRunnerBinary()
                                                     : options_.runner_binary;
+    // A runner that cannot start is the board's problem, never a variant's:
+    // without one the board runs one process per stage.
+    if (!runner_binary_.empty() && access(runner_binary_.c_str(), X_OK) != 0) {
+      spdlog::warn("{}: variant runner {} is not executable", info_.board_id(),
+                   runner_binary_);
+      runner_binary_.clear();
+    }
     if (!runner_binary_.empty()) {
       VariantRunnerOptions ro;
       ro.runner_binary = runner_binary_;
@@ -401,22 +408,13 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
   // parameters (docs/operators.md), and for a large workload it costs
   // seconds of fp64 host work per round (softmax 8192^2: about 3 s).
   std::string reference_bin;
-  std::string ref_entry;  // "" when no key could be made: not cached
-  {
-    absl::StatusOr<std::string> workload =
-        ReadFile(work_dir + "/workload.json");
-    absl::StatusOr<std::string> key =
-        workload.ok()
-            ? SharedBuildKey(*req, {*workload, absl::StrCat(seed)}, cancel)
-            : absl::StatusOr<std::string>(workload.status());
-    if (cancel.load()) return cancelled();
-    if (key.ok())
-      ref_entry = absl::StrCat(options_.cache_dir, "/reference/", *key);
-  }
+  absl::StatusOr<std::string> ref_entry =
+      ReferenceCacheEntry(*req, work_dir, seed, options_.cache_dir, cancel);
+  if (!ref_entry.ok()) return cancelled();
   std::error_code ec;
-  if (!ref_entry.empty() &&
-      std::filesystem::is_regular_file(ref_entry + "/reference.bin", ec)) {
-    reference_bin = ref_entry + "/reference.bin";
+  if (!ref_entry->empty() &&
+      std::filesystem::is_regular_file(*ref_entry + "/reference.bin", ec)) {
+    reference_bin = *ref_entry + "/reference.bin";
   } else {
     TF_ASSIGN_OR_RETURN(Stage ref, RunStage(bin, work_dir, "reference", {},
                                             seed, cancel, in_runner));
@@ -432,20 +430,7 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
       return eval;
     }
     reference_bin = ref.out_dir + "/reference.bin";
-    if (!ref_entry.empty()) {
-      // Published by rename, so a reader sees a whole file or none.
-      const std::string tmp =
-          absl::StrCat(ref_entry, "/.reference.bin.", ::getpid(), ".",
-                       std::hash<std::string>{}(work_dir));
-      std::filesystem::create_directories(ref_entry, ec);
-      if (!ec) std::filesystem::copy_file(reference_bin, tmp, ec);
-      if (!ec) std::filesystem::rename(tmp, ref_entry + "/reference.bin", ec);
-      if (ec) {
-        std::filesystem::remove(tmp, ec);
-        spdlog::warn("{}: reference not cached in {}: {}", info_.board_id(),
-                     ref_entry, ec.message());
-      }
-    }
+    if (!ref_entry->empty()) PublishReference(reference_bin, *ref_entry);
   }
 
   // run (and, A/B, the parent variant's binary alternately)

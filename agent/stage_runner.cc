@@ -1,5 +1,7 @@
 #include "agent/stage_runner.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
@@ -10,6 +12,7 @@
 #include "agent/measurement.h"
 #include "agent/precision.h"
 #include "common/files.h"
+#include "common/logging.h"
 #include "common/params.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -114,6 +117,35 @@ std::string StageFailure(const std::string& stage, const ProcessResult& r) {
                          : absl::StrCat("exited with code ", r.exit_code);
   std::string tail(absl::StripTrailingAsciiWhitespace(r.stderr_tail));
   return absl::StrCat(stage, " ", what, tail.empty() ? "" : ": ", tail);
+}
+
+absl::StatusOr<std::string> ReferenceCacheEntry(
+    const BuildRequest& request, const std::string& work_dir, uint64_t seed,
+    const std::string& cache_dir, const std::atomic<bool>& cancel) {
+  absl::StatusOr<std::string> workload = ReadFile(work_dir + "/workload.json");
+  if (!workload.ok()) return std::string();
+  absl::StatusOr<std::string> key =
+      SharedBuildKey(request, {*workload, absl::StrCat(seed)}, cancel);
+  if (cancel.load()) {
+    return absl::CancelledError("cancelled while keying the reference");
+  }
+  if (!key.ok()) return std::string();
+  return absl::StrCat(cache_dir, "/reference/", *key);
+}
+
+void PublishReference(const std::string& reference_bin,
+                      const std::string& entry) {
+  std::error_code ec;
+  const std::string tmp =
+      absl::StrCat(entry, "/.reference.bin.", ::getpid(), ".",
+                   std::hash<std::string>{}(reference_bin));
+  fs::create_directories(entry, ec);
+  if (!ec) fs::copy_file(reference_bin, tmp, ec);
+  if (!ec) fs::rename(tmp, entry + "/reference.bin", ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    spdlog::warn("reference not cached in {}: {}", entry, ec.message());
+  }
 }
 
 absl::StatusOr<v1::ProfileBundle> ReadFilesIntoBundle(const std::string& dir) {
@@ -350,21 +382,31 @@ absl::StatusOr<Evaluation> RunStages(const StagePlan& plan,
     }
   }
 
-  absl::StatusOr<Stage> ref = run_one("reference", {});
-  if (outcome_set) return eval;
-  TF_RETURN_IF_ERROR(ref.status());
-  if (ref->result.cancelled) return cancelled();
-  if (ref->result.timed_out) return timeout("reference");
-  if (!StageOk(ref->result)) {
-    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
-    result.set_detail(StageFailure("reference", ref->result));
-    return eval;
+  std::string reference_bin;
+  std::error_code ec;
+  if (!plan.reference_cache.empty() &&
+      fs::is_regular_file(plan.reference_cache + "/reference.bin", ec)) {
+    reference_bin = plan.reference_cache + "/reference.bin";
+  } else {
+    absl::StatusOr<Stage> ref = run_one("reference", {});
+    if (outcome_set) return eval;
+    TF_RETURN_IF_ERROR(ref.status());
+    if (ref->result.cancelled) return cancelled();
+    if (ref->result.timed_out) return timeout("reference");
+    if (!StageOk(ref->result)) {
+      result.set_outcome(v1::OUTCOME_RUN_CRASHED);
+      result.set_detail(StageFailure("reference", ref->result));
+      return eval;
+    }
+    reference_bin = ref->out_dir + "/reference.bin";
+    if (!plan.reference_cache.empty()) {
+      PublishReference(reference_bin, plan.reference_cache);
+    }
   }
 
   TF_ASSIGN_OR_RETURN(
       bool measured,
-      MeasureRunStage(plan, work, ref->out_dir + "/reference.bin", cancel,
-                      &result));
+      MeasureRunStage(plan, work, reference_bin, cancel, &result));
   if (!measured) return eval;
 
   // profile: a failure here keeps the measurement.

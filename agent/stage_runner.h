@@ -92,6 +92,10 @@ struct StagePlan {
   // Non-null: the stages run in this persistent runner (command[0] and
   // reference_command[0] are shared objects) instead of one process each.
   VariantRunner* runner = nullptr;
+  // Non-empty: the folder of the cached reference (ReferenceCacheEntry).
+  // RunStages reads reference.bin from it, or runs the reference stage once
+  // and publishes its output there.
+  std::string reference_cache;
   std::string board_id, board_kind, chip, profiler;
   v1::BoardCapabilities capabilities;
   // Reads the profile stage's folder into a bundle (files only; RunStages
@@ -132,6 +136,23 @@ absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
 absl::Status UseParentVariant(
     const absl::StatusOr<BuildRequest>& parent_request,
     const std::atomic<bool>& cancel, StagePlan* plan);
+
+// The reference cache entry of a variant: <cache_dir>/reference/<key>, the
+// key covering the operator's build inputs without the parameters
+// (SharedBuildKey), the work folder's workload.json and the seed. A
+// reference never depends on the variant's parameters (docs/operators.md),
+// and for a large workload it costs seconds of fp64 work per round. "" when
+// no key can be made (then nothing is cached); CANCELLED when `cancel`
+// fired.
+absl::StatusOr<std::string> ReferenceCacheEntry(
+    const BuildRequest& request, const std::string& work_dir, uint64_t seed,
+    const std::string& cache_dir, const std::atomic<bool>& cancel);
+
+// Copies `reference_bin` into `entry`/reference.bin, published by rename so
+// a reader sees a whole file or none. Failures are logged, not returned: the
+// cache only saves time.
+void PublishReference(const std::string& reference_bin,
+                      const std::string& entry);
 
 // Regular files under `dir` (relative paths, sorted) read into a bundle,
 // at most 64 MiB in all.

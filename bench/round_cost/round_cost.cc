@@ -2,7 +2,9 @@
 //
 // One local farm (cli/local_farm.h: coordinator, analyzer, one agent with
 // one cpu board, real processes on loopback) runs two sweeps of ops/gemm
-// cpu_256 with the same strategy seed, one after the other: first with
+// cpu_256 with the same strategy seed, one after the other (A/B in a fixed
+// 6 pairs of blocks, warm caches: the cache flush between samples would
+// cost more than the launches whose cost this measures): first with
 // `measurement.isolation: process` (one process per stage), then with the
 // persistent runner (agent/variant_runner.h). For each mode it prints, per
 // round and on average, the board's wall time per evaluation (eval_s, the
@@ -69,8 +71,8 @@ class Bench {
         rounds,
         ", time_limit: 20m, max_rounds_without_gain: 1000}\n"
         "min_gain: 0.02\nboards: {kind: cpu}\n"
-        "measurement: {warmup: 3, samples: 15, flush_cache: true, "
-        "isolation: ",
+        "measurement: {warmup: 3, samples: 15, max_samples: 15, "
+        "flush_cache: false, isolation: ",
         mode, "}\n");
     v1::SubmitSweepRequest req;
     req.set_spec_yaml(yaml);
@@ -168,13 +170,11 @@ class Bench {
 
 int Main(int argc, char** argv) {
   int rounds = 12;
-  bool smoke = false;
   std::string bin_dir = TUNEFARM_BINARY_DIR "/bin";
   std::string ops_dir = TUNEFARM_SOURCE_DIR "/ops";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--smoke") {
-      smoke = true;
       rounds = 3;
     } else if (a == "--rounds" && i + 1 < argc &&
                absl::SimpleAtoi(argv[i + 1], &rounds) && rounds >= 2) {
@@ -209,7 +209,8 @@ int Main(int argc, char** argv) {
   }
   std::cout << "round_cost: " << rounds
             << " rounds of gemm cpu_256 per isolation mode on one cpu board "
-               "(A/B, warmup 3, samples 15, caches flushed)\n";
+               "(A/B in 6 pairs of blocks of 3 warm-up + 3 timed launches, "
+               "warm caches)\n";
   Bench bench(&farm);
   absl::StatusOr<ModeFigures> process = bench.RunMode("process", rounds);
   absl::StatusOr<ModeFigures> runner =

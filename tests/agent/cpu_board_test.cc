@@ -408,7 +408,8 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // One runner serves every round of a board: N rounds of different gemm
-// variants (A/B against the defaults) start it once.
+// variants (A/B against the defaults) start it once, and the reference is
+// computed once for all of them.
 TEST_F(CpuBoardTest, OneRunnerStartServesManyRounds) {
   const int64_t starts0 = TotalVariantRunnerStarts();
   const int kRounds = 4;
@@ -425,6 +426,13 @@ TEST_F(CpuBoardTest, OneRunnerStartServesManyRounds) {
     v1::RoundResult r = Eval(w);
     ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
     EXPECT_TRUE(r.measurement().paired());
+    // The reference is computed by the first round only, then cached.
+    std::error_code ec;
+    EXPECT_EQ(std::filesystem::exists(
+                  WorkDirFor(dir_ + "/work", w) + "/reference/reference.bin",
+                  ec),
+              i == 0)
+        << "round " << i;
   }
   EXPECT_EQ(TotalVariantRunnerStarts() - starts0, 1);
 }

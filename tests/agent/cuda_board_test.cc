@@ -607,7 +607,9 @@ TEST_F(FakeCudaBoardTest, RunnerServesEveryRoundFromOneProcess) {
     EXPECT_TRUE(absl::StrContains(e->result.measurement().policy(),
                                   "in the board's persistent runner"))
         << e->result.measurement().policy();
-    if (round == 3) EXPECT_TRUE(e->result.measurement().paired());
+    if (round == 3) {
+      EXPECT_TRUE(e->result.measurement().paired());
+    }
   }
   EXPECT_EQ(TotalVariantRunnerStarts() - starts0, 1);
   const std::string nvcc = ReadFile(root_ + "/nvcc.argv").value();

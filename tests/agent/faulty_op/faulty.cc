@@ -1,4 +1,6 @@
-// The faulty test operator (see operator.yaml): y = scale * x, misbehaving
+// The faulty test operator (see operator.yaml): y = x, computed `scale`
+// times over (a slower variant with the same answer: a reference never
+// depends on the variant's parameters), misbehaving
 // per TF_PARAM_MODE.
 #include <unistd.h>
 
@@ -51,7 +53,6 @@ int main(int argc, char** argv) {
                     std::vector<float>* ref, std::string*) {
     ref->resize(static_cast<size_t>(g_n));
     tf_harness::FillInputs(seed, 1, ref->data(), ref->size());
-    for (float& v : *ref) v *= TF_PARAM_SCALE;
     return true;
   };
   op.prepare = [](const tf_harness::Workload&, uint64_t seed, std::string*) {
@@ -74,7 +75,9 @@ int main(int argc, char** argv) {
     if (kMode == 3) {
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
-    for (size_t i = 0; i < g_x.size(); ++i) g_y[i] = g_x[i] * TF_PARAM_SCALE;
+    for (int rep = 0; rep < TF_PARAM_SCALE; ++rep) {
+      for (size_t i = 0; i < g_x.size(); ++i) g_y[i] = g_x[i];
+    }
     if (kMode == 4) g_y[g_y.size() / 2] += 1.0f;
     if (kMode == 6) std::abort();
     if (kMode == 7) {
