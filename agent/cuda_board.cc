@@ -430,6 +430,9 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
       return eval;
     }
     reference_bin = ref.out_dir + "/reference.bin";
+    spdlog::info("{}: reference computed in {:.2f} s{}", info_.board_id(),
+                 absl::ToDoubleSeconds(ref.result.wall),
+                 ref_entry->empty() ? " (not cached: no key)" : "");
     if (!ref_entry->empty()) PublishReference(reference_bin, *ref_entry);
   }
 

@@ -1,6 +1,8 @@
 // ComparePrecision: the farm's own precision verdict on a variant's output
 // against the operator's reference output. The kernel never judges itself.
-// Pure function over two files; thread-safe.
+// A function of two files; thread-safe. It keeps the last reference it read
+// in memory (consecutive rounds share the cached reference file), keyed by
+// path, size, inode and modification time.
 #ifndef TUNEFARM_AGENT_PRECISION_H_
 #define TUNEFARM_AGENT_PRECISION_H_
 

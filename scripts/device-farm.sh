@@ -13,7 +13,8 @@
 #   libraries they need into $TF_CARRY_DIR (default build-cuda/device-carry;
 #   the device image has no Debian dev packages).
 # On the device:        TF_CARRY_DIR=<carried folder> bash scripts/device-farm.sh
-#   TF_FARM_MODES="runner process" (default) picks the modes, TF_DEVICE_TEST=0
+#   TF_FARM_MODES="runner process" (default) picks the modes,
+#   TF_FARM_SPECS="cuda_gemm cuda_softmax" (default) the sweeps, TF_DEVICE_TEST=0
 #   skips cuda_board_test, TF_FARM_KERNELS=1 also runs device-cuda.sh's
 #   kernel references (cuBLAS, D2D copy). Results under $OUT.
 set -uo pipefail
@@ -75,7 +76,7 @@ fi
 farm_log="$out/farm.txt"
 : > "$farm_log"
 for mode in ${TF_FARM_MODES:-runner process}; do
-  for spec in cuda_gemm cuda_softmax; do
+  for spec in ${TF_FARM_SPECS:-cuda_gemm cuda_softmax}; do
     name=${spec}_$mode
     data=/tmp/tunefarm-device-$name
     rm -rf "$data" && mkdir -p "$data"
