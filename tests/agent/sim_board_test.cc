@@ -4,6 +4,8 @@
 
 #include <fstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -233,6 +235,28 @@ TEST_F(SimBoardTest, DeterministicGivenSeedAndFasterForABetterVariant) {
             base2.result.measurement().max_us());
   EXPECT_GT(base1.result.measurement().median_us(),
             4 * best.result.measurement().median_us());
+}
+
+// The sim board evaluates in-process through its shipped program whatever
+// the sweep's isolation: both modes give the same outcomes, precision
+// verdicts and (deterministic) numbers.
+TEST_F(SimBoardTest, BothIsolationModesGiveTheSameResults) {
+  for (const auto& [params, workload] :
+       std::vector<std::pair<ParamMap, std::string>>{
+           {Params(32, 32, 32, 1, 16), "square_2k"},
+           {Params(64, 128, 64, 2, 24), "ragged"},
+           {Params(256, 256, 128, 4, 16), "square_2k"}}) {
+    v1::WorkItem runner = Work(params, workload);
+    runner.mutable_measurement()->set_isolation(v1::ISOLATION_RUNNER);
+    v1::WorkItem process = Work(params, workload);
+    process.mutable_measurement()->set_isolation(v1::ISOLATION_PROCESS);
+    const v1::RoundResult a = Eval(runner).result;
+    const v1::RoundResult b = Eval(process).result;
+    EXPECT_EQ(a.outcome(), b.outcome()) << workload;
+    EXPECT_EQ(a.precision().passed(), b.precision().passed()) << workload;
+    EXPECT_EQ(a.precision().nan_count(), b.precision().nan_count());
+    EXPECT_EQ(a.measurement().median_us(), b.measurement().median_us());
+  }
 }
 
 TEST_F(SimBoardTest, UbOverflowIsBuildFailed) {
