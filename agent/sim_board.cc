@@ -150,7 +150,9 @@ absl::StatusOr<Evaluation> SimBoard::Evaluate(const v1::WorkItem& work,
   // program missing is the variant's.
   plan.program_is_variant = !from_bin;
   const SimBoardOptions& o = options_;
-  plan.block_args = [&o, seed](bool reference, int block) {
+  // Noise varies per round too (the input seed is one per sweep).
+  const uint64_t round = static_cast<uint64_t>(work.round_id());
+  plan.block_args = [&o, seed, round](bool reference, int block) {
     std::vector<std::string> args;
     if (!reference && block == 0 && o.run_delay > absl::ZeroDuration()) {
       args = {"--delay_ms",
@@ -158,7 +160,7 @@ absl::StatusOr<Evaluation> SimBoard::Evaluate(const v1::WorkItem& work,
     }
     if (o.noise > 0) {
       // Each block a run of its own: its own speed offset and jitter.
-      const uint64_t noise_seed = seed * 1000003u +
+      const uint64_t noise_seed = seed * 1000003u + round * 15485863u +
                                   static_cast<uint64_t>(block) * 2 +
                                   (reference ? 1 : 0) + o.seed * 7919u;
       for (std::string a :

@@ -859,8 +859,10 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
   work->set_lease_expires_unix_ms(lease->expires_unix_ms());
   work->set_lease_duration_ms(
       absl::ToInt64Milliseconds(options_.lease_duration));
-  work->set_seed(s.sweep.spec().strategy().seed() * 1000003u +
-                 static_cast<uint64_t>(round.round_id()));
+  // One input seed per sweep: every round measures the same inputs, so the
+  // boards compute the reference (a function of workload and seed) once per
+  // sweep instead of once per round (fp64 on the host for large workloads).
+  work->set_seed(s.sweep.spec().strategy().seed() * 1000003u);
   // A/B: the board times the parent variant alongside, in this lease.
   if (round.round_id() != 0 && round.parent_round() >= 0 &&
       round.parent_round() < static_cast<int64_t>(s.rounds.size()) &&
