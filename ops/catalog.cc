@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/status_macros.h"
+#include "ops/constraints.h"
 #include "ops/yaml_fields.h"
 
 namespace tunefarm {
@@ -317,9 +318,10 @@ absl::Status ParseBackends(const YAML::Node& node, v1::OperatorManifest* op) {
 
 absl::Status ParseManifestNode(const YAML::Node& doc,
                                v1::OperatorManifest* op) {
-  TF_RETURN_IF_ERROR(yamlf::CheckMap(doc, "",
-                                     {"name", "description", "parameters",
-                                      "workloads", "tolerances", "backends"}));
+  TF_RETURN_IF_ERROR(
+      yamlf::CheckMap(doc, "",
+                      {"name", "description", "parameters", "constraints",
+                       "workloads", "tolerances", "backends"}));
   TF_RETURN_IF_ERROR(RequirePresent(doc, "name", ""));
   TF_ASSIGN_OR_RETURN(*op->mutable_name(),
                       yamlf::GetString(Get(doc, "name"), "name"));
@@ -355,6 +357,22 @@ absl::Status ParseManifestNode(const YAML::Node& doc,
                         absl::StrCat("duplicate parameter '", p->name(),
                                      "' (also parameters[", it->second, "])"));
     }
+  }
+
+  if (Has(doc, "constraints")) {
+    const YAML::Node cs = Get(doc, "constraints");
+    if (!cs.IsSequence()) {
+      return FieldError("constraints", absl::StrCat("expected a list, got ",
+                                                    yamlf::Describe(cs)));
+    }
+    for (size_t i = 0; i < cs.size(); ++i) {
+      TF_ASSIGN_OR_RETURN(std::string expr,
+                          yamlf::GetString(cs[i], Index("constraints", i)));
+      op->add_constraints(std::move(expr));
+    }
+    // Syntax, limits and names, each error naming constraints[i].
+    absl::StatusOr<ConstraintSet> compiled = ConstraintSet::ForManifest(*op);
+    if (!compiled.ok()) return compiled.status();
   }
 
   if (Has(doc, "workloads")) {
@@ -650,6 +668,18 @@ v1::OperatorManifest ProjectManifest(const v1::OperatorManifest& op,
             p.backends().end()) {
       *out.add_parameters() = p;
     }
+  }
+  // A constraint over a parameter this backend does not have is another
+  // backend's.
+  out.clear_constraints();
+  for (const std::string& c : op.constraints()) {
+    absl::StatusOr<std::vector<std::string>> names = ConstraintNames(c);
+    const bool all_here =
+        names.ok() &&
+        std::all_of(names->begin(), names->end(), [&](const std::string& n) {
+          return FindParameter(out, n) != nullptr;
+        });
+    if (all_here) out.add_constraints(c);
   }
   return out;
 }

@@ -18,6 +18,10 @@
 //       backends: [cpu]              # optional: board kinds it applies to
 //                                    # (each must be declared below); absent
 //                                    # = every backend. See ProjectManifest.
+//   constraints:                     # optional: expressions over the
+//     - "block_m * block_n <= 65536" # parameters that every proposed
+//                                    # configuration satisfies
+//                                    # (ops/constraints.h: the language)
 //   workloads:                       # optional (a sweep may inline one)
 //     - {name: square_2k, dtype: fp16, dims: {m: 2048, n: 2048, k: 2048}}
 //   tolerances: {rtol: 0.01, atol: 0.001}   # required, finite, >= 0

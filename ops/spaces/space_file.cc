@@ -396,8 +396,51 @@ v1::OperatorManifest ManifestFromSpace(const Space& space) {
     *p->mutable_default_value() = first->params.at(sp.name);
     p->set_stage(StageForSpaceParameter(sp.name));
   }
+  for (std::string& c : KnownSpaceConstraints(space)) op.add_constraints(c);
   op.mutable_tolerances();
   return op;
+}
+
+std::vector<std::string> KnownSpaceConstraints(const Space& space) {
+  struct Family {
+    std::vector<std::string> signature;  // parameters that identify it
+    std::vector<std::string> constraints;
+  };
+  // Copied from PROVENANCE.md ("Constraints, taken from the upstream T1/KTT
+  // input files"); each set reproduces its files' configuration list.
+  static const auto* families = new std::vector<Family>{
+      {{"MWG", "NWG", "KWG", "KWI", "MDIMC", "NDIMC", "MDIMA", "NDIMB", "VWM",
+        "VWN"},
+       {"KWG % KWI == 0", "MWG % (MDIMC*VWM) == 0", "NWG % (NDIMC*VWN) == 0",
+        "MWG % (MDIMA*VWM) == 0", "NWG % (NDIMB*VWN) == 0",
+        "KWG % ((MDIMC*NDIMC)/MDIMA) == 0",
+        "KWG % ((MDIMC*NDIMC)/NDIMB) == 0"}},
+      {{"block_size_x", "block_size_y", "tile_size_x", "tile_size_y",
+        "use_padding", "use_shmem", "filter_width", "filter_height"},
+       {"use_padding==0 or block_size_x % 32 != 0",
+        "block_size_x*block_size_y<=1024", "use_padding==0 or use_shmem != 0",
+        "use_shmem == 0 or ((block_size_x*tile_size_x+(filter_width-1))*"
+        "(block_size_y*tile_size_y+(filter_height-1))) < 12*1024"}},
+      {{"block_size_x", "block_size_y", "tile_size_x", "tile_size_y",
+        "tile_stride_x", "tile_stride_y"},
+       {"32 <= block_size_x*block_size_y <= 1024",
+        "tile_size_x > 1 or tile_stride_x == 0",
+        "tile_size_y > 1 or tile_stride_y == 0"}},
+      {{"INNER_UNROLL_FACTOR", "Z_ITERATIONS", "WORK_GROUP_SIZE_X",
+        "WORK_GROUP_SIZE_Y"},
+       {"INNER_UNROLL_FACTOR < Z_ITERATIONS",
+        "WORK_GROUP_SIZE_X*WORK_GROUP_SIZE_Y >= 64"}},
+  };
+  for (const Family& f : *families) {
+    const bool match = std::all_of(
+        f.signature.begin(), f.signature.end(), [&](const std::string& n) {
+          return std::any_of(
+              space.parameters.begin(), space.parameters.end(),
+              [&](const SpaceParameter& p) { return p.name == n; });
+        });
+    if (match) return f.constraints;
+  }
+  return {};
 }
 
 }  // namespace tunefarm

@@ -92,8 +92,14 @@ std::string StageForSpaceParameter(absl::string_view name);
 // domain sorted ascending when every value is a number, so that "one step
 // up" means a larger value), stage from StageForSpaceParameter, default =
 // the file's first configuration (first kOk one when the first failed).
-// It has no backends: it is run only by the replay board.
+// Constraints: KnownSpaceConstraints. It has no backends: it is run only by
+// the replay board.
 v1::OperatorManifest ManifestFromSpace(const Space& space);
+
+// The constraints of the kernel families in PROVENANCE.md (GEMM,
+// convolution, dedispersion, Coulomb 3D; pnpoly has none), recognised by
+// their parameter names; empty for a space of another kernel.
+std::vector<std::string> KnownSpaceConstraints(const Space& space);
 
 }  // namespace tunefarm
 

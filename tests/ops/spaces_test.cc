@@ -4,10 +4,12 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "agent/replay_board.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
+#include "ops/constraints.h"
 #include "ops/spaces/space_file.h"
 
 namespace tunefarm {
@@ -139,6 +141,39 @@ TEST_P(EveryFixtureSpace, LoadsWithItsProvenanceFigures) {
   EXPECT_EQ(op.parameters_size(), static_cast<int>(s->parameters.size()));
   ASSERT_GE(s->best_index, 0);
   EXPECT_NE(s->Find(s->configs[s->best_index].params), nullptr);
+}
+
+// PROVENANCE.md's constraints (KnownSpaceConstraints) reproduce each file's
+// configuration list exactly: over the cartesian product, a configuration
+// is feasible if and only if it is in the file.
+TEST_P(EveryFixtureSpace, ConstraintsReproduceTheConfigurationList) {
+  const Provenance& want = GetParam();
+  absl::StatusOr<Space> s = LoadSpaceFile(Fixture(want.file));
+  ASSERT_TRUE(s.ok()) << s.status();
+  const v1::OperatorManifest op = ManifestFromSpace(*s);
+  absl::StatusOr<ConstraintSet> c = ConstraintSet::ForManifest(op);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->empty(), absl::StrContains(want.file, "pnpoly"));
+  std::vector<int> digits(op.parameters_size(), 0);
+  size_t feasible = 0, mismatched = 0, total = 0;
+  while (true) {
+    ParamMap p;
+    for (int i = 0; i < op.parameters_size(); ++i) {
+      p[op.parameters(i).name()] = op.parameters(i).values(digits[i]);
+    }
+    const bool ok = c->Feasible(p);
+    feasible += ok;
+    mismatched += ok != (s->Find(p) != nullptr);
+    ++total;
+    int i = op.parameters_size() - 1;
+    while (i >= 0 && ++digits[i] == op.parameters(i).values_size()) {
+      digits[i--] = 0;
+    }
+    if (i < 0) break;
+  }
+  EXPECT_EQ(static_cast<double>(total), s->CartesianSize());
+  EXPECT_EQ(feasible, want.entries);
+  EXPECT_EQ(mismatched, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
