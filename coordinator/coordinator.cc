@@ -57,6 +57,11 @@ constexpr char kNextSweepKey[] = "next_sweep_number";
 // Leases one board may hold ahead of its current one, whatever its agent
 // asks (LeaseWorkRequest.max_ahead): each is a round no other board can run.
 constexpr int32_t kMaxLeasesAhead = 8;
+// An inconclusive result (the estimate beats min_gain, its interval does
+// not) is measured again this many times before it is judged inconclusive;
+// the extra looks use this confidence at least.
+constexpr int kMaxRemeasures = 2;
+constexpr double kRemeasureConfidence = 0.99;
 constexpr char kQuotasKey[] = "team_quotas";
 constexpr char kReservationsKey[] = "board_reservations";
 // Health-check leases are "health:<board>:<n>", never a sweep's lease.
@@ -856,6 +861,16 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
   *work->mutable_workload() = s.sweep.spec().workload();
   *work->mutable_params() = round.params();
   *work->mutable_measurement() = s.sweep.spec().measurement();
+  if (round.remeasures() > 0) {
+    // Re-measuring an inconclusive result: 4x the sample cap per time, at
+    // least the old cap timed, and a stricter confidence for the extra look.
+    v1::MeasurementPolicy* m = work->mutable_measurement();
+    const int32_t cap = std::max(m->max_samples(), m->samples());
+    const int32_t scale = 1 << (2 * std::min(round.remeasures(), 3));
+    m->set_samples(std::max(m->samples(), cap));
+    m->set_max_samples(cap * scale);
+    m->set_confidence(std::max(m->confidence(), kRemeasureConfidence));
+  }
   work->set_lease_expires_unix_ms(lease->expires_unix_ms());
   work->set_lease_duration_ms(
       absl::ToInt64Milliseconds(options_.lease_duration));
@@ -1332,13 +1347,33 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
              &round);
     return;
   }
-  round.set_decision(v1::DECISION_ROLLED_BACK);
-  round.set_decision_reason(
-      absl::StrFormat("rolled back: %s; parent round %d (%.1f µs)", v.reason,
-                      round.parent_round(), parent_us));
+  if (v.inconclusive && round.remeasures() < kMaxRemeasures) {
+    // Only noise stands between the estimate and min_gain: measure again
+    // with a larger cap (GrantLease) before judging. Not a finished round.
+    s.sweep.set_rounds_finished(s.sweep.rounds_finished() - 1);
+    round.set_remeasures(round.remeasures() + 1);
+    round.set_state(v1::ROUND_STATE_QUEUED);
+    round.set_decision_reason(absl::StrCat("re-measuring: ", v.reason));
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
+             absl::StrCat(what, ": ", Us(median), sim, ", inconclusive (",
+                          VsParent(v.gain), "), measured again (",
+                          round.remeasures(), " of ", kMaxRemeasures, ")"),
+             &round);
+    return;
+  }
+  const bool inconclusive = v.inconclusive;
+  round.set_decision(inconclusive ? v1::DECISION_INCONCLUSIVE
+                                  : v1::DECISION_ROLLED_BACK);
+  round.set_decision_reason(absl::StrFormat(
+      "%s: %s; parent round %d (%.1f µs)",
+      inconclusive ? absl::StrCat("inconclusive after ", round.remeasures(),
+                                  " re-measurement(s)")
+                   : std::string("rolled back"),
+      v.reason, round.parent_round(), parent_us));
   s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
   AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-           absl::StrCat(what, ": ", Us(median), sim, ", rolled back (",
+           absl::StrCat(what, ": ", Us(median), sim,
+                        inconclusive ? ", inconclusive (" : ", rolled back (",
                         VsParent(v.gain), ")"),
            &round);
 }

@@ -77,6 +77,7 @@ struct Knowledge {
   std::map<std::pair<std::string, int>, int64_t> last_gain_dir;
   std::map<std::string, int64_t> last_gain_param;
   const v1::Diagnosis* diagnosis = nullptr;
+  ConstraintSet constraints;
 };
 
 const v1::Round* FindRound(const SearchHistory& h, int64_t id) {
@@ -96,6 +97,7 @@ int PosOf(const ParamInfo& p, const v1::ParamValue& v) {
 Knowledge Learn(const SearchHistory& h) {
   Knowledge k;
   const v1::OperatorManifest& op = *h.op;
+  k.constraints = ConstraintsOf(op);
   std::map<std::string, int> by_name;
   for (const v1::ParameterDomain& d : op.parameters()) {
     ParamInfo p;
@@ -226,7 +228,8 @@ std::vector<Move> Moves(const Knowledge& k, int stage, uint64_t seed) {
     }
     ParamMap params = k.parent;
     params[name] = p.ordered[to];
-    return !k.visited.contains(ParamsKey(params));
+    return !k.visited.contains(ParamsKey(params)) &&
+           k.constraints.Feasible(params);
   };
   auto add = [&](int pi, int from, int to, int source, double confidence,
                  std::string why) {
@@ -360,7 +363,8 @@ std::vector<std::pair<ParamMap, std::string>> EscapeMoves(
     }
     if (!ok) continue;
     std::string key = ParamsKey(params);
-    if (k.visited.contains(key) || !taken.insert(std::move(key)).second) {
+    if (k.visited.contains(key) || !k.constraints.Feasible(params) ||
+        !taken.insert(std::move(key)).second) {
       continue;
     }
     std::sort(what.begin(), what.end());

@@ -1,8 +1,22 @@
 #include "coordinator/keep_rule.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_format.h"
 
 namespace tunefarm {
+namespace {
+
+constexpr double kZ95 = 1.96;
+
+double MedianStdError(const v1::Measurement& m) {
+  if (m.samples() <= 1) return 0;
+  const double sigma = std::max(0.0, m.p80_us() - m.p20_us()) / 1.6832;
+  return 1.2533 * sigma / std::sqrt(static_cast<double>(m.samples()));
+}
+
+}  // namespace
 
 GainVerdict JudgeGain(const v1::Measurement& candidate,
                       const v1::Measurement& parent, double min_gain,
@@ -20,6 +34,7 @@ GainVerdict JudgeGain(const v1::Measurement& candidate,
         candidate.gain() * 100, candidate.gain_lower() * 100,
         candidate.confidence() * 100, candidate.pairs());
     if (candidate.gain_lower() <= min_gain) {
+      v.inconclusive = candidate.gain() > min_gain;
       v.reason = absl::StrFormat(
           "%s inside noise: the lower bound must exceed the %.1f%% "
           "minimum gain",
@@ -53,13 +68,25 @@ GainVerdict JudgeGain(const v1::Measurement& candidate,
         median, parent_us, v.gain * 100, needed, min_gain * 100);
     return v;
   }
-  if (candidate.p80_us() >= parent.p20_us()) {
-    v.reason = absl::StrFormat(
-        "gain %.1f%% inside noise: candidate p80 %.1f µs is not below the "
-        "parent's p20 "
-        "%.1f µs (no A/B data)",
-        v.gain * 100, candidate.p80_us(), parent.p20_us());
-    return v;
+  // Separate middle 60%s decide; else the medians' standard errors from
+  // their spreads: the p20..p80 range of
+  // a normal distribution is 1.683 sigma, a median's standard error 1.2533
+  // sigma / sqrt(n). A single sample (or no spread) gives no noise estimate.
+  const double se =
+      std::hypot(MedianStdError(candidate), MedianStdError(parent));
+  const bool apart = candidate.p80_us() < parent.p20_us();
+  if (se > 0 && !apart) {
+    const double lower = (parent_us - median - kZ95 * se) / parent_us;
+    if (lower <= min_gain) {
+      v.inconclusive = true;
+      v.reason = absl::StrFormat(
+          "gain %.1f%% [lower bound %.1f%% at 95%% from the medians' spreads "
+          "over %d and %d samples] inside noise: the lower bound must exceed "
+          "the %.1f%% minimum gain (no A/B data)",
+          v.gain * 100, lower * 100, candidate.samples(), parent.samples(),
+          min_gain * 100);
+      return v;
+    }
   }
   if (!parent_is_best && median > best_us * (1.0 - min_gain)) {
     v.reason = absl::StrFormat(
@@ -71,10 +98,14 @@ GainVerdict JudgeGain(const v1::Measurement& candidate,
   }
   v.keep = true;
   v.reason = absl::StrFormat(
-      "%.1f µs is %.1f%% faster than its parent (%.1f µs), p80 %.1f µs below "
-      "the parent's "
-      "p20 %.1f µs; minimum gain %.1f%% (no A/B data)",
-      median, v.gain * 100, parent_us, candidate.p80_us(), parent.p20_us(),
+      "%.1f µs is %.1f%% faster than its parent (%.1f µs), %s; minimum gain "
+      "%.1f%% (no A/B data)",
+      median, v.gain * 100, parent_us,
+      apart ? absl::StrFormat("p80 %.1f µs below the parent's p20 %.1f µs",
+                              candidate.p80_us(), parent.p20_us())
+            : absl::StrFormat("beyond the medians' noise (standard error "
+                              "%.2f µs)",
+                              se),
       min_gain * 100);
   return v;
 }

@@ -4,8 +4,10 @@
 //  - A/B data (the board timed the parent in the same lease, interleaved):
 //    keep when the paired gain's lower bound exceeds min_gain.
 //  - No A/B data (replay boards, independent mode): keep when the median is
-//    at least min_gain faster AND the spreads do not overlap (candidate p80
-//    below the parent's p20).
+//    at least min_gain faster AND either the spreads do not overlap
+//    (candidate p80 below the parent's p20) or the gain's lower bound at 95%
+//    clears min_gain, the bound taken from the two medians' standard errors
+//    (estimated from each one's p20..p80 spread and sample count).
 //  - Either way, when the parent is no longer the best round (a sibling was
 //    kept meanwhile), the candidate must also beat the best by min_gain,
 //    pessimistically: parent median × (1 − lower bound) for A/B, its own
@@ -24,7 +26,10 @@ namespace tunefarm {
 
 struct GainVerdict {
   bool keep = false;
-  double gain = 0;     // the estimate (fraction; 0.05 = 5% faster)
+  double gain = 0;  // the estimate (fraction; 0.05 = 5% faster)
+  // Not kept, but the estimate beats min_gain: only the noise stands in the
+  // way (more samples may decide it).
+  bool inconclusive = false;
   std::string reason;  // in words, with the numbers that decided
 };
 

@@ -33,6 +33,8 @@ std::string DecisionName(v1::Decision d) {
       return "rolled_back";
     case v1::DECISION_REJECTED:
       return "rejected";
+    case v1::DECISION_INCONCLUSIVE:
+      return "inconclusive";
     default:
       return "pending";
   }

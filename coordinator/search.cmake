@@ -1,9 +1,12 @@
-# Sweep specs and search strategies (included from coordinator/CMakeLists.txt).
+# Sweep specs, search strategies and the keep rule (included from
+# coordinator/CMakeLists.txt).
 add_library(tunefarm_search STATIC
   ${CMAKE_CURRENT_LIST_DIR}/spec.cc
+  ${CMAKE_CURRENT_LIST_DIR}/keep_rule.cc
   ${CMAKE_CURRENT_LIST_DIR}/saturation.cc
   ${CMAKE_CURRENT_LIST_DIR}/strategy.cc
-  ${CMAKE_CURRENT_LIST_DIR}/guided_strategy.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/guided_strategy.cc
+  ${CMAKE_CURRENT_LIST_DIR}/hybrid_strategy.cc)
 target_link_libraries(tunefarm_search PUBLIC
   tunefarm_ops tunefarm_proto tunefarm_common absl::status absl::statusor
   absl::strings absl::str_format absl::flat_hash_set absl::flat_hash_map)

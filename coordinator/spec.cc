@@ -13,6 +13,7 @@
 #include "common/params.h"
 #include "common/status_macros.h"
 #include "coordinator/guided_strategy.h"
+#include "coordinator/hybrid_strategy.h"
 #include "coordinator/saturation.h"
 #include "ops/yaml_fields.h"
 
@@ -44,7 +45,11 @@ constexpr size_t kMaxLabelBytes = 128;
 const std::map<std::string, std::vector<std::string>>& StrategyOptions() {
   static const auto* known =
       new std::map<std::string, std::vector<std::string>>{
-          {"grid", {}}, {"random", {}}, {"guided", GuidedOptionNames()}};
+          {"grid", {}},
+          {"random", {}},
+          {"guided", GuidedOptionNames()},
+          {"hybrid", HybridOptionNames()},
+          {"tpe", {"candidates", "gamma_pct", "startup", "use_diagnosis"}}};
   return *known;
 }
 // Named in the design but not built yet: refused with a clear message.
@@ -552,6 +557,10 @@ absl::Status ValidateStrategy(v1::StrategySpec* s) {
   }
   if (s->name() == kGuidedStrategyName) {  // values too: counts
     TF_RETURN_IF_ERROR(GuidedOptionsFromSpec(*s).status());
+  }
+  if (s->name() == kHybridStrategyName || s->name() == kTpeStrategyName) {
+    TF_RETURN_IF_ERROR(
+        HybridOptionsFromSpec(*s, s->name() == kHybridStrategyName).status());
   }
   return absl::OkStatus();
 }

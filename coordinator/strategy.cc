@@ -9,7 +9,9 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/guided_strategy.h"
+#include "coordinator/hybrid_strategy.h"
 #include "ops/catalog.h"
+#include "ops/constraints.h"
 
 namespace tunefarm {
 namespace {
@@ -183,13 +185,15 @@ class GridStrategy : public Strategy {
     const KeySet visited = VisitedKeys(h);
     const ParamMap parent = ParentParams(h);
     const std::string total = SpaceText(SpaceSize(op));
+    const ConstraintSet constraints = ConstraintsOf(op);
     // The walk restarts from the first grid point each call: it costs at
     // most |history| + n steps and needs no state beyond the history.
     std::vector<uint32_t> digits(op.parameters_size(), 0);
     uint64_t index = 0;
     do {
       ParamMap params = ParamsAt(op, digits);
-      if (!visited.contains(ParamsKey(params))) {
+      if (!visited.contains(ParamsKey(params)) &&
+          constraints.Feasible(params)) {
         // Grid points are distinct, so the batch cannot repeat itself.
         out.push_back(MakeCandidate(
             h, parent, std::move(params),
@@ -222,6 +226,7 @@ class RandomStrategy : public Strategy {
     KeySet visited = VisitedKeys(h);
     const ParamMap parent = ParentParams(h);
     const uint64_t space = SpaceSize(op);
+    const ConstraintSet constraints = ConstraintsOf(op);
     const bool enumerate =
         space <= kEnumerateLimit ||
         (space <= kEnumerateMostlyVisited && visited.size() * 2 >= space);
@@ -242,8 +247,10 @@ class RandomStrategy : public Strategy {
         const uint64_t j = i + UniformBelow(rng, pool - i);
         const uint64_t picked = at(j);
         swapped[j] = at(i);
+        ParamMap params = ParamsAt(op, DigitsOf(op, picked));
+        if (!constraints.Feasible(params)) continue;
         out.push_back(MakeCandidate(
-            h, parent, ParamsAt(op, DigitsOf(op, picked)),
+            h, parent, std::move(params),
             absl::StrCat("random pick among ", pool,
                          " untried configurations (seed ", seed, ")")));
       }
@@ -262,7 +269,7 @@ class RandomStrategy : public Strategy {
         }
         ParamMap params = ParamsAt(op, digits);
         std::string key = ParamsKey(params);
-        if (visited.contains(key)) continue;
+        if (visited.contains(key) || !constraints.Feasible(params)) continue;
         visited.insert(std::move(key));  // no repeats within the batch
         out.push_back(
             MakeCandidate(h, parent, std::move(params),
@@ -277,6 +284,11 @@ class RandomStrategy : public Strategy {
 };
 
 }  // namespace
+
+ConstraintSet ConstraintsOf(const v1::OperatorManifest& op) {
+  absl::StatusOr<ConstraintSet> c = ConstraintSet::ForManifest(op);
+  return c.ok() ? *std::move(c) : ConstraintSet();
+}
 
 Exhaustion Strategy::Exhausted(const SearchHistory& /*history*/) const {
   return {v1::TERMINATION_SPACE_EXHAUSTED,
@@ -297,6 +309,12 @@ absl::StatusOr<std::unique_ptr<Strategy>> NewStrategy(
   const std::string& name = spec.strategy().name();
   if (name == "grid") return NewGridStrategy();
   if (name == "random" || name.empty()) return NewRandomStrategy();
+  if (name == kHybridStrategyName || name == kTpeStrategyName) {
+    absl::StatusOr<HybridOptions> options = HybridOptionsFromSpec(
+        spec.strategy(), /*walk=*/name == kHybridStrategyName);
+    if (!options.ok()) return options.status();
+    return NewHybridStrategy(*options);
+  }
   if (name == kGuidedStrategyName) {
     absl::StatusOr<GuidedOptions> options =
         GuidedOptionsFromSpec(spec.strategy());
@@ -305,7 +323,7 @@ absl::StatusOr<std::unique_ptr<Strategy>> NewStrategy(
   }
   return absl::InvalidArgumentError(
       absl::StrCat("strategy '", absl::CHexEscape(name.substr(0, 64)), "' ",
-                   "is unknown", "; known: grid, guided, random"));
+                   "is unknown", "; known: grid, guided, hybrid, random, tpe"));
 }
 
 }  // namespace tunefarm

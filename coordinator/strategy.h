@@ -15,6 +15,11 @@
 //           enumerated (exact uniform choice among what is left); large ones
 //           are rejection-sampled parameter by parameter.
 //
+// hybrid_strategy.h has the model-based ones (tpe, hybrid).
+//
+// Every strategy proposes only configurations that satisfy the operator's
+// constraints (OperatorManifest.constraints, ops/constraints.h).
+//
 // Contract for every implementation (guided_strategy.h is the third):
 //   * Propose is deterministic given the history; a strategy keeps no hidden
 //     state that is not derivable from the history.
@@ -41,6 +46,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/params.h"
+#include "ops/constraints.h"
 #include "tunefarm/v1/types.pb.h"
 
 namespace tunefarm {
@@ -84,6 +90,10 @@ class Strategy {
   // left". Strategies that stop before the space is spent override it.
   virtual Exhaustion Exhausted(const SearchHistory& history) const;
 };
+
+// The operator's constraints, compiled; empty when it has none (or when they
+// do not compile: the catalog rejects such manifests at load).
+ConstraintSet ConstraintsOf(const v1::OperatorManifest& op);
 
 // INVALID_ARGUMENT for unknown strategy names (listing the known ones).
 absl::StatusOr<std::unique_ptr<Strategy>> NewStrategy(

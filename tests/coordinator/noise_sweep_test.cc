@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/sim_board.h"
+#include "agent/sim_model.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "coordinator/auth.h"
@@ -28,6 +29,7 @@ std::string DirOf(const std::string& path) {
 
 struct SweepOutcome {
   int kept = 0, rolled_back = 0, rejected = 0, paired = 0, candidates_ok = 0;
+  int inconclusive = 0, remeasures = 0;
   std::vector<v1::Round> rounds;
 };
 
@@ -72,15 +74,16 @@ class NoiseSweepTest : public ::testing::Test {
 
   // Submits, then runs lease → evaluate → report rounds on every board (all
   // boards leased before any reports: K-board batches) until the sweep ends.
-  SweepOutcome RunSweep(const std::string& strategy, int max_rounds) {
+  SweepOutcome RunSweep(const std::string& strategy, int max_rounds,
+                        const std::string& extra = "", int seed = 5) {
     v1::SubmitSweepRequest submit;
     submit.set_spec_yaml(absl::StrCat(
         "name: noise-", strategy, "\nteam: qa\noperator: sim_matmul\n",
-        "goal: {speedup: 100}\nstrategy: {name: ", strategy, ", seed: 5}\n",
-        "budget: {max_rounds: ", max_rounds,
+        "goal: {speedup: 100}\nstrategy: {name: ", strategy, ", seed: ", seed,
+        "}\n", "budget: {max_rounds: ", max_rounds,
         ", max_rounds_without_gain: 1000}\n",
         "min_gain: 0.02\nboards: {kind: sim}\n",
-        "measurement: {warmup: 1, samples: 6, max_samples: 6}\n"));
+        "measurement: {warmup: 1, samples: 6, max_samples: 6}\n", extra));
     absl::StatusOr<v1::SubmitSweepResponse> s =
         coord()->SubmitSweep(submit, AnonymousAdmin());
     EXPECT_TRUE(s.ok()) << s.status();
@@ -131,6 +134,8 @@ class NoiseSweepTest : public ::testing::Test {
       if (r.decision() == v1::DECISION_KEPT) ++out.kept;
       if (r.decision() == v1::DECISION_ROLLED_BACK) ++out.rolled_back;
       if (r.decision() == v1::DECISION_REJECTED) ++out.rejected;
+      if (r.decision() == v1::DECISION_INCONCLUSIVE) ++out.inconclusive;
+      out.remeasures += r.remeasures();
       if (r.result().outcome() == v1::OUTCOME_OK) {
         ++out.candidates_ok;
         if (r.result().measurement().paired()) ++out.paired;
@@ -161,12 +166,69 @@ TEST_F(NoiseSweepTest, NoRealDifferenceMeansNothingKeptGuidedOrRandom) {
     // Every OK candidate was timed A/B against its parent.
     EXPECT_EQ(o.paired, o.candidates_ok) << strategy;
     for (const v1::Round& r : o.rounds) {
-      if (r.decision() != v1::DECISION_ROLLED_BACK) continue;
+      if (r.decision() != v1::DECISION_ROLLED_BACK &&
+          r.decision() != v1::DECISION_INCONCLUSIVE) {
+        continue;
+      }
       EXPECT_NE(r.decision_reason().find("inside noise"), std::string::npos)
           << r.decision_reason();
       EXPECT_TRUE(r.result().measurement().simulated());
     }
   }
+}
+
+// A real 3x gain on a very noisy board (±90% per run and per sample, 6
+// samples): the first A/B interval is too wide to clear min_gain, so the
+// round is measured again with a larger cap instead of being rolled back,
+// and kept.
+TEST_F(NoiseSweepTest, WideIntervalOnARealGainIsRemeasuredAndKept) {
+  // Two configurations one change apart whose modelled latencies differ at
+  // least 3x: the slowest block_dim/tile_m pair around the default.
+  absl::StatusOr<const v1::OperatorManifest*> full =
+      catalog_.Find("sim_matmul");
+  ASSERT_TRUE(full.ok());
+  v1::OperatorManifest op = **full;
+  const v1::Workload& workload = op.workloads(0);
+  ParamMap slow = DefaultParams(op), fast = slow;
+  slow["tile_m"] = IntParam(16);
+  slow["tile_n"] = IntParam(16);
+  slow["block_dim"] = IntParam(8);
+  fast["block_dim"] = IntParam(24);
+  fast["tile_m"] = IntParam(128);
+  fast["tile_n"] = IntParam(128);
+  absl::StatusOr<SimKernelTiming> ts =
+      ModelMatmul(DefaultSimChip(), workload, slow);
+  absl::StatusOr<SimKernelTiming> tf =
+      ModelMatmul(DefaultSimChip(), workload, fast);
+  ASSERT_TRUE(ts.ok() && tf.ok());
+  ASSERT_GE(ts->latency_us / tf->latency_us, 3.0)
+      << ts->latency_us << " vs " << tf->latency_us;
+  // Only those two configurations: the sweep's one candidate is the gain.
+  for (v1::ParameterDomain& p : *op.mutable_parameters()) {
+    p.clear_values();
+    *p.add_values() = slow.at(p.name());
+    if (ParamValueToString(slow.at(p.name())) !=
+        ParamValueToString(fast.at(p.name()))) {
+      *p.add_values() = fast.at(p.name());
+    }
+    *p.mutable_default_value() = slow.at(p.name());
+  }
+  catalog_.Add(op);
+  AddBoards(1, 0.9, 0);
+  int remeasured_and_kept = 0;
+  for (int seed = 1; seed <= 3; ++seed) {
+    const SweepOutcome o = RunSweep("grid", 1, "", seed);
+    ASSERT_EQ(o.rounds.size(), 2u);
+    const v1::Round& r = o.rounds[1];
+    EXPECT_EQ(ParamsKey(r.params()), ParamsKey(fast));
+    EXPECT_EQ(r.decision(), v1::DECISION_KEPT) << r.decision_reason();
+    if (r.remeasures() > 0 && r.decision() == v1::DECISION_KEPT) {
+      ++remeasured_and_kept;
+      EXPECT_GT(r.result().measurement().samples(), 6);
+    }
+  }
+  EXPECT_GE(remeasured_and_kept, 1)
+      << "no seed gave a first interval too wide to judge";
 }
 
 TEST_F(NoiseSweepTest, RealDifferencesAboveTheNoiseAreKept) {

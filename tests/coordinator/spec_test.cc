@@ -267,7 +267,7 @@ TEST_F(SpecTest, BadGoal) {
 TEST_F(SpecTest, UnknownStrategy) {
   EXPECT_EQ(Error(With("strategy", "strategy: {name: annealing}")),
             "strategy.name: unknown strategy 'annealing'; known: grid, guided, "
-            "random");
+            "hybrid, random, tpe");
   EXPECT_EQ(
       Error(With("strategy",
                  "strategy: {name: guided, options: {tiling_patience: x}}")),

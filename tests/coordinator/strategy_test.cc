@@ -331,7 +331,8 @@ TEST(NewStrategy, KnownAndUnknownNames) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.status().message(),
-              HasSubstr("'annealing' is unknown; known: grid, guided, random"));
+              HasSubstr("'annealing' is unknown; known: grid, guided, hybrid, "
+                        "random, tpe"));
   spec.mutable_strategy()->set_name("guided");
   s = NewStrategy(spec, op);
   ASSERT_TRUE(s.ok()) << s.status();

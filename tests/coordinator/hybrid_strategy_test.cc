@@ -1,0 +1,298 @@
+// The model-based strategies (tpe, hybrid) and constraints in every
+// strategy: sweeps run here against a toy objective, the way the coordinator
+// grows a history (propose, evaluate, keep when faster than the best).
+#include "coordinator/hybrid_strategy.h"
+
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/strategy.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ops/catalog.h"
+
+namespace tunefarm {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Parameters a, b, c, d with values 0..size-1 (times 1), stages spread.
+v1::OperatorManifest Toy(int size, std::vector<std::string> constraints = {}) {
+  v1::OperatorManifest op;
+  op.set_name("toy");
+  const char* stages[] = {"tiling", "tiling", "pipeline", "in_core"};
+  for (int i = 0; i < 4; ++i) {
+    v1::ParameterDomain* p = op.add_parameters();
+    p->set_name(std::string(1, static_cast<char>('a' + i)));
+    for (int v = 0; v < size; ++v) *p->add_values() = IntParam(v);
+    *p->mutable_default_value() = IntParam(0);
+    p->set_stage(stages[i]);
+  }
+  for (std::string& c : constraints) op.add_constraints(std::move(c));
+  return op;
+}
+
+int64_t Get(const ParamMap& p, const char* name) {
+  return p.at(name).int_value();
+}
+
+// Time of a configuration: a bowl with its minimum at (5, 2, 6, 1); nullopt
+// for a configuration that fails (an unknown constraint).
+using Objective = std::function<std::optional<double>(const ParamMap&)>;
+std::optional<double> Bowl(const ParamMap& p) {
+  const double a = Get(p, "a") - 5.0, b = Get(p, "b") - 2.0,
+               c = Get(p, "c") - 6.0, d = Get(p, "d") - 1.0;
+  return 100 + a * a + 3 * b * b + 2 * c * c + d * d + 0.5 * a * c;
+}
+
+struct Sweep {
+  v1::OperatorManifest op;
+  v1::SweepSpec spec;
+  std::vector<v1::Round> rounds;
+  int64_t best = -1;
+  double best_us = INFINITY;
+
+  Sweep(v1::OperatorManifest o, const std::string& strategy, uint64_t seed)
+      : op(std::move(o)) {
+    spec.mutable_strategy()->set_name(strategy);
+    spec.mutable_strategy()->set_seed(seed);
+    *spec.mutable_baseline_params() = DefaultParams(op);
+  }
+  SearchHistory view() const { return {&op, &spec, &rounds, best}; }
+
+  v1::Round& Add(const Candidate& c) {
+    v1::Round r;
+    r.set_round_id(static_cast<int64_t>(rounds.size()));
+    r.set_parent_round(c.parent_round);
+    *r.mutable_params() = c.params;
+    for (const v1::ParamChange& ch : c.changes) *r.add_changes() = ch;
+    r.set_stage(c.stage);
+    r.set_state(v1::ROUND_STATE_QUEUED);
+    rounds.push_back(std::move(r));
+    return rounds.back();
+  }
+  void Finish(v1::Round& r, const Objective& f) {
+    r.set_state(v1::ROUND_STATE_DONE);
+    const std::optional<double> us = f(r.params());
+    if (!us.has_value()) {
+      r.mutable_result()->set_outcome(v1::OUTCOME_BUILD_FAILED);
+      r.set_decision(v1::DECISION_REJECTED);
+      return;
+    }
+    r.mutable_result()->set_outcome(v1::OUTCOME_OK);
+    r.mutable_result()->mutable_measurement()->set_median_us(*us);
+    if (*us < best_us) {
+      best_us = *us;
+      best = r.round_id();
+      r.set_decision(r.round_id() == 0 ? v1::DECISION_BASELINE
+                                       : v1::DECISION_KEPT);
+    } else {
+      r.set_decision(v1::DECISION_ROLLED_BACK);
+    }
+  }
+  void Baseline(const Objective& f) {
+    Candidate c;
+    c.params = spec.baseline_params();
+    Finish(Add(c), f);
+  }
+};
+
+std::unique_ptr<Strategy> Make(const Sweep& s) {
+  absl::StatusOr<std::unique_ptr<Strategy>> st = NewStrategy(s.spec, s.op);
+  EXPECT_TRUE(st.ok()) << st.status();
+  return st.ok() ? *std::move(st) : nullptr;
+}
+
+// Runs one candidate at a time for up to `budget` rounds; the rounds run.
+int RunSequential(Sweep& s, const Objective& f, int budget) {
+  std::unique_ptr<Strategy> st = Make(s);
+  s.Baseline(f);
+  int n = 1;
+  while (n < budget) {
+    std::vector<Candidate> c = st->Propose(s.view(), 1);
+    if (c.empty()) break;
+    s.Finish(s.Add(c[0]), f);
+    ++n;
+  }
+  return n;
+}
+
+TEST(HybridStrategy, FindsTheBowlsMinimumAndKeepsLineage) {
+  for (const char* name : {"hybrid", "tpe"}) {
+    Sweep s(Toy(8), name, 7);
+    RunSequential(s, Bowl, 120);
+    EXPECT_EQ(s.best_us, 100) << name << " did not reach the minimum";
+    std::set<std::string> keys;
+    int multi = 0, walk = 0;
+    for (const v1::Round& r : s.rounds) {
+      EXPECT_TRUE(keys.insert(ParamsKey(r.params())).second) << "repeat";
+      if (r.round_id() == 0) continue;
+      EXPECT_GE(r.parent_round(), 0);
+      EXPECT_LT(r.parent_round(), r.round_id());
+      EXPECT_EQ(r.changes_size(),
+                static_cast<int>(
+                    DiffParams(s.rounds[r.parent_round()].params(), r.params())
+                        .size()));
+      EXPECT_THAT(r.stage(), ::testing::AnyOf("tiling", "pipeline", "in_core",
+                                              "global", "explore"));
+      if (r.stage() == "tiling" || r.stage() == "pipeline" ||
+          r.stage() == "in_core") {
+        EXPECT_EQ(r.changes_size(), 1) << "walk rounds change one parameter";
+        ++walk;
+      }
+      multi += r.changes_size() > 1;
+    }
+    EXPECT_GT(multi, 0) << name;
+    if (std::string(name) == "tpe") {
+      EXPECT_EQ(walk, 0);
+    } else {
+      EXPECT_GT(walk, 0);
+    }
+  }
+}
+
+TEST(HybridStrategy, RationaleLabelsMultiParameterMoves) {
+  Sweep s(Toy(6), "hybrid", 3);
+  std::unique_ptr<Strategy> st = Make(s);
+  s.Baseline(Bowl);
+  for (int i = 0; i < 40; ++i) {
+    std::vector<Candidate> c = st->Propose(s.view(), 1);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].parent_round, s.best);
+    if (c[0].changes.size() > 1) {
+      EXPECT_THAT(
+          c[0].rationale,
+          HasSubstr(absl::StrCat("multi-parameter move: ", c[0].changes.size(),
+                                 " parameters at once")));
+    } else {
+      EXPECT_THAT(c[0].rationale, HasSubstr("1 parameter changed"));
+    }
+    s.Finish(s.Add(c[0]), Bowl);
+  }
+}
+
+TEST(HybridStrategy, DeterministicForTheSameHistory) {
+  Sweep s1(Toy(8), "hybrid", 11), s2(Toy(8), "hybrid", 11);
+  RunSequential(s1, Bowl, 60);
+  RunSequential(s2, Bowl, 60);
+  ASSERT_EQ(s1.rounds.size(), s2.rounds.size());
+  for (size_t i = 0; i < s1.rounds.size(); ++i) {
+    EXPECT_EQ(ParamsKey(s1.rounds[i].params()),
+              ParamsKey(s2.rounds[i].params()));
+  }
+}
+
+TEST(HybridStrategy, NeverStopsWhileUntriedFeasibleConfigurationsRemain) {
+  // 3^4 = 81 configurations, 50 feasible (1 + 4 + 10 + 16 + 19 with a
+  // sum of 0..4): every one is proposed once, then nothing.
+  for (const char* name : {"hybrid", "tpe", "random", "grid", "guided"}) {
+    Sweep s(Toy(3, {"a + b + c + d <= 4"}), name, 5);
+    std::unique_ptr<Strategy> st = Make(s);
+    s.Baseline(Bowl);
+    size_t proposed = 1;
+    for (int i = 0; i < 200; ++i) {
+      std::vector<Candidate> c = st->Propose(s.view(), 3);
+      if (c.empty()) break;
+      for (const Candidate& cand : c) {
+        EXPECT_TRUE(ConstraintsOf(s.op).Feasible(cand.params))
+            << name << ": " << ParamsKey(cand.params);
+        s.Finish(s.Add(cand), Bowl);
+        ++proposed;
+      }
+    }
+    if (std::string(name) == "guided") {
+      EXPECT_LE(proposed, 50u);  // guided may stop early (its stages)
+    } else {
+      EXPECT_EQ(proposed, 50u) << name;
+      EXPECT_EQ(st->Exhausted(s.view()).reason,
+                v1::TERMINATION_SPACE_EXHAUSTED);
+    }
+  }
+}
+
+TEST(HybridStrategy, LearnsUnknownConstraintsFromFailures) {
+  // b > 6 or d > 6 fails (not declared; away from the optimum): the model
+  // stops proposing there.
+  const Objective f = [](const ParamMap& p) -> std::optional<double> {
+    if (Get(p, "b") > 6 || Get(p, "d") > 6) return std::nullopt;
+    return Bowl(p);
+  };
+  int early = 0, late = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    Sweep s(Toy(10), "tpe", seed);
+    RunSequential(s, f, 100);
+    for (const v1::Round& r : s.rounds) {
+      const bool failed = r.result().outcome() != v1::OUTCOME_OK;
+      if (r.round_id() >= 1 && r.round_id() <= 20) early += failed;
+      if (r.round_id() >= 60) late += failed;
+    }
+  }
+  // Uniform draws fail 51% of the time; the model learns to avoid it.
+  EXPECT_LT(late, early) << "early " << early << " late " << late;
+  EXPECT_LT(late, 0.1 * 4 * 40);
+}
+
+TEST(HybridStrategy, RoundsInFlightDoNotCapTheBatch) {
+  Sweep s(Toy(8), "hybrid", 2);
+  std::unique_ptr<Strategy> st = Make(s);
+  s.Baseline(Bowl);
+  // 64 boards: 64 distinct candidates at once, then 64 more with those in
+  // flight.
+  for (int wave = 0; wave < 2; ++wave) {
+    std::vector<Candidate> c = st->Propose(s.view(), 64);
+    EXPECT_EQ(c.size(), 64u);
+    for (const Candidate& cand : c) s.Add(cand);
+  }
+  std::set<std::string> keys;
+  for (const v1::Round& r : s.rounds) keys.insert(ParamsKey(r.params()));
+  EXPECT_EQ(keys.size(), s.rounds.size());
+}
+
+TEST(HybridStrategy, WalkTriesTheDiagnosisSuggestionFirst) {
+  Sweep s(Toy(8), "hybrid", 2);
+  std::unique_ptr<Strategy> st = Make(s);
+  s.Baseline(Bowl);
+  v1::Suggestion* sug = s.rounds[0].mutable_diagnosis()->add_suggestions();
+  sug->set_parameter("c");
+  sug->set_direction("set");
+  *sug->mutable_value() = IntParam(6);
+  sug->set_confidence(0.9);
+  sug->set_rule("test_rule");
+  std::vector<Candidate> c = st->Propose(s.view(), 1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(Get(c[0].params, "c"), 6);
+  EXPECT_EQ(c[0].stage, "pipeline");
+  EXPECT_THAT(c[0].rationale, HasSubstr("analyzer suggests set c"));
+  // Ignored with use_diagnosis 0.
+  (*s.spec.mutable_strategy()->mutable_options())["use_diagnosis"] = "0";
+  std::unique_ptr<Strategy> ignoring = Make(s);
+  c = ignoring->Propose(s.view(), 1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_THAT(c[0].rationale, ::testing::Not(HasSubstr("analyzer")));
+}
+
+TEST(HybridStrategy, OptionsAreChecked) {
+  v1::StrategySpec spec;
+  spec.set_name("hybrid");
+  (*spec.mutable_options())["walk"] = "3";
+  (*spec.mutable_options())["gamma_pct"] = "20";
+  absl::StatusOr<HybridOptions> o = HybridOptionsFromSpec(spec, true);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->walk, 3);
+  EXPECT_EQ(o->gamma_pct, 20);
+  EXPECT_THAT(HybridOptionsFromSpec(spec, false).status().message(),
+              HasSubstr("strategy.options.walk: unknown option for strategy "
+                        "tpe"));
+  (*spec.mutable_options())["gamma_pct"] = "0";
+  EXPECT_THAT(HybridOptionsFromSpec(spec, true).status().message(),
+              HasSubstr("strategy.options.gamma_pct: '0' is not an integer in "
+                        "[1, 100]"));
+}
+
+}  // namespace
+}  // namespace tunefarm
