@@ -61,7 +61,11 @@ using Config = std::vector<int>;  // one position per Dim
 
 struct Model {
   std::vector<Dim> dims;
-  absl::flat_hash_set<std::string> visited;   // ParamsKey of every round
+  // Every round's configuration: a mixed-radix code when it lies on the grid
+  // (and the space has fewer than 2^62 points), its ParamsKey otherwise.
+  absl::flat_hash_set<uint64_t> visited_codes;
+  absl::flat_hash_set<std::string> visited;
+  bool codable = true;
   std::vector<std::pair<double, Config>> ok;  // (log median, config)
   std::vector<Config> failed;
   std::vector<Config> good, bad;
@@ -92,6 +96,25 @@ bool ToConfig(const Model& m, const ParamMap& p, Config* c) {
     (*c)[i] = at->second;
   }
   return true;
+}
+
+uint64_t Code(const Model& m, const Config& c) {
+  uint64_t code = 0;
+  for (size_t i = 0; i < m.dims.size(); ++i) {
+    code = code * m.dims[i].ordered.size() + static_cast<uint64_t>(c[i]);
+  }
+  return code;
+}
+
+// Not tried yet, and feasible.
+bool Fresh(const Model& m, const Config& c) {
+  if (m.codable) {
+    if (m.visited_codes.contains(Code(m, c))) return false;
+    if (m.visited.empty() && m.constraints.empty()) return true;
+  }
+  const ParamMap p = ToParams(m, c);
+  return (m.codable || !m.visited.contains(ParamsKey(p))) &&
+         m.constraints.Feasible(p);
 }
 
 bool IsWalkStage(const std::string& s) {
@@ -168,9 +191,15 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
     }
   }
   if (!ToConfig(m, m.parent, &m.best)) m.best.clear();
+  m.codable = SpaceSize(op) < (uint64_t{1} << 62);
   if (h.rounds != nullptr) {
     for (const v1::Round& r : *h.rounds) {
-      m.visited.insert(ParamsKey(r.params()));
+      Config on_grid;
+      if (m.codable && ToConfig(m, r.params(), &on_grid)) {
+        m.visited_codes.insert(Code(m, on_grid));
+      } else {
+        m.visited.insert(ParamsKey(r.params()));
+      }
       if (r.state() == v1::ROUND_STATE_CANCELLED) continue;
       ++m.rounds;
       if (r.parent_round() == h.best_round && h.best_round >= 0 &&
@@ -266,7 +295,12 @@ class HybridStrategy : public Strategy {
     while (static_cast<int>(out.size()) < n) {
       std::optional<Candidate> c = ProposeOne(h, m, rng);
       if (!c.has_value()) break;
-      m.visited.insert(ParamsKey(c->params));
+      Config on_grid;
+      if (m.codable && ToConfig(m, c->params, &on_grid)) {
+        m.visited_codes.insert(Code(m, on_grid));
+      } else {
+        m.visited.insert(ParamsKey(c->params));
+      }
       ++m.rounds;
       out.push_back(*std::move(c));
     }
@@ -274,10 +308,6 @@ class HybridStrategy : public Strategy {
   }
 
  private:
-  bool Fresh(const Model& m, const ParamMap& p) const {
-    return !m.visited.contains(ParamsKey(p)) && m.constraints.Feasible(p);
-  }
-
   Candidate Make(const SearchHistory& h, const Model& m, ParamMap params,
                  std::string stage, std::string why) const {
     Candidate c;
@@ -365,9 +395,8 @@ class HybridStrategy : public Strategy {
           }
           Config c = m.best;
           c[i] = to;
-          ParamMap p = ToParams(m, c);
-          if (!Fresh(m, p)) continue;
-          return Make(h, m, std::move(p), d.stage,
+          if (!Fresh(m, c)) continue;
+          return Make(h, m, ToParams(m, c), d.stage,
                       absl::StrFormat("walk from the best: analyzer suggests "
                                       "%s %s (rule %s, confidence %.2f: %s)",
                                       s->direction(), s->parameter(), s->rule(),
@@ -376,7 +405,7 @@ class HybridStrategy : public Strategy {
       }
     }
     const bool model = ModelReady(m);
-    std::optional<Candidate> best;
+    int best_i = -1, best_to = 0;
     double best_rank = -INFINITY;
     for (size_t i = 0; i < m.dims.size(); ++i) {
       const Dim& d = m.dims[i];
@@ -385,29 +414,32 @@ class HybridStrategy : public Strategy {
         if (step == 0) continue;
         Config c = m.best;
         c[i] = to;
-        ParamMap p = ToParams(m, c);
-        if (!Fresh(m, p)) continue;
+        if (!Fresh(m, c)) continue;
         const double tie =
             static_cast<double>(Fnv(absl::StrCat(d.name, to, o_.seed)) >> 12) *
             0x1.0p-52;
         const double rank = model ? Score(m, c) : -std::abs(step) + 0.5 * tie;
-        if (!best.has_value() || rank > best_rank) {
+        if (best_i < 0 || rank > best_rank) {
           best_rank = rank;
-          best = Make(
-              h, m, std::move(p), d.stage,
-              model ? absl::StrFormat(
-                          "walk from the best: %s %d step%s %s, the "
-                          "neighbour the model rates best (score %.2f)",
-                          d.name, std::abs(step), std::abs(step) > 1 ? "s" : "",
-                          step > 0 ? "up" : "down", rank)
-                    : absl::StrFormat("walk from the best: %s %d step%s %s",
-                                      d.name, std::abs(step),
-                                      std::abs(step) > 1 ? "s" : "",
-                                      step > 0 ? "up" : "down"));
+          best_i = static_cast<int>(i);
+          best_to = to;
         }
       }
     }
-    return best;
+    if (best_i < 0) return std::nullopt;
+    const Dim& d = m.dims[best_i];
+    const int step = best_to - m.best[best_i];
+    Config c = m.best;
+    c[best_i] = best_to;
+    const std::string move = absl::StrFormat(
+        "%s %d step%s %s", d.name, std::abs(step),
+        std::abs(step) > 1 ? "s" : "", step > 0 ? "up" : "down");
+    return Make(h, m, ToParams(m, c), d.stage,
+                model ? absl::StrFormat("walk from the best: %s, the single "
+                                        "change the model rates best (score "
+                                        "%.2f)",
+                                        move, best_rank)
+                      : absl::StrCat("walk from the best: ", move));
   }
 
   std::optional<Candidate> Tpe(const SearchHistory& h, const Model& m,
@@ -416,13 +448,11 @@ class HybridStrategy : public Strategy {
     double pick_score = -INFINITY;
     int scored = 0;
     const int want = std::max(1, o_.candidates);
-    absl::flat_hash_set<std::string> seen;
+    absl::flat_hash_set<uint64_t> seen;
     for (int draw = 0; draw < want * 20 && scored < want; ++draw) {
       Config c = SampleAround(m, rng);
-      ParamMap p = ToParams(m, c);
-      std::string key = ParamsKey(p);
-      if (!seen.insert(key).second) continue;
-      if (m.visited.contains(key) || !m.constraints.Feasible(p)) continue;
+      if (m.codable && !seen.insert(Code(m, c)).second) continue;
+      if (!Fresh(m, c)) continue;
       ++scored;
       const double s = Score(m, c);
       if (!pick.has_value() || s > pick_score) {
@@ -449,9 +479,8 @@ class HybridStrategy : public Strategy {
       for (size_t i = 0; i < m.dims.size(); ++i) {
         c[i] = Below(rng, static_cast<int>(m.dims[i].ordered.size()));
       }
-      ParamMap p = ToParams(m, c);
-      if (Fresh(m, p)) {
-        return Make(h, m, std::move(p), kExploreStage,
+      if (Fresh(m, c)) {
+        return Make(h, m, ToParams(m, c), kExploreStage,
                     "uniform draw among the untried feasible configurations");
       }
     }
@@ -465,9 +494,8 @@ class HybridStrategy : public Strategy {
         c[i] = static_cast<int>(index % radix);
         index /= radix;
       }
-      ParamMap p = ToParams(m, c);
-      if (Fresh(m, p)) {
-        return Make(h, m, std::move(p), kExploreStage,
+      if (Fresh(m, c)) {
+        return Make(h, m, ToParams(m, c), kExploreStage,
                     "one of the last untried feasible configurations");
       }
     }

@@ -15,7 +15,8 @@ for TPESampler(multivariate=False / True), seeded by the seed number.
 Accounting as search_bench's: the baseline is evaluation 1 (enqueued), each
 distinct configuration proposed costs one evaluation (failed and
 out-of-space ones too, told to Optuna as FAIL), repeats are free (answered
-from the same table; at most 20 x budget trials in all).
+from the same table; at most 2 x budget trials in all, then the trace
+stops: a run that keeps repeating itself has converged).
 """
 import json
 import math
@@ -40,7 +41,7 @@ def run(job):
     best = math.inf
     trace = []
     trials = 0
-    while len(trace) < budget and trials < 20 * budget:
+    while len(trace) < budget and trials < 2 * budget:
         trials += 1
         trial = study.ask()
         values = [trial.suggest_categorical(n, d) for n, d in zip(names, domains)]

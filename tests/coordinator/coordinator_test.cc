@@ -1501,28 +1501,44 @@ TEST_F(KeepRuleTest, IndependentModeSendsNoParent) {
   EXPECT_EQ(w.measurement().mode(), v1::MEASUREMENT_MODE_INDEPENDENT);
 }
 
-TEST_F(KeepRuleTest, GainInsideTheNoiseIsRolledBackSayingWhy) {
+TEST_F(KeepRuleTest, GainInsideTheNoiseIsRemeasuredThenInconclusive) {
   const std::string id = Submit(SpecYaml({}));  // min_gain 0.02
   Register("a1", {Board("a1/b0")});
   RunBaseline("a1/b0", 100);
-  // A 3% median gain, but its lower bound is -0.8%: noise.
+  // A 3% median gain, but its lower bound is -0.8%: inconclusive, so it is
+  // measured again (a larger cap, a stricter confidence), twice, then
+  // recorded as inconclusive.
   const v1::WorkItem w = Lease("a1/b0");
   ReportMeasured(w, Paired(97, 100, -0.008));
   v1::Round r = StoredRound(id, w.round_id());
-  EXPECT_EQ(r.decision(), v1::DECISION_ROLLED_BACK);
+  EXPECT_EQ(r.state(), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(r.remeasures(), 1);
   EXPECT_THAT(r.decision_reason(), HasSubstr("gain 3.0% [lower bound -0.8%"));
   EXPECT_THAT(r.decision_reason(), HasSubstr("inside noise"));
+  for (int again = 1; again <= 2; ++again) {
+    const v1::WorkItem wa = Lease("a1/b0");
+    EXPECT_EQ(wa.round_id(), w.round_id());
+    EXPECT_GT(wa.measurement().max_samples(), w.measurement().max_samples());
+    EXPECT_GE(wa.measurement().confidence(), 0.99);
+    ReportMeasured(wa, Paired(97, 100, -0.008));
+  }
+  r = StoredRound(id, w.round_id());
+  EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE);
+  EXPECT_EQ(r.decision(), v1::DECISION_INCONCLUSIVE);
+  EXPECT_THAT(r.decision_reason(),
+              HasSubstr("inconclusive after 2 re-measurement(s)"));
   // A lower bound above the minimum gain is kept.
   const v1::WorkItem w2 = Lease("a1/b0");
   ReportMeasured(w2, Paired(90, 100, 0.07));
   r = StoredRound(id, w2.round_id());
   EXPECT_EQ(r.decision(), v1::DECISION_KEPT) << r.decision_reason();
   EXPECT_THAT(r.decision_reason(), HasSubstr("clears the 2.0% minimum gain"));
-  // A lower bound of exactly the minimum is not enough.
+  // A lower bound of exactly the minimum is not enough (measured again).
   const v1::WorkItem w3 = Lease("a1/b0");
   ReportMeasured(w3, Paired(80, 90, 0.02));
-  EXPECT_EQ(StoredRound(id, w3.round_id()).decision(),
-            v1::DECISION_ROLLED_BACK);
+  r = StoredRound(id, w3.round_id());
+  EXPECT_NE(r.decision(), v1::DECISION_KEPT);
+  EXPECT_EQ(r.remeasures(), 1);
 }
 
 TEST_F(KeepRuleTest, WithoutABTheGainMustClearTheMediansNoise) {
@@ -1537,7 +1553,8 @@ TEST_F(KeepRuleTest, WithoutABTheGainMustClearTheMediansNoise) {
   m.set_samples(5);
   ReportMeasured(w, m);
   const v1::Round r = StoredRound(id, w.round_id());
-  EXPECT_EQ(r.decision(), v1::DECISION_ROLLED_BACK);
+  EXPECT_NE(r.decision(), v1::DECISION_KEPT);
+  EXPECT_EQ(r.remeasures(), 1);  // inconclusive: measured again
   EXPECT_THAT(r.decision_reason(), HasSubstr("inside noise"));
   EXPECT_THAT(r.decision_reason(), HasSubstr("no A/B data"));
 }
