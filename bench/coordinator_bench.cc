@@ -31,24 +31,32 @@
 // The databases live in $TMPDIR (default /tmp): point TMPDIR at the disk the
 // farm's data_dir would use. Single-threaded except for gRPC's own threads
 // and the control loop in BM_RoundCycle_Grpc.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "benchmark/benchmark.h"
 #include "common/clock.h"
@@ -117,22 +125,27 @@ v1::SweepSpec BenchSpec(const std::string& op_name, int number) {
   return spec;
 }
 
-// Made-up results. The baseline takes kBaselineUs; then 1 in 8 candidates is
-// 0.001% faster than the best (kept: min_gain is 0, so 12,500 keeps in a
-// 100,000-round sweep stay far below the 100x goal) and the rest are 10%
-// slower than their parent, the current best (rolled back).
+// Made-up results, as an A/B board reports them (the default measurement
+// mode: the parent timed in the same lease, a paired gain with its lower
+// bound). The baseline takes kBaselineUs; then 1 in 8 candidates is 0.001%
+// faster than its parent, the best (kept: the lower bound clears min_gain
+// 0, and 12,500 keeps in a 100,000-round sweep stay far below the 100x
+// goal); the rest are 10% slower (rolled back).
 class ResultMaker {
  public:
   v1::RoundResult Next(const std::string& sweep_id, int64_t round_id) {
     double median = 0;
+    double gain = 0;
     if (round_id == 0) {
       median = kBaselineUs;
       best_us_[sweep_id] = median;
     } else if (++candidates_ % 8 == 0) {
-      median = best_us_[sweep_id] * (1 - 1e-5);
+      gain = 1e-5;
+      median = best_us_[sweep_id] * (1 - gain);
       best_us_[sweep_id] = median;
       ++kept_;
     } else {
+      gain = -0.1;
       median = best_us_[sweep_id] * 1.1;
       ++rolled_back_;
     }
@@ -150,6 +163,14 @@ class ResultMaker {
     m->set_warmup(5);
     m->set_simulated(true);
     m->set_policy("warmup 5, samples 30, flush_cache");
+    if (round_id != 0) {
+      m->set_paired(true);
+      m->set_gain(gain);
+      m->set_gain_lower(gain > 0 ? gain / 2 : gain * 1.2);
+      m->set_gain_upper(gain > 0 ? gain * 2 : gain * 0.8);
+      m->set_pairs(30);
+      m->set_confidence(0.95);
+    }
     r.set_build_s(0.0);
     r.set_run_s(0.0);
     return r;
@@ -543,23 +564,521 @@ void BM_RoundCycle_Grpc(benchmark::State& state, const char* op_name) {
   loop.Stop();
 }
 
-// Registration order is run order: the reference first.
-BENCHMARK(BM_SyncedWriteBatch_Reference)
-    ->Unit(benchmark::kMicrosecond)
-    ->MinTime(kMinTimeS)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_RoundCycle_Core, sim_matmul, "sim_matmul")
-    ->Unit(benchmark::kMicrosecond)
-    ->MinTime(kMinTimeS)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_RoundCycle_Core, wide6x10, "wide6x10")
-    ->Unit(benchmark::kMicrosecond)
-    ->MinTime(kMinTimeS)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_RoundCycle_Grpc, sim_matmul, "sim_matmul")
-    ->Unit(benchmark::kMicrosecond)
-    ->MinTime(kMinTimeS)
-    ->UseRealTime();
+// Registration order is run order: the reference first. Smoke runs each
+// for a few iterations only.
+void RegisterTable(bool smoke) {
+  auto shape = [smoke](benchmark::internal::Benchmark* b) {
+    b->Unit(benchmark::kMicrosecond)->UseRealTime();
+    if (smoke) {
+      b->Iterations(20);
+    } else {
+      b->MinTime(kMinTimeS);
+    }
+  };
+  shape(benchmark::RegisterBenchmark("BM_SyncedWriteBatch_Reference",
+                                     BM_SyncedWriteBatch_Reference));
+  shape(benchmark::RegisterBenchmark("BM_RoundCycle_Core/sim_matmul",
+                                     BM_RoundCycle_Core, "sim_matmul"));
+  shape(benchmark::RegisterBenchmark("BM_RoundCycle_Core/wide6x10",
+                                     BM_RoundCycle_Core, "wide6x10"));
+  shape(benchmark::RegisterBenchmark("BM_RoundCycle_Grpc/sim_matmul",
+                                     BM_RoundCycle_Grpc, "sim_matmul"));
+}
+
+// ---------------------------------------------------------------------------
+// The farm at scale: `boards` simulated boards, each always waiting on its
+// own request (lease, then result, then the next lease), served by the
+// control loop with group commit, through the core (closures posted to the
+// loop) or through real gRPC on loopback (`clients` threads with async
+// stubs). A round is a lease plus a durable result.
+
+struct LoadOptions {
+  int boards = 1024;
+  int clients = 16;
+  double seconds = 5;
+  int64_t sweep_rounds = 10000;  // each sweep's round budget
+  bool grpc = false;
+};
+
+struct LoadResult {
+  absl::Status status;
+  int64_t rounds = 0;
+  double seconds = 0;
+  double cpu_s = 0;  // the whole process (clients included)
+  double p50_ms = 0;
+  double p99_ms = 0;
+  int sweeps = 0;
+  double rounds_per_s() const { return seconds > 0 ? rounds / seconds : 0; }
+  double cpu_us_per_round() const {
+    return rounds > 0 ? cpu_s * 1e6 / rounds : 0;
+  }
+};
+
+double ProcessCpuSeconds() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// What every client shares: the phase of the run and the tallies.
+struct LoadShared {
+  std::atomic<bool> measuring{false};
+  std::atomic<bool> stopping{false};
+  std::atomic<int64_t> rounds{0};
+  // Results acknowledged as recorded (not duplicates), over the whole run.
+  std::atomic<int64_t> baselines{0};
+  std::atomic<int64_t> candidates{0};
+  absl::Mutex mu;
+  std::vector<double> lease_ms ABSL_GUARDED_BY(mu);
+  absl::Status error ABSL_GUARDED_BY(mu);
+  void Fail(const absl::Status& st) {
+    absl::MutexLock lock(&mu);
+    if (error.ok()) error = st;
+    stopping = true;
+  }
+};
+
+// A made-up A/B result: 1 in 8 kept (paired gain lower bound above 0).
+v1::RoundResult LoadResultFor(int64_t round_id, uint64_t n, bool* kept) {
+  v1::RoundResult r;
+  r.set_outcome(v1::OUTCOME_OK);
+  r.mutable_precision()->set_passed(true);
+  v1::Measurement* m = r.mutable_measurement();
+  const bool keep = round_id != 0 && n % 8 == 0;
+  const double gain = keep ? 1e-5 : -0.1;
+  m->set_median_us(kBaselineUs * (1 - gain));
+  m->set_p20_us(m->median_us() * 0.99);
+  m->set_p80_us(m->median_us() * 1.01);
+  m->set_samples(30);
+  m->set_simulated(true);
+  if (round_id != 0) {
+    m->set_paired(true);
+    m->set_gain(gain);
+    m->set_gain_lower(keep ? gain / 2 : gain * 1.2);
+    m->set_pairs(30);
+    m->set_confidence(0.95);
+  }
+  *kept = keep;
+  return r;
+}
+
+// One board's cycle, whatever carries the calls.
+struct BoardLoop {
+  BoardRef ref;
+  uint64_t results = 0;
+  absl::Time lease_sent;
+  v1::WorkItem work;
+  bool kept = false;
+
+  v1::LeaseWorkRequest LeaseRequest() const {
+    v1::LeaseWorkRequest req;
+    req.set_agent_id(ref.agent_id);
+    req.set_board_id(ref.board_id);
+    return req;
+  }
+  v1::ReportResultRequest Report() {
+    v1::ReportResultRequest req;
+    req.set_agent_id(ref.agent_id);
+    req.set_board_id(ref.board_id);
+    req.set_lease_id(work.lease_id());
+    req.set_epoch(work.epoch());
+    req.set_sweep_id(work.sweep_id());
+    req.set_round_id(work.round_id());
+    *req.mutable_result() = LoadResultFor(work.round_id(), ++results, &kept);
+    return req;
+  }
+};
+
+// Keeps enough sweeps running for every board: a board that gets no work
+// asks for more (Ensure), or parks a retry that the keeper's thread runs
+// after topping the sweeps up.
+class SweepKeeper {
+ public:
+  SweepKeeper(ControlLoop* loop, Coordinator* c, int64_t rounds, int boards)
+      : loop_(loop),
+        c_(c),
+        rounds_(rounds),
+        target_(static_cast<int>(std::max<int64_t>(
+            4, 2 * boards / std::max<int64_t>(1, rounds) + 2))) {}
+  ~SweepKeeper() {
+    {
+      absl::MutexLock lock(&park_mu_);
+      stop_ = true;
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+  void Park(std::function<void()> retry) {
+    absl::MutexLock lock(&park_mu_);
+    parked_.push_back(std::move(retry));
+    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+  }
+  absl::Status Ensure() {
+    absl::MutexLock lock(&mu_);
+    const int active = loop_->Call([&] { return c_->active_sweeps(); });
+    for (int i = active; i < target_; ++i) {
+      v1::SubmitSweepRequest req;
+      *req.mutable_spec() = BenchSpec("wide6x10", ++submitted_);
+      req.mutable_spec()->mutable_budget()->set_max_rounds(rounds_);
+      req.mutable_spec()->mutable_budget()->set_max_rounds_without_gain(
+          rounds_);
+      auto r =
+          loop_->Call([&] { return c_->SubmitSweep(req, AnonymousAdmin()); });
+      if (!r.ok()) return r.status();
+    }
+    return absl::OkStatus();
+  }
+  int submitted() {
+    absl::MutexLock lock(&mu_);
+    return submitted_;
+  }
+  // Set by the owner: where a failed top-up is reported.
+  std::function<void(const absl::Status&)> on_error;
+
+ private:
+  void Run() {
+    while (true) {
+      std::vector<std::function<void()>> retries;
+      {
+        absl::MutexLock lock(&park_mu_);
+        auto ready = [this] { return !parked_.empty() || stop_; };
+        park_mu_.Await(absl::Condition(&ready));
+        if (stop_ && parked_.empty()) return;
+        retries.swap(parked_);
+      }
+      if (absl::Status st = Ensure(); !st.ok() && on_error) on_error(st);
+      for (auto& retry : retries) retry();
+    }
+  }
+
+  ControlLoop* loop_;
+  Coordinator* c_;
+  const int64_t rounds_;
+  const int target_;
+  absl::Mutex mu_;
+  int submitted_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Mutex park_mu_;
+  std::vector<std::function<void()>> parked_ ABSL_GUARDED_BY(park_mu_);
+  bool stop_ ABSL_GUARDED_BY(park_mu_) = false;
+  std::thread thread_;
+};
+
+void RecordLease(LoadShared& shared, absl::Time sent) {
+  if (!shared.measuring) return;
+  const double ms = absl::ToDoubleMilliseconds(absl::Now() - sent);
+  absl::MutexLock lock(&shared.mu);
+  shared.lease_ms.push_back(ms);
+}
+
+void RecordResult(LoadShared& shared, const v1::ReportResultResponse& ack,
+                  const BoardLoop& b) {
+  if (!ack.accepted() || ack.duplicate()) {
+    shared.Fail(absl::InternalError(absl::StrCat(
+        "result of ", b.work.lease_id(), " not recorded: ", ack.reason())));
+    return;
+  }
+  (b.work.round_id() == 0 ? shared.baselines : shared.candidates).fetch_add(1);
+  if (shared.measuring) shared.rounds.fetch_add(1);
+}
+
+// The core through the loop: each board posts its next call when the last
+// one completes (on the loop thread, after its batch committed).
+class CoreLoadClient {
+ public:
+  CoreLoadClient(ControlLoop* loop, Coordinator* c, SweepKeeper* keeper,
+                 LoadShared* shared, std::vector<BoardRef> boards)
+      : loop_(loop), c_(c), keeper_(keeper), shared_(shared) {
+    for (BoardRef& ref : boards) boards_.push_back({std::move(ref)});
+  }
+  void Start() {
+    for (BoardLoop& b : boards_) Lease(b);
+  }
+  // Waits until every board stopped (after `stopping`).
+  void Drain() {
+    absl::MutexLock lock(&mu_);
+    auto idle = [this] { return in_flight_ == 0; };
+    mu_.Await(absl::Condition(&idle));
+  }
+
+ private:
+  void Lease(BoardLoop& b) {
+    if (shared_->stopping) return;
+    Begin();
+    b.lease_sent = absl::Now();
+    loop_->Post([this, req = b.LeaseRequest()] { return c_->LeaseWork(req); },
+                [this, &b](absl::StatusOr<v1::LeaseWorkResponse> r) {
+                  OnLease(b, std::move(r));
+                });
+  }
+  void OnLease(BoardLoop& b, absl::StatusOr<v1::LeaseWorkResponse> r) {
+    RecordLease(*shared_, b.lease_sent);
+    if (!r.ok()) {
+      shared_->Fail(r.status());
+      return Done();
+    }
+    if (!r->granted()) {
+      // This runs on the loop thread: the keeper's thread tops the sweeps
+      // up, then the board asks again.
+      keeper_->Park([this, &b] {
+        Lease(b);
+        Done();
+      });
+      return;
+    }
+    b.work = r->work();
+    loop_->Post([this, req = b.Report()] { return c_->ReportResult(req); },
+                [this, &b](absl::StatusOr<v1::ReportResultResponse> ack) {
+                  if (!ack.ok()) {
+                    shared_->Fail(ack.status());
+                  } else {
+                    RecordResult(*shared_, *ack, b);
+                  }
+                  Lease(b);
+                  Done();
+                });
+  }
+  void Begin() {
+    absl::MutexLock lock(&mu_);
+    ++in_flight_;
+  }
+  void Done() {
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+  }
+
+  ControlLoop* loop_;
+  Coordinator* c_;
+  SweepKeeper* keeper_;
+  LoadShared* shared_;
+  std::deque<BoardLoop> boards_;  // stable addresses
+  absl::Mutex mu_;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// gRPC: one thread and completion queue per client, async unary calls.
+class GrpcLoadClient {
+ public:
+  GrpcLoadClient(v1::AgentService::Stub* stub, SweepKeeper* keeper,
+                 LoadShared* shared, std::vector<BoardRef> boards)
+      : stub_(stub), keeper_(keeper), shared_(shared) {
+    for (BoardRef& ref : boards) {
+      auto call = std::make_unique<Call>();
+      call->board.ref = std::move(ref);
+      calls_.push_back(std::move(call));
+    }
+  }
+  void Start() {
+    thread_ = std::thread([this] { Run(); });
+  }
+  void Join() { thread_.join(); }
+
+ private:
+  struct Call {
+    BoardLoop board;
+    std::unique_ptr<grpc::ClientContext> ctx;
+    bool leasing = true;
+    v1::LeaseWorkResponse lease;
+    v1::ReportResultResponse ack;
+    grpc::Status status;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<v1::LeaseWorkResponse>>
+        lease_rpc;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<v1::ReportResultResponse>>
+        report_rpc;
+  };
+
+  void Lease(Call& c) {
+    c.leasing = true;
+    c.ctx = std::make_unique<grpc::ClientContext>();
+    c.board.lease_sent = absl::Now();
+    c.lease_rpc =
+        stub_->AsyncLeaseWork(c.ctx.get(), c.board.LeaseRequest(), &cq_);
+    c.lease_rpc->Finish(&c.lease, &c.status, &c);
+    ++in_flight_;
+  }
+  void Report(Call& c) {
+    c.leasing = false;
+    c.ctx = std::make_unique<grpc::ClientContext>();
+    c.report_rpc =
+        stub_->AsyncReportResult(c.ctx.get(), c.board.Report(), &cq_);
+    c.report_rpc->Finish(&c.ack, &c.status, &c);
+    ++in_flight_;
+  }
+
+  void Run() {
+    for (auto& c : calls_) Lease(*c);
+    void* tag = nullptr;
+    bool ok = false;
+    while (in_flight_ > 0 && cq_.Next(&tag, &ok)) {
+      --in_flight_;
+      Call& c = *static_cast<Call*>(tag);
+      if (!c.status.ok()) {
+        shared_->Fail(FromGrpcStatus(c.status));
+        continue;
+      }
+      if (c.leasing) {
+        RecordLease(*shared_, c.board.lease_sent);
+        if (!c.lease.granted()) {
+          if (absl::Status st = keeper_->Ensure(); !st.ok()) shared_->Fail(st);
+          if (!shared_->stopping) Lease(c);
+          continue;
+        }
+        c.board.work = c.lease.work();
+        Report(c);
+        continue;
+      }
+      RecordResult(*shared_, c.ack, c.board);
+      if (!shared_->stopping) Lease(c);
+    }
+    cq_.Shutdown();
+    while (cq_.Next(&tag, &ok)) {
+    }
+  }
+
+  v1::AgentService::Stub* stub_;
+  SweepKeeper* keeper_;
+  LoadShared* shared_;
+  std::vector<std::unique_ptr<Call>> calls_;
+  grpc::CompletionQueue cq_;
+  int in_flight_ = 0;
+  std::thread thread_;
+};
+
+LoadResult RunLoad(const LoadOptions& o) {
+  LoadResult result;
+  absl::StatusOr<std::unique_ptr<Farm>> farm = OpenFarm();
+  if (!farm.ok()) {
+    result.status = farm.status();
+    return result;
+  }
+  Coordinator& coordinator = *(*farm)->coordinator;
+  EventNotifier notifier;
+  coordinator.SetEventListener([&](const std::string&) { notifier.Notify(); });
+  ControlLoop loop(absl::Milliseconds(100),
+                   [&] {
+                     if (absl::Status st = coordinator.Tick(); !st.ok()) {
+                       spdlog::error("tick: {}", st.ToString());
+                     }
+                   },
+                   {[&] { coordinator.BeginBatch(); },
+                    [&] { return coordinator.CommitBatch(); }});
+  loop.Start();
+  // Boards in agents of 16, spread over the clients.
+  std::vector<std::vector<BoardRef>> per_client(o.clients);
+  for (int a = 0; a * 16 < o.boards; ++a) {
+    v1::RegisterAgentRequest req;
+    req.set_agent_id(absl::StrFormat("agent-%04d", a));
+    req.set_node("bench");
+    for (int b = 0; b < 16 && a * 16 + b < o.boards; ++b) {
+      v1::BoardInfo* board = req.add_boards();
+      board->set_board_id(absl::StrFormat("agent-%04d/npu-%02d", a, b));
+      board->set_kind("sim");
+      board->set_simulated(true);
+      per_client[(a * 16 + b) % o.clients].push_back(
+          {req.agent_id(), board->board_id()});
+    }
+    auto r = loop.Call([&] { return coordinator.RegisterAgent(req); });
+    if (!r.ok()) {
+      result.status = r.status();
+      return result;
+    }
+  }
+  LoadShared shared;
+  SweepKeeper keeper(&loop, &coordinator, o.sweep_rounds, o.boards);
+  keeper.on_error = [&](const absl::Status& st) { shared.Fail(st); };
+  if (absl::Status st = keeper.Ensure(); !st.ok()) {
+    result.status = st;
+    return result;
+  }
+  std::unique_ptr<FarmService> farm_service;
+  std::unique_ptr<AgentGrpcService> agent_service;
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<v1::AgentService::Stub> stub;
+  std::vector<std::unique_ptr<CoreLoadClient>> core_clients;
+  std::vector<std::unique_ptr<GrpcLoadClient>> grpc_clients;
+  if (o.grpc) {
+    farm_service = std::make_unique<FarmService>(
+        &coordinator, &loop, (*farm)->store.get(), &notifier, nullptr);
+    agent_service =
+        std::make_unique<AgentGrpcService>(&coordinator, &loop, nullptr);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port);
+    builder.RegisterService(farm_service.get());
+    builder.RegisterService(agent_service.get());
+    server = builder.BuildAndStart();
+    if (server == nullptr || port == 0) {
+      result.status = absl::InternalError("gRPC server could not listen");
+      return result;
+    }
+    stub = v1::AgentService::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    for (auto& boards : per_client) {
+      grpc_clients.push_back(std::make_unique<GrpcLoadClient>(
+          stub.get(), &keeper, &shared, std::move(boards)));
+    }
+    for (auto& c : grpc_clients) c->Start();
+  } else {
+    for (auto& boards : per_client) {
+      core_clients.push_back(std::make_unique<CoreLoadClient>(
+          &loop, &coordinator, &keeper, &shared, std::move(boards)));
+    }
+    for (auto& c : core_clients) c->Start();
+  }
+  absl::SleepFor(absl::Milliseconds(500));  // warm-up, not measured
+  const double cpu0 = ProcessCpuSeconds();
+  const absl::Time t0 = absl::Now();
+  shared.measuring = true;
+  absl::SleepFor(absl::Seconds(o.seconds));
+  shared.measuring = false;
+  result.seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  result.cpu_s = ProcessCpuSeconds() - cpu0;
+  result.rounds = shared.rounds.load();
+  shared.stopping = true;
+  for (auto& c : core_clients) c->Drain();
+  for (auto& c : grpc_clients) c->Join();
+  if (server != nullptr) {
+    notifier.Shutdown();
+    server->Shutdown(std::chrono::system_clock::now() +
+                     std::chrono::seconds(2));
+  }
+  loop.Stop();
+  {
+    absl::MutexLock lock(&shared.mu);
+    result.status = shared.error;
+    result.p50_ms = Percentile(shared.lease_ms, 0.50);
+    result.p99_ms = Percentile(shared.lease_ms, 0.99);
+  }
+  result.sweeps = keeper.submitted();
+  if (!result.status.ok()) return result;
+  // Every result acknowledged is in the store, done, exactly once. (Which
+  // way a decision goes depends on what else was in flight: a candidate
+  // whose parent stopped being the best may be rolled back.)
+  absl::StatusOr<std::vector<v1::Sweep>> sweeps = (*farm)->store->ListSweeps();
+  if (!sweeps.ok()) {
+    result.status = sweeps.status();
+    return result;
+  }
+  int64_t baselines = 0, candidates = 0;
+  for (const v1::Sweep& s : *sweeps) {
+    auto rounds = (*farm)->store->ListRounds(s.sweep_id());
+    if (!rounds.ok()) {
+      result.status = rounds.status();
+      return result;
+    }
+    for (const v1::Round& r : *rounds) {
+      if (r.state() != v1::ROUND_STATE_DONE) continue;
+      (r.decision() == v1::DECISION_BASELINE ? baselines : candidates) += 1;
+    }
+  }
+  if (baselines != shared.baselines || candidates != shared.candidates) {
+    result.status = absl::InternalError(
+        absl::StrCat("store records ", baselines, " baselines and ", candidates,
+                     " candidates done; ", shared.baselines.load(), " and ",
+                     shared.candidates.load(), " were acknowledged"));
+  }
+  return result;
+}
 
 // The console table, plus the mean wall time per iteration of each
 // benchmark, for the ratios printed at the end.
@@ -571,6 +1090,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
+      if (r.error_occurred) ++errors_;
       if (r.run_type != Run::RT_Iteration || r.error_occurred ||
           r.iterations <= 0) {
         continue;
@@ -644,6 +1164,12 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     double iterations = 0;
   };
   std::map<std::string, Totals> totals_;
+
+ public:
+  int errors() const { return errors_; }
+
+ private:
+  int errors_ = 0;
 };
 
 }  // namespace
@@ -652,17 +1178,85 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   // Keep per-submission and per-registration info lines out of the table.
   spdlog::set_level(spdlog::level::warn);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // Our flags first; the rest are Google Benchmark's.
+  bool smoke = false;
+  tunefarm::LoadOptions load;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--smoke") {
+      smoke = true;
+    } else if (absl::StartsWith(arg, "--boards=")) {
+      (void)absl::SimpleAtoi(arg.substr(9), &load.boards);
+    } else if (absl::StartsWith(arg, "--clients=")) {
+      (void)absl::SimpleAtoi(arg.substr(10), &load.clients);
+    } else if (absl::StartsWith(arg, "--seconds=")) {
+      (void)absl::SimpleAtod(arg.substr(10), &load.seconds);
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  if (smoke) {
+    load.boards = std::min(load.boards, 64);
+    load.clients = std::min(load.clients, 4);
+    load.seconds = 1;
+  }
+  int rest_argc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_argc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 1;
   const char* tmpdir = std::getenv("TMPDIR");
   benchmark::AddCustomContext(
       "data_dir_base", tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp");
   benchmark::AddCustomContext(
       "boards", absl::StrCat(tunefarm::kAgents, " agents x ",
                              tunefarm::kBoardsPerAgent, " boards"));
+  tunefarm::RegisterTable(smoke);
   tunefarm::SummaryReporter reporter(isatty(STDOUT_FILENO) != 0);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.PrintSummary();
   benchmark::Shutdown();
-  return 0;
+  int errors = reporter.errors();
+
+  // The farm at scale: group commit, every board always asking.
+  auto run = [&](const char* what, tunefarm::LoadOptions o) {
+    tunefarm::LoadResult r = tunefarm::RunLoad(o);
+    if (!r.status.ok()) {
+      ++errors;
+      std::printf("  %-34s FAILED: %s\n", what, r.status.ToString().c_str());
+    } else {
+      std::printf(
+          "  %-34s %8.0f rounds/s  lease p50 %6.2f ms  p99 %6.2f ms  "
+          "CPU %6.1f us/round  (%lld rounds, %d sweeps)\n",
+          what, r.rounds_per_s(), r.p50_ms, r.p99_ms, r.cpu_us_per_round(),
+          static_cast<long long>(r.rounds), r.sweeps);
+    }
+    std::fflush(stdout);
+    return r;
+  };
+  std::printf(
+      "\nFarm at scale: %d boards, every one always waiting on a lease or a "
+      "result; %.0f s each (CPU: the whole process, clients included)\n",
+      load.boards, load.seconds);
+  tunefarm::LoadOptions o = load;
+  o.sweep_rounds = 10000;
+  const tunefarm::LoadResult core = run("core, 10,000-round sweeps", o);
+  o.sweep_rounds = 100;
+  const tunefarm::LoadResult short_sweeps = run("core, 100-round sweeps", o);
+  o.sweep_rounds = 10000;
+  o.grpc = true;
+  const tunefarm::LoadResult grpc =
+      run(absl::StrFormat("gRPC, %d client threads", o.clients).c_str(), o);
+  const double ratio =
+      short_sweeps.cpu_us_per_round() > 0
+          ? core.cpu_us_per_round() / short_sweeps.cpu_us_per_round()
+          : 0;
+  std::printf(
+      "coordinator_bench: boards=%d rounds_per_s=%.0f p50_ms=%.2f "
+      "p99_ms=%.2f cpu_us_per_round=%.1f cpu_ratio_long_vs_short=%.2f "
+      "grpc_rounds_per_s=%.0f grpc_p50_ms=%.2f grpc_p99_ms=%.2f "
+      "grpc_cpu_us_per_round=%.1f errors=%d\n",
+      load.boards, core.rounds_per_s(), core.p50_ms, core.p99_ms,
+      core.cpu_us_per_round(), ratio, grpc.rounds_per_s(), grpc.p50_ms,
+      grpc.p99_ms, grpc.cpu_us_per_round(), errors);
+  return errors == 0 ? 0 : 1;
 }

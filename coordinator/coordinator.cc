@@ -32,6 +32,9 @@ struct Coordinator::SweepRuntime {
   std::unique_ptr<Strategy> strategy;
   std::vector<v1::Round> rounds;  // index == round_id
   bool finished = false;
+  // No round below this index is QUEUED: the queue is searched from here,
+  // so finding work costs no walk over the whole sweep. Requeue lowers it.
+  size_t queued_from = 0;
 };
 
 // One mutation of the core: its writes, and how to put memory back. Every
@@ -163,11 +166,12 @@ void Coordinator::SaveSweep(Txn& txn, SweepRuntime& s) {
   const std::string& id = s.sweep.sweep_id();
   if (!txn.saved_sweeps.insert(id).second) return;
   txn.undo.push_back([this, id, sweep = s.sweep, finished = s.finished,
-                      size = s.rounds.size()] {
+                      size = s.rounds.size(), queued_from = s.queued_from] {
     SweepRuntime* rt = FindSweep(id);
     if (rt == nullptr) return;
     rt->sweep = sweep;
     rt->finished = finished;
+    rt->queued_from = queued_from;
     if (rt->rounds.size() > size) rt->rounds.resize(size);
   });
 }
@@ -404,7 +408,28 @@ void Coordinator::AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
   txn.writes.AppendEvent(ev);
 }
 
+void Coordinator::BeginBatch() { batch_ = std::make_unique<Txn>(); }
+
+absl::Status Coordinator::CommitBatch() {
+  if (batch_ == nullptr) return absl::OkStatus();
+  std::unique_ptr<Txn> batch = std::move(batch_);
+  return CommitNow(*batch);
+}
+
 absl::Status Coordinator::Commit(Txn& txn) {
+  if (batch_ == nullptr) return CommitNow(txn);
+  // Staged: the batch writes each touched sweep's final record once.
+  batch_->writes.Append(txn.writes);
+  batch_->touched.insert(txn.touched.begin(), txn.touched.end());
+  for (auto& undo : txn.undo) batch_->undo.push_back(std::move(undo));
+  for (auto& effect : txn.after_commit) {
+    batch_->after_commit.push_back(std::move(effect));
+  }
+  txn = Txn();
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::CommitNow(Txn& txn) {
   for (SweepRuntime* s : txn.touched) txn.writes.PutSweep(s->sweep);
   absl::Status st =
       txn.writes.empty() ? absl::OkStatus() : store_->Commit(txn.writes);
@@ -442,8 +467,8 @@ absl::Status Coordinator::Commit(Txn& txn) {
   if (metrics_ != nullptr) {
     int queued = 0;
     for (const auto& [id, s] : sweeps_) {
-      for (const auto& r : s->rounds) {
-        queued += r.state() == v1::ROUND_STATE_QUEUED ? 1 : 0;
+      for (size_t i = s->queued_from; i < s->rounds.size(); ++i) {
+        queued += s->rounds[i].state() == v1::ROUND_STATE_QUEUED ? 1 : 0;
       }
     }
     metrics_->SetQueueDepth(queued);
@@ -761,21 +786,31 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
   return response;
 }
 
+v1::Round* Coordinator::FirstQueued(SweepRuntime& s) {
+  // Rounds leave QUEUED in any order, so the hint only moves up past rounds
+  // that are not queued.
+  while (s.queued_from < s.rounds.size() &&
+         s.rounds[s.queued_from].state() != v1::ROUND_STATE_QUEUED) {
+    ++s.queued_from;
+  }
+  return s.queued_from < s.rounds.size() ? &s.rounds[s.queued_from] : nullptr;
+}
+
+int64_t Coordinator::CandidatesInFlight(const SweepRuntime& s) const {
+  // Rounds are cancelled only when the sweep ends, and every candidate
+  // result recorded counts in rounds_finished.
+  const int64_t candidates = static_cast<int64_t>(s.rounds.size()) - 1;
+  return std::max<int64_t>(0, candidates - s.sweep.rounds_finished());
+}
+
 v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
   if (s.finished) return nullptr;
-  for (v1::Round& r : s.rounds) {
-    if (r.state() == v1::ROUND_STATE_QUEUED) return &r;
-  }
+  if (v1::Round* queued = FirstQueued(s); queued != nullptr) return queued;
   if (s.rounds.empty() || s.rounds[0].state() != v1::ROUND_STATE_DONE) {
     return nullptr;  // candidates need the baseline's measurement
   }
-  int64_t candidates = 0;
-  int64_t in_flight = 0;
-  for (const v1::Round& r : s.rounds) {
-    if (r.round_id() == 0 || r.state() == v1::ROUND_STATE_CANCELLED) continue;
-    ++candidates;
-    if (r.state() != v1::ROUND_STATE_DONE) ++in_flight;
-  }
+  const int64_t candidates = static_cast<int64_t>(s.rounds.size()) - 1;
+  const int64_t in_flight = CandidatesInFlight(s);
   if (candidates >= s.sweep.spec().budget().max_rounds()) return nullptr;
   SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round()};
   std::vector<Candidate> proposed = s.strategy->Propose(history, 1);
@@ -984,11 +1019,13 @@ bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
   // time per unit of weight goes first; within a team, higher priority,
   // then submission order. Boards change hands only between rounds.
   std::map<std::string, double> share;
-  for (const auto& [id, s] : sweeps_) {
-    const std::string& team = s->sweep.spec().team();
-    if (!share.contains(team)) {
+  for (const auto& [id, s] : sweeps_) share[s->sweep.spec().team()] = 0;
+  // One team has nothing to share with (and adding up its board time walks
+  // every round it has).
+  if (share.size() > 1) {
+    for (auto& [team, value] : share) {
       const double w = QuotaOf(team).weight() > 0 ? QuotaOf(team).weight() : 1;
-      share[team] = TeamBoardSeconds(team) / w;
+      value = TeamBoardSeconds(team) / w;
     }
   }
   std::vector<SweepRuntime*> order;
@@ -1142,6 +1179,8 @@ void Coordinator::Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
   SaveRound(txn, s, round);
   FreeBoard(txn, round.lease().board_id(), round.lease().lease_id());
   round.set_state(v1::ROUND_STATE_QUEUED);
+  s.queued_from =
+      std::min(s.queued_from, static_cast<size_t>(round.round_id()));
   txn.writes.PutRound(round);
   AddEvent(txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
            absl::StrCat("round ", round.round_id(), " re-queued (epoch ",
@@ -1443,12 +1482,7 @@ void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
       s.rounds[0].state() != v1::ROUND_STATE_DONE) {
     return;
   }
-  for (const v1::Round& r : s.rounds) {
-    if (r.state() == v1::ROUND_STATE_QUEUED ||
-        r.state() == v1::ROUND_STATE_LEASED) {
-      return;
-    }
-  }
+  if (CandidatesInFlight(s) > 0 || FirstQueued(s) != nullptr) return;
   SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round()};
   if (s.strategy->Propose(history, 1).empty()) {
     Exhaustion why = s.strategy->Exhausted(history);
@@ -1577,13 +1611,19 @@ absl::Status Coordinator::Tick() {
   Txn txn;
   bool boards_changed = false;
   for (auto it = agents_.begin(); it != agents_.end();) {
-    if (now - it->second.last_seen <= options_.agent_timeout) {
+    // Any call counts, the ones still waiting for this loop included.
+    absl::Time last_seen = it->second.last_seen;
+    if (liveness_ != nullptr) {
+      if (std::optional<absl::Time> heard = liveness_->LastHeard(it->first)) {
+        last_seen = std::max(last_seen, *heard);
+      }
+    }
+    if (now - last_seen <= options_.agent_timeout) {
       ++it;
       continue;
     }
-    const std::string why =
-        absl::StrCat("agent ", it->first, " silent for ",
-                     absl::FormatDuration(now - it->second.last_seen));
+    const std::string why = absl::StrCat("agent ", it->first, " silent for ",
+                                         absl::FormatDuration(now - last_seen));
     spdlog::warn("{}: its boards are lost", why);
     SaveAgent(txn, it->first);
     for (const std::string& board_id : it->second.board_ids) {

@@ -35,6 +35,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/farm_metrics.h"
 #include "coordinator/health.h"
+#include "coordinator/liveness.h"
 #include "coordinator/strategy.h"
 #include "ops/catalog.h"
 #include "storage/store.h"
@@ -127,6 +128,22 @@ class Coordinator {
   // Expires leases, notices lost agents and time limits. Call periodically.
   absl::Status Tick();
 
+  // Group commit (ControlLoop::BatchHooks): between BeginBatch and
+  // CommitBatch, every call stages its mutations into one batch instead of
+  // committing, and answers as if the batch will commit; CommitBatch writes
+  // the batch with one sync. When that fails, memory is put back as it was
+  // before BeginBatch and the caller must answer every call of the batch
+  // with the returned error. Reads of the Store inside a batch see only
+  // what earlier batches committed, so calls that read it to decide
+  // (submissions, diagnoses) belong in batches of their own.
+  void BeginBatch();
+  absl::Status CommitBatch();
+
+  // Where the gRPC threads note every agent call as it arrives (null: only
+  // the calls this core has processed count). An agent is lost when
+  // neither has heard from it for agent_timeout.
+  void SetLiveness(const AgentLiveness* liveness) { liveness_ = liveness; }
+
   // Called after each commit that appended events to a sweep (watchers).
   void SetEventListener(std::function<void(const std::string&)> listener) {
     event_listener_ = std::move(listener);
@@ -181,10 +198,16 @@ class Coordinator {
   absl::StatusOr<SweepRuntime*> LoadRuntime(const v1::Sweep& sweep);
   void AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
                 std::string message, const v1::Round* round);
+  // Commits `txn`, or stages it into the open batch.
   absl::Status Commit(Txn& txn);
+  absl::Status CommitNow(Txn& txn);
 
   bool BoardMatches(const v1::BoardInfo& board,
                     const v1::BoardSelector& selector) const;
+  // The lowest queued round of `s`, or null (moves s.queued_from up).
+  v1::Round* FirstQueued(SweepRuntime& s);
+  // Candidates leased or queued, not yet recorded.
+  int64_t CandidatesInFlight(const SweepRuntime& s) const;
   // The next round of `s` to run on a board: a queued one, else a new
   // candidate from the strategy. Null when the sweep has nothing now.
   v1::Round* NextRound(Txn& txn, SweepRuntime& s);
@@ -248,6 +271,7 @@ class Coordinator {
   CoordinatorOptions options_;
   FarmMetrics* metrics_;
   std::function<void(const std::string&)> event_listener_;
+  const AgentLiveness* liveness_ = nullptr;
 
   // Active (queued or running) sweeps, in submission order.
   std::map<std::string, std::unique_ptr<SweepRuntime>> sweeps_;
@@ -259,6 +283,7 @@ class Coordinator {
   // Policy-file reservations first, then the admins' (stored).
   std::vector<v1::BoardReservation> reservations_;
   absl::Time last_commit_error_log_ = absl::InfinitePast();
+  std::unique_ptr<Txn> batch_;  // open group commit, or null
 };
 
 }  // namespace tunefarm

@@ -51,6 +51,8 @@ int Main(int argc, char** argv) {
           tick_ms = 100;
   std::string log_level = "info";
   int64_t min_free_mb = 64;
+  int max_batch = 512;
+  int64_t max_batch_wait_us = 0;
   std::string tokens_file, policy_file, tls_cert, tls_key, tls_client_ca;
   app.add_option("--tokens_file", tokens_file,
                  "bearer tokens of teams, admins and agents (YAML); without "
@@ -82,6 +84,14 @@ int Main(int argc, char** argv) {
                  "refuse new leases and submissions while the data disk has "
                  "less free than this (MiB): RocksDB needs the headroom")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--max_batch", max_batch,
+                 "group commit: at most this many agent calls share one "
+                 "synced commit")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--max_batch_wait_us", max_batch_wait_us,
+                 "group commit: wait up to this long for more calls to join "
+                 "a batch (0: take what is queued)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
   std::string health_dir;
   int64_t health_interval_s = 3600, health_retry_s = 300;
   app.add_option("--health_dir", health_dir,
@@ -199,17 +209,29 @@ int Main(int argc, char** argv) {
   if (auto st = coordinator.Recover(); !st.ok()) return Fail("recovery", st);
   EventNotifier notifier;
   coordinator.SetEventListener([&](const std::string&) { notifier.Notify(); });
+  // Agents' calls count as heartbeats as they arrive (coordinator/liveness.h).
+  AgentLiveness liveness(&SystemClock());
+  coordinator.SetLiveness(&liveness);
 
   absl::Time last_tick_error = absl::InfinitePast();
-  ControlLoop loop(absl::Milliseconds(tick_ms), [&] {
-    // A failed tick changed nothing and runs again next time; while the
-    // disk is full that is every tick, so say it every 10 s.
-    if (auto st = coordinator.Tick();
-        !st.ok() && absl::Now() - last_tick_error >= absl::Seconds(10)) {
-      last_tick_error = absl::Now();
-      spdlog::error("tick: {}", st.ToString());
-    }
-  });
+  // Agents' calls queued together share one synced commit.
+  ControlLoop::Options loop_options;
+  loop_options.max_batch = max_batch;
+  loop_options.max_batch_wait = absl::Microseconds(max_batch_wait_us);
+  ControlLoop loop(
+      absl::Milliseconds(tick_ms),
+      [&] {
+        // A failed tick changed nothing and runs again next time; while the
+        // disk is full that is every tick, so say it every 10 s.
+        if (auto st = coordinator.Tick();
+            !st.ok() && absl::Now() - last_tick_error >= absl::Seconds(10)) {
+          last_tick_error = absl::Now();
+          spdlog::error("tick: {}", st.ToString());
+        }
+      },
+      {[&] { coordinator.BeginBatch(); },
+       [&] { return coordinator.CommitBatch(); }},
+      loop_options);
   loop.Start();
 
   auto receiver = PipelineReceiver::Bind(diagnosis_bind);
@@ -265,7 +287,7 @@ int Main(int argc, char** argv) {
 
   FarmService farm_service(&coordinator, &loop, store->get(), &notifier,
                            tokens.get());
-  AgentGrpcService agent_service(&coordinator, &loop, tokens.get());
+  AgentGrpcService agent_service(&coordinator, &loop, tokens.get(), &liveness);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, credentials, &port);

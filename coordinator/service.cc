@@ -309,8 +309,9 @@ grpc::Status AgentGrpcService::RegisterAgent(
     grpc::ServerContext* context, const v1::RegisterAgentRequest* request,
     v1::RegisterAgentResponse* response) {
   TF_AGENT_OR_RETURN(context);
+  Heard(request->agent_id());
   return Reply(
-      loop_->Call([&] { return coordinator_->RegisterAgent(*request); }),
+      loop_->CallBatched([&] { return coordinator_->RegisterAgent(*request); }),
       response);
 }
 
@@ -318,32 +319,39 @@ grpc::Status AgentGrpcService::Heartbeat(grpc::ServerContext* context,
                                          const v1::HeartbeatRequest* request,
                                          v1::HeartbeatResponse* response) {
   TF_AGENT_OR_RETURN(context);
-  return Reply(loop_->Call([&] { return coordinator_->Heartbeat(*request); }),
-               response);
+  Heard(request->agent_id());
+  return Reply(
+      loop_->CallBatched([&] { return coordinator_->Heartbeat(*request); }),
+      response);
 }
 
 grpc::Status AgentGrpcService::LeaseWork(grpc::ServerContext* context,
                                          const v1::LeaseWorkRequest* request,
                                          v1::LeaseWorkResponse* response) {
   TF_AGENT_OR_RETURN(context);
-  return Reply(loop_->Call([&] { return coordinator_->LeaseWork(*request); }),
-               response);
+  Heard(request->agent_id());
+  return Reply(
+      loop_->CallBatched([&] { return coordinator_->LeaseWork(*request); }),
+      response);
 }
 
 grpc::Status AgentGrpcService::RenewLease(grpc::ServerContext* context,
                                           const v1::RenewLeaseRequest* request,
                                           v1::RenewLeaseResponse* response) {
   TF_AGENT_OR_RETURN(context);
-  return Reply(loop_->Call([&] { return coordinator_->RenewLease(*request); }),
-               response);
+  Heard(request->agent_id());
+  return Reply(
+      loop_->CallBatched([&] { return coordinator_->RenewLease(*request); }),
+      response);
 }
 
 grpc::Status AgentGrpcService::ReportResult(
     grpc::ServerContext* context, const v1::ReportResultRequest* request,
     v1::ReportResultResponse* response) {
   TF_AGENT_OR_RETURN(context);
+  Heard(request->agent_id());
   return Reply(
-      loop_->Call([&] { return coordinator_->ReportResult(*request); }),
+      loop_->CallBatched([&] { return coordinator_->ReportResult(*request); }),
       response);
 }
 

@@ -24,6 +24,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/control_loop.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/liveness.h"
 #include "storage/store.h"
 #include "tunefarm/v1/agent.grpc.pb.h"
 #include "tunefarm/v1/farm.grpc.pb.h"
@@ -117,9 +118,14 @@ class FarmService final : public v1::TuneFarm::Service {
 
 class AgentGrpcService final : public v1::AgentService::Service {
  public:
+  // `liveness` (may be null) hears of every authenticated agent call as it
+  // arrives, before it waits for the control loop.
   AgentGrpcService(Coordinator* coordinator, ControlLoop* loop,
-                   const TokenTable* tokens)
-      : coordinator_(coordinator), loop_(loop), tokens_(tokens) {}
+                   const TokenTable* tokens, AgentLiveness* liveness = nullptr)
+      : coordinator_(coordinator),
+        loop_(loop),
+        tokens_(tokens),
+        liveness_(liveness) {}
 
   grpc::Status RegisterAgent(grpc::ServerContext* context,
                              const v1::RegisterAgentRequest* request,
@@ -141,9 +147,15 @@ class AgentGrpcService final : public v1::AgentService::Service {
   // OK for agents and admins; UNAUTHENTICATED / PERMISSION_DENIED else.
   absl::Status CheckAgent(grpc::ServerContext* context) const;
 
+  // Notes the caller alive (any agent call is a heartbeat).
+  void Heard(const std::string& agent_id) {
+    if (liveness_ != nullptr) liveness_->Heard(agent_id);
+  }
+
   Coordinator* coordinator_;
   ControlLoop* loop_;
   const TokenTable* tokens_;
+  AgentLiveness* liveness_;
 };
 
 // The principal behind a call's metadata; AnonymousAdmin() when `tokens`

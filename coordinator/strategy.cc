@@ -35,6 +35,35 @@ KeySet VisitedKeys(const SearchHistory& h) {
   return keys;
 }
 
+// VisitedKeys kept across Propose calls, so a proposal costs O(new rounds)
+// rather than O(history). The coordinator only appends rounds, except when
+// it undoes a failed commit (it truncates); a shorter history, another
+// vector, or a changed last key rebuilds the set. Derived from the history
+// alone, so Propose stays a function of it.
+class VisitedCache {
+ public:
+  const KeySet& Keys(const SearchHistory& h) {
+    const size_t n = h.rounds != nullptr ? h.rounds->size() : 0;
+    if (h.rounds != rounds_ || n < count_ ||
+        (count_ > 0 && ParamsKey((*h.rounds)[count_ - 1].params()) != last_)) {
+      keys_.clear();
+      count_ = 0;
+      rounds_ = h.rounds;
+    }
+    for (; count_ < n; ++count_) {
+      keys_.insert(ParamsKey((*h.rounds)[count_].params()));
+    }
+    last_ = count_ > 0 ? ParamsKey((*h.rounds)[count_ - 1].params()) : "";
+    return keys_;
+  }
+
+ private:
+  const std::vector<v1::Round>* rounds_ = nullptr;
+  size_t count_ = 0;
+  std::string last_;
+  KeySet keys_;
+};
+
 // The parameters candidates are diffed against: the best round's, or the
 // baseline's before one passed.
 ParamMap ParentParams(const SearchHistory& h) {
@@ -223,7 +252,8 @@ class RandomStrategy : public Strategy {
                       static_cast<uint32_t>(count >> 32), 0x7f4a7c15u};
     std::mt19937_64 rng(seq);
 
-    KeySet visited = VisitedKeys(h);
+    const KeySet& visited = visited_.Keys(h);
+    KeySet batch;  // this call's picks: no repeats within the batch
     const ParamMap parent = ParentParams(h);
     const uint64_t space = SpaceSize(op);
     const ConstraintSet constraints = ConstraintsOf(op);
@@ -269,8 +299,11 @@ class RandomStrategy : public Strategy {
         }
         ParamMap params = ParamsAt(op, digits);
         std::string key = ParamsKey(params);
-        if (visited.contains(key) || !constraints.Feasible(params)) continue;
-        visited.insert(std::move(key));  // no repeats within the batch
+        if (visited.contains(key) || batch.contains(key) ||
+            !constraints.Feasible(params)) {
+          continue;
+        }
+        batch.insert(std::move(key));  // no repeats within the batch
         out.push_back(
             MakeCandidate(h, parent, std::move(params),
                           absl::StrCat("random draw from ", SpaceText(space),
@@ -281,6 +314,9 @@ class RandomStrategy : public Strategy {
     }
     return out;
   }
+
+ private:
+  VisitedCache visited_;
 };
 
 }  // namespace

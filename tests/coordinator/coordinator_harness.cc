@@ -51,12 +51,19 @@ LoopbackServices::~LoopbackServices() {
 }
 
 absl::Status LoopbackServices::Start(Coordinator* coordinator, Store* store,
-                                     const TokenTable* tokens) {
-  loop_ = std::make_unique<ControlLoop>(absl::Milliseconds(50), [] {});
+                                     const TokenTable* tokens, Clock* clock) {
+  liveness_ = std::make_unique<AgentLiveness>(
+      clock != nullptr ? clock : &SystemClock());
+  loop_ = std::make_unique<ControlLoop>(
+      absl::Milliseconds(50), [] {},
+      ControlLoop::BatchHooks{
+          [coordinator] { coordinator->BeginBatch(); },
+          [coordinator] { return coordinator->CommitBatch(); }});
   loop_->Start();
   farm_ = std::make_unique<FarmService>(coordinator, loop_.get(), store,
                                         &notifier_, tokens);
-  agent_ = std::make_unique<AgentGrpcService>(coordinator, loop_.get(), tokens);
+  agent_ = std::make_unique<AgentGrpcService>(coordinator, loop_.get(), tokens,
+                                              liveness_.get());
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                            &port_);

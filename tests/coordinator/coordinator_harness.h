@@ -67,18 +67,23 @@ class LoopbackServices {
   ~LoopbackServices();
 
   // `tokens` null: authentication off. All three must outlive this object.
+  // The agent service's liveness uses `clock` (SystemClock when null); a
+  // test that wants the coordinator to read it calls SetLiveness.
   absl::Status Start(Coordinator* coordinator, Store* store,
-                     const TokenTable* tokens);
+                     const TokenTable* tokens, Clock* clock = nullptr);
 
   // A call context as `token` ("" = no credentials) with a 10 s deadline.
   static std::unique_ptr<grpc::ClientContext> As(const std::string& token);
 
   int port() const { return port_; }
   v1::TuneFarm::Stub* farm() const { return farm_stub_.get(); }
+  // Every agent call the service heard of (coordinator/liveness.h).
+  const AgentLiveness& liveness() const { return *liveness_; }
   v1::AgentService::Stub* agent() const { return agent_stub_.get(); }
 
  private:
   int port_ = 0;
+  std::unique_ptr<AgentLiveness> liveness_;
   std::unique_ptr<ControlLoop> loop_;
   EventNotifier notifier_;
   std::unique_ptr<FarmService> farm_;

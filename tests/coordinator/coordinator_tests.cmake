@@ -17,10 +17,13 @@ target_link_libraries(termination_test PRIVATE
 gtest_discover_tests(termination_test DISCOVERY_TIMEOUT 60)
 
 # Stage, commit, then apply: every mutating call against a store that fails
-# its commit (FaultInjectingStore), and a full data disk (tmpfs).
+# its commit (FaultInjectingStore), a full data disk (tmpfs), and liveness
+# under slow commits.
 add_executable(durability_test
   ${CMAKE_CURRENT_LIST_DIR}/durability_test.cc
-  ${CMAKE_CURRENT_LIST_DIR}/disk_full_coordinator_test.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/disk_full_coordinator_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/liveness_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/group_commit_test.cc)
 target_link_libraries(durability_test PRIVATE
   coordinator_test_harness GTest::gtest_main GTest::gmock)
 gtest_discover_tests(durability_test DISCOVERY_TIMEOUT 60)
