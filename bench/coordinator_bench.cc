@@ -66,6 +66,7 @@
 #include "coordinator/control_loop.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/service.h"
+#include "grpcpp/alarm.h"
 #include "grpcpp/grpcpp.h"
 #include "ops/catalog.h"
 #include "spdlog/spdlog.h"
@@ -598,6 +599,51 @@ struct LoadOptions {
   double seconds = 5;
   int64_t sweep_rounds = 10000;  // each sweep's round budget
   bool grpc = false;
+  // How long a board "runs" a variant between its lease and its result: 0
+  // saturates the coordinator (every board always waiting); more offers a
+  // fixed load (boards / run time) and measures latency under it.
+  absl::Duration run = absl::ZeroDuration();
+};
+
+// Runs closures at a time, on its own thread (boards "running" variants).
+class Timer {
+ public:
+  Timer() : thread_([this] { Run(); }) {}
+  ~Timer() {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    thread_.join();
+  }
+  void At(absl::Time when, std::function<void()> fn) {
+    absl::MutexLock lock(&mu_);
+    due_.emplace(when, std::move(fn));
+  }
+
+ private:
+  void Run() {
+    absl::MutexLock lock(&mu_);
+    while (!stop_) {
+      const absl::Time next =
+          due_.empty() ? absl::Now() + absl::Milliseconds(5) : due_.begin()->first;
+      auto wake = [this] { return stop_; };
+      mu_.AwaitWithDeadline(absl::Condition(&wake), next);
+      const absl::Time now = absl::Now();
+      while (!due_.empty() && due_.begin()->first <= now) {
+        std::function<void()> fn = std::move(due_.begin()->second);
+        due_.erase(due_.begin());
+        mu_.Unlock();
+        fn();
+        mu_.Lock();
+      }
+    }
+  }
+
+  absl::Mutex mu_;
+  std::multimap<absl::Time, std::function<void()>> due_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
 };
 
 struct LoadResult {
@@ -786,8 +832,9 @@ void RecordResult(LoadShared& shared, const v1::ReportResultResponse& ack,
 class CoreLoadClient {
  public:
   CoreLoadClient(ControlLoop* loop, Coordinator* c, SweepKeeper* keeper,
-                 LoadShared* shared, std::vector<BoardRef> boards)
-      : loop_(loop), c_(c), keeper_(keeper), shared_(shared) {
+                 LoadShared* shared, std::vector<BoardRef> boards,
+                 absl::Duration run)
+      : loop_(loop), c_(c), keeper_(keeper), shared_(shared), run_(run) {
     for (BoardRef& ref : boards) boards_.push_back({std::move(ref)});
   }
   void Start() {
@@ -826,6 +873,13 @@ class CoreLoadClient {
       return;
     }
     b.work = r->work();
+    if (run_ > absl::ZeroDuration()) {
+      timer_.At(absl::Now() + run_, [this, &b] { PostReport(b); });
+    } else {
+      PostReport(b);
+    }
+  }
+  void PostReport(BoardLoop& b) {
     loop_->Post([this, req = b.Report()] { return c_->ReportResult(req); },
                 [this, &b](absl::StatusOr<v1::ReportResultResponse> ack) {
                   if (!ack.ok()) {
@@ -850,6 +904,8 @@ class CoreLoadClient {
   Coordinator* c_;
   SweepKeeper* keeper_;
   LoadShared* shared_;
+  const absl::Duration run_;
+  Timer timer_;
   std::deque<BoardLoop> boards_;  // stable addresses
   absl::Mutex mu_;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
@@ -859,8 +915,9 @@ class CoreLoadClient {
 class GrpcLoadClient {
  public:
   GrpcLoadClient(v1::AgentService::Stub* stub, SweepKeeper* keeper,
-                 LoadShared* shared, std::vector<BoardRef> boards)
-      : stub_(stub), keeper_(keeper), shared_(shared) {
+                 LoadShared* shared, std::vector<BoardRef> boards,
+                 absl::Duration run)
+      : stub_(stub), keeper_(keeper), shared_(shared), run_(run) {
     for (BoardRef& ref : boards) {
       auto call = std::make_unique<Call>();
       call->board.ref = std::move(ref);
@@ -877,6 +934,8 @@ class GrpcLoadClient {
     BoardLoop board;
     std::unique_ptr<grpc::ClientContext> ctx;
     bool leasing = true;
+    bool running = false;  // the alarm stands for the variant's run
+    grpc::Alarm alarm;
     v1::LeaseWorkResponse lease;
     v1::ReportResultResponse ack;
     grpc::Status status;
@@ -911,6 +970,11 @@ class GrpcLoadClient {
     while (in_flight_ > 0 && cq_.Next(&tag, &ok)) {
       --in_flight_;
       Call& c = *static_cast<Call*>(tag);
+      if (c.running) {
+        c.running = false;
+        Report(c);
+        continue;
+      }
       if (!c.status.ok()) {
         shared_->Fail(FromGrpcStatus(c.status));
         continue;
@@ -923,7 +987,14 @@ class GrpcLoadClient {
           continue;
         }
         c.board.work = c.lease.work();
-        Report(c);
+        if (run_ > absl::ZeroDuration()) {
+          c.running = true;
+          c.alarm.Set(&cq_,
+                      absl::ToChronoTime(absl::Now() + run_), &c);
+          ++in_flight_;
+        } else {
+          Report(c);
+        }
         continue;
       }
       RecordResult(*shared_, c.ack, c.board);
@@ -937,6 +1008,7 @@ class GrpcLoadClient {
   v1::AgentService::Stub* stub_;
   SweepKeeper* keeper_;
   LoadShared* shared_;
+  const absl::Duration run_;
   std::vector<std::unique_ptr<Call>> calls_;
   grpc::CompletionQueue cq_;
   int in_flight_ = 0;
@@ -1015,13 +1087,13 @@ LoadResult RunLoad(const LoadOptions& o) {
         absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
     for (auto& boards : per_client) {
       grpc_clients.push_back(std::make_unique<GrpcLoadClient>(
-          stub.get(), &keeper, &shared, std::move(boards)));
+          stub.get(), &keeper, &shared, std::move(boards), o.run));
     }
     for (auto& c : grpc_clients) c->Start();
   } else {
     for (auto& boards : per_client) {
       core_clients.push_back(std::make_unique<CoreLoadClient>(
-          &loop, &coordinator, &keeper, &shared, std::move(boards)));
+          &loop, &coordinator, &keeper, &shared, std::move(boards), o.run));
     }
     for (auto& c : core_clients) c->Start();
   }
@@ -1181,6 +1253,7 @@ int main(int argc, char** argv) {
   // Our flags first; the rest are Google Benchmark's.
   bool smoke = false;
   tunefarm::LoadOptions load;
+  int64_t run_ms = 150;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -1192,6 +1265,8 @@ int main(int argc, char** argv) {
       (void)absl::SimpleAtoi(arg.substr(10), &load.clients);
     } else if (absl::StartsWith(arg, "--seconds=")) {
       (void)absl::SimpleAtod(arg.substr(10), &load.seconds);
+    } else if (absl::StartsWith(arg, "--run_ms=")) {
+      (void)absl::SimpleAtoi(arg.substr(9), &run_ms);
     } else {
       rest.push_back(argv[i]);
     }
@@ -1234,29 +1309,39 @@ int main(int argc, char** argv) {
     return r;
   };
   std::printf(
-      "\nFarm at scale: %d boards, every one always waiting on a lease or a "
-      "result; %.0f s each (CPU: the whole process, clients included)\n",
-      load.boards, load.seconds);
+      "\nFarm at scale: %d boards, %.0f s a run. Saturated: every board "
+      "always waiting on a lease or a result. Offered: each board runs its "
+      "variant %lld ms between lease and result (at most %.0f rounds/s "
+      "offered). CPU: the whole process, clients included.\n",
+      load.boards, load.seconds, static_cast<long long>(run_ms),
+      run_ms > 0 ? load.boards * 1000.0 / run_ms : 0.0);
   tunefarm::LoadOptions o = load;
   o.sweep_rounds = 10000;
-  const tunefarm::LoadResult core = run("core, 10,000-round sweeps", o);
+  const tunefarm::LoadResult saturated =
+      run("core, saturated, 10,000-round sweeps", o);
   o.sweep_rounds = 100;
-  const tunefarm::LoadResult short_sweeps = run("core, 100-round sweeps", o);
+  const tunefarm::LoadResult short_sweeps =
+      run("core, saturated, 100-round sweeps", o);
   o.sweep_rounds = 10000;
+  o.run = absl::Milliseconds(run_ms);
+  const tunefarm::LoadResult offered = run("core, offered", o);
   o.grpc = true;
-  const tunefarm::LoadResult grpc =
-      run(absl::StrFormat("gRPC, %d client threads", o.clients).c_str(), o);
-  const double ratio =
-      short_sweeps.cpu_us_per_round() > 0
-          ? core.cpu_us_per_round() / short_sweeps.cpu_us_per_round()
-          : 0;
+  const tunefarm::LoadResult grpc = run(
+      absl::StrFormat("gRPC, offered, %d client threads", o.clients).c_str(),
+      o);
+  const double ratio = short_sweeps.cpu_us_per_round() > 0
+                           ? saturated.cpu_us_per_round() /
+                                 short_sweeps.cpu_us_per_round()
+                           : 0;
   std::printf(
-      "coordinator_bench: boards=%d rounds_per_s=%.0f p50_ms=%.2f "
-      "p99_ms=%.2f cpu_us_per_round=%.1f cpu_ratio_long_vs_short=%.2f "
+      "coordinator_bench: boards=%d run_ms=%lld rounds_per_s=%.0f "
+      "p50_ms=%.2f p99_ms=%.2f cpu_us_per_round=%.1f "
+      "max_rounds_per_s=%.0f cpu_ratio_10000_vs_100=%.2f "
       "grpc_rounds_per_s=%.0f grpc_p50_ms=%.2f grpc_p99_ms=%.2f "
       "grpc_cpu_us_per_round=%.1f errors=%d\n",
-      load.boards, core.rounds_per_s(), core.p50_ms, core.p99_ms,
-      core.cpu_us_per_round(), ratio, grpc.rounds_per_s(), grpc.p50_ms,
+      load.boards, static_cast<long long>(run_ms), offered.rounds_per_s(),
+      offered.p50_ms, offered.p99_ms, saturated.cpu_us_per_round(),
+      saturated.rounds_per_s(), ratio, grpc.rounds_per_s(), grpc.p50_ms,
       grpc.p99_ms, grpc.cpu_us_per_round(), errors);
   return errors == 0 ? 0 : 1;
 }

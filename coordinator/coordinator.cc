@@ -165,11 +165,19 @@ Coordinator::~Coordinator() = default;
 void Coordinator::SaveSweep(Txn& txn, SweepRuntime& s) {
   const std::string& id = s.sweep.sweep_id();
   if (!txn.saved_sweeps.insert(id).second) return;
-  txn.undo.push_back([this, id, sweep = s.sweep, finished = s.finished,
-                      size = s.rounds.size(), queued_from = s.queued_from] {
+  // The spec never changes after submission and is most of the record
+  // (maps of parameters and dimensions): save the rest, on every call.
+  v1::SweepSpec* spec = s.sweep.release_spec();
+  v1::Sweep saved = s.sweep;
+  s.sweep.set_allocated_spec(spec);
+  txn.undo.push_back([this, id, saved = std::move(saved),
+                      finished = s.finished, size = s.rounds.size(),
+                      queued_from = s.queued_from] {
     SweepRuntime* rt = FindSweep(id);
     if (rt == nullptr) return;
-    rt->sweep = sweep;
+    v1::SweepSpec* live = rt->sweep.release_spec();
+    rt->sweep = saved;
+    rt->sweep.set_allocated_spec(live);
     rt->finished = finished;
     rt->queued_from = queued_from;
     if (rt->rounds.size() > size) rt->rounds.resize(size);
