@@ -170,9 +170,8 @@ void Coordinator::SaveSweep(Txn& txn, SweepRuntime& s) {
   v1::SweepSpec* spec = s.sweep.release_spec();
   v1::Sweep saved = s.sweep;
   s.sweep.set_allocated_spec(spec);
-  txn.undo.push_back([this, id, saved = std::move(saved),
-                      finished = s.finished, size = s.rounds.size(),
-                      queued_from = s.queued_from] {
+  txn.undo.push_back([this, id, saved = std::move(saved), finished = s.finished,
+                      size = s.rounds.size(), queued_from = s.queued_from] {
     SweepRuntime* rt = FindSweep(id);
     if (rt == nullptr) return;
     v1::SweepSpec* live = rt->sweep.release_spec();
@@ -269,11 +268,11 @@ std::string Coordinator::DescribeState() const {
   for (const auto& [id, b] : boards_) {
     absl::StrAppend(&out, "board ", id, ": lease '", b.lease_id, "' ahead '",
                     absl::StrJoin(b.prefetch_lease_ids, ","), "' readmit ",
-                    b.readmit_pending,
-                    " check_due ", b.check_due, " next_check ",
-                    absl::FormatTime(b.next_check), " check_expires ",
-                    absl::FormatTime(b.check_expires), " checks ", b.checks_run,
-                    " ", b.info.ShortDebugString(), "\n");
+                    b.readmit_pending, " check_due ", b.check_due,
+                    " next_check ", absl::FormatTime(b.next_check),
+                    " check_expires ", absl::FormatTime(b.check_expires),
+                    " checks ", b.checks_run, " ", b.info.ShortDebugString(),
+                    "\n");
   }
   for (const auto& [id, a] : agents_) {
     absl::StrAppend(&out, "agent ", id, ": last_seen ",
@@ -1166,7 +1165,9 @@ void Coordinator::FreeBoard(Txn& txn, const std::string& board_id,
 void Coordinator::RequeueLeaseAhead(Txn& txn, BoardRuntime& board,
                                     const std::string& why) {
   SaveBoard(txn, board.info.board_id());
-  for (const std::string& id : board.prefetch_lease_ids) {
+  // A copy: requeueing frees each lease, which erases it from the board's.
+  const std::vector<std::string> held = board.prefetch_lease_ids;
+  for (const std::string& id : held) {
     if (v1::Round* ahead = LiveLease(id)) {
       Requeue(txn, *FindSweep(ahead->sweep_id()), *ahead, why);
     }
