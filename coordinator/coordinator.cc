@@ -1401,6 +1401,8 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     s.sweep.set_rounds_finished(s.sweep.rounds_finished() - 1);
     round.set_remeasures(round.remeasures() + 1);
     round.set_state(v1::ROUND_STATE_QUEUED);
+    s.queued_from =
+        std::min(s.queued_from, static_cast<size_t>(round.round_id()));
     round.set_decision_reason(absl::StrCat("re-measuring: ", v.reason));
     AddEvent(txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
              absl::StrCat(what, ": ", Us(median), sim, ", inconclusive (",
