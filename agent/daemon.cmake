@@ -6,7 +6,8 @@ target_link_libraries(tunefarm_agent PUBLIC
 
 add_executable(tunefarm-agent main.cc)
 target_link_libraries(tunefarm-agent PRIVATE tunefarm_agent tunefarm_metrics
-  tunefarm_cuda_board tunefarm_ascend_board CLI11::CLI11)
+  tunefarm_cuda_board tunefarm_ascend_board tunefarm_replay_board
+  CLI11::CLI11)
 add_dependencies(tunefarm-agent tunefarm-variant-runner)
 target_compile_definitions(tunefarm-agent PRIVATE
   TUNEFARM_DEFAULT_OPS_DIR="${CMAKE_SOURCE_DIR}/ops")

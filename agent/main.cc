@@ -1,6 +1,6 @@
 // tunefarm-agent: serves one host's boards to the coordinator. Wires the
-// boards (sim for now), the gRPC coordinator client, the ZeroMQ bundle sink
-// and the Prometheus endpoint together.
+// boards (sim, cpu, cuda, ascend, replay), the gRPC coordinator client, the
+// ZeroMQ bundle sink and the Prometheus endpoint together.
 #include <signal.h>
 #include <unistd.h>
 
@@ -23,6 +23,7 @@
 #include "agent/cpu_board.h"
 #include "agent/cuda_board.h"
 #include "agent/pipeline_bundle_sink.h"
+#include "agent/replay_board.h"
 #include "agent/sim_board.h"
 #include "common/files.h"
 #include "common/logging.h"
@@ -72,7 +73,15 @@ int Main(int argc, char** argv) {
   app.add_option("--coordinator", coordinator, "host:port")->required();
   app.add_option("--agent_id", agent_id, "default: <host>-<pid>");
   app.add_option("--node", node);
-  app.add_option("--boards", board_specs, "KIND:COUNT, e.g. sim:2");
+  app.add_option("--boards", board_specs,
+                 "KIND:COUNT, e.g. sim:2; cuda:all; ascend:all; "
+                 "replay:FILE[:COUNT] (a Kernel Tuner cache, T4 or KTT file "
+                 "answers; numbers labelled replayed)");
+  double replay_noise = 0;
+  app.add_option("--replay_noise", replay_noise,
+                 "relative standard deviation of noise added to replayed "
+                 "times (0 = the recorded numbers)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--analyzer", analyzers,
                  "ZeroMQ endpoint of an analyzer worker (repeatable)");
   std::string outbox_dir;
@@ -198,6 +207,49 @@ int Main(int argc, char** argv) {
       for (auto& b : *cards) boards.push_back(std::move(b));
       continue;
     }
+    if (kc.first == "replay") {
+      // replay:FILE or replay:FILE:COUNT: COUNT boards (default 1) answering
+      // from one measured space, loaded once and shared.
+      std::string file = spec.size() > kc.first.size()
+                             ? spec.substr(kc.first.size() + 1)
+                             : std::string();
+      int count = 1;
+      const size_t colon = file.rfind(':');
+      if (colon != std::string::npos &&
+          absl::SimpleAtoi(file.substr(colon + 1), &count)) {
+        file.resize(colon);
+      }
+      if (file.empty() || count < 1 || count > 256) {
+        spdlog::critical(
+            "--boards {}: expected replay:FILE or replay:FILE:COUNT with "
+            "1..256 boards",
+            spec);
+        return 2;
+      }
+      auto space = LoadSpaceFile(file);
+      if (!space.ok()) {
+        spdlog::critical("--boards {}: {}", spec, space.status().ToString());
+        return 2;
+      }
+      auto shared = std::make_shared<const Space>(*std::move(space));
+      for (int i = 0; i < count; ++i) {
+        ReplayBoardOptions o;
+        o.board_id = absl::StrCat(agent_id, "/replay", boards.size());
+        o.agent_id = agent_id;
+        o.node = node;
+        o.space = shared;
+        o.seed = seed + boards.size();
+        o.noise = replay_noise;
+        o.labels = label_map;
+        auto board = NewReplayBoard(std::move(o));
+        if (!board.ok()) {
+          spdlog::critical("--boards {}: {}", spec, board.status().ToString());
+          return 2;
+        }
+        boards.push_back(*std::move(board));
+      }
+      continue;
+    }
     int count = 0;
     if (!absl::SimpleAtoi(kc.second, &count) || count < 1 || count > 256) {
       spdlog::critical("--boards {}: expected KIND:COUNT with 1..256 boards",
@@ -226,7 +278,7 @@ int Main(int argc, char** argv) {
     if (kc.first != "sim") {
       spdlog::critical(
           "--boards {}: unknown board kind '{}' (known: sim, cpu, cuda, "
-          "ascend)",
+          "ascend, replay)",
           spec, kc.first);
       return 2;
     }

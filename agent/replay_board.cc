@@ -43,6 +43,10 @@ class ReplayBoard : public Board {
     (*info_.mutable_labels())["replay"] = space_->file;
     info_.set_simulated(false);
     info_.set_state(v1::BOARD_STATE_IDLE);
+    for (const SpaceParameter& p : space_->parameters) {
+      const std::string manifest_name = ManifestParameterName(p.name);
+      if (manifest_name != p.name) names_[manifest_name] = p.name;
+    }
     policy_ = absl::StrCat("replayed from ", space_->file, ": measured on ",
                            info_.chip(), " by ", space_->tool);
     if (options_.noise > 0) {
@@ -52,6 +56,17 @@ class ReplayBoard : public Board {
   }
 
   const v1::BoardInfo& info() const override { return info_; }
+
+  // Work from a coordinator names parameters as its manifest does
+  // (ManifestParameterName: "mwg" for the file's "MWG").
+  ParamMap SpaceNames(const ParamMap& params) const {
+    ParamMap out;
+    for (const auto& [name, value] : params) {
+      auto it = names_.find(name);
+      out[it == names_.end() ? name : it->second] = value;
+    }
+    return out;
+  }
 
   absl::StatusOr<Evaluation> Evaluate(
       const v1::WorkItem& work, const std::atomic<bool>& cancel) override {
@@ -70,7 +85,7 @@ class ReplayBoard : public Board {
                            work.reference_round(),
                            " (replayed numbers: compared by spread)")
             : policy_);
-    const SpaceConfig* c = space_->Find(work.params());
+    const SpaceConfig* c = space_->Find(SpaceNames(work.params()));
     if (c == nullptr) {
       r.set_outcome(v1::OUTCOME_BUILD_FAILED);
       r.set_detail(absl::StrCat(ParamsKey(work.params()),
@@ -118,6 +133,7 @@ class ReplayBoard : public Board {
       m->set_samples(static_cast<int>(samples.size()));
     }
     m->set_simulated(false);
+    m->set_replayed(true);
     r.set_outcome(v1::OUTCOME_OK);
     r.mutable_precision()->set_passed(true);
     r.mutable_precision()->set_detail(absl::StrCat(
@@ -132,6 +148,7 @@ class ReplayBoard : public Board {
   std::shared_ptr<const Space> space_;
   v1::BoardInfo info_;
   std::string policy_;
+  std::map<std::string, std::string> names_;  // manifest name -> file name
 };
 
 }  // namespace

@@ -1,9 +1,14 @@
 // The replay board: answers Evaluate from a measured search space (a Kernel
 // Tuner cache, T4 or KTT file, ops/spaces/space_file.h) instead of running
 // anything. Every number it reports is a REAL measurement, made by someone
-// else on the GPU the file names, so results are not marked simulated; the
-// measurement policy says "replayed from <file>: measured on <GPU> by
-// <tool>" and BoardInfo carries the label replay=<file>.
+// else on the GPU the file names, so results are not marked simulated but
+// replayed (Measurement.replayed); the measurement policy says "replayed
+// from <file>: measured on <GPU> by <tool>" and BoardInfo carries the label
+// replay=<file>.
+//
+// Its own library (tunefarm_replay_board), linked by the agent executable
+// and the search benchmark only, so the agent library does not carry the
+// space parsers and zlib.
 //
 //   in the file, ran      -> OK: median_us = the file's recorded objective
 //                            (Kernel Tuner: the mean of its runs; KTT: the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <vector>
 
@@ -17,8 +18,11 @@
 #include "common/grpc_status.h"
 #include "common/params.h"
 #include "coordinator/report_render.h"
+#include "coordinator/spec.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
+#include "tuning_db/database.h"
+#include "tuning_db/warm_start.h"
 
 namespace tunefarm {
 namespace {
@@ -37,6 +41,16 @@ std::string Lower(absl::string_view enum_name, absl::string_view prefix) {
 
 std::string StateName(v1::SweepState s) {
   return Lower(v1::SweepState_Name(s), "SWEEP_STATE_");
+}
+
+// "[simulated]" or "[replayed]" after `sep` for numbers that did not come
+// from running the variant on a real chip; "" otherwise.
+std::string Label(const v1::Sweep& s, const char* sep) {
+  if (s.simulated()) return absl::StrCat(sep, "[simulated]");
+  if (s.spec().boards().kind() == "replay") {
+    return absl::StrCat(sep, "[replayed]");
+  }
+  return "";
 }
 
 std::string SpeedupText(const v1::Sweep& s) {
@@ -108,6 +122,31 @@ int FarmClient::Submit(const std::string& spec_path,
   }
   v1::SubmitSweepRequest request;
   request.set_spec_yaml(*yaml);
+  // baseline.from_db: the coordinator reads no client files, so the
+  // database (this operator's part) goes with the parsed spec. Other specs
+  // go as YAML, and the coordinator names any bad field.
+  absl::StatusOr<v1::SweepSpec> parsed = ParseSweepSpec(*yaml);
+  if (parsed.ok() && !parsed->baseline_from_db().empty()) {
+    std::string path = parsed->baseline_from_db();
+    const std::filesystem::path spec_dir =
+        std::filesystem::path(spec_path).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec) && path[0] != '/' &&
+        std::filesystem::exists(spec_dir / path, ec)) {
+      path = (spec_dir / path).string();  // relative to the spec's folder
+    }
+    absl::StatusOr<TuningDb> db = LoadTuningDb(path);
+    if (!db.ok()) {
+      return Fail(
+          absl::InvalidArgumentError(absl::StrCat(
+              spec_path, ": baseline.from_db: ", db.status().message())),
+          "submit");
+    }
+    parsed->set_baseline_db_json(
+        TuningDbForOperator(*db, parsed->operator_name()));
+    *request.mutable_spec() = *std::move(parsed);
+    request.clear_spec_yaml();
+  }
   request.set_idempotency_key(idempotency_key);
   v1::SubmitSweepResponse response;
   auto ctx = Context(absl::Seconds(30));
@@ -154,7 +193,11 @@ int FarmClient::Status(const std::string& sweep_id) {
             : absl::StrCat(" (", sweep.termination_detail(), ")"),
         sweep.rounds_finished(), sweep.candidates_proposed(),
         sweep.baseline_us(), sweep.best_round(), sweep.best_us(),
-        SpeedupText(sweep), sweep.simulated() ? "  [simulated]" : "");
+        SpeedupText(sweep), Label(sweep, "  "));
+    if (!sweep.spec().baseline_source().empty()) {
+      std::cout << "  baseline from: " << sweep.spec().baseline_source()
+                << "\n";
+    }
     return kExitOk;
   }
   v1::ListSweepsRequest request;
@@ -174,10 +217,10 @@ int FarmClient::Status(const std::string& sweep_id) {
   std::cout << absl::StrFormat("%-10s %-24s %-10s %-10s %7s %9s\n", "SWEEP",
                                "NAME", "TEAM", "STATE", "ROUNDS", "SPEEDUP");
   for (const v1::Sweep& s : response.sweeps()) {
-    std::cout << absl::StrFormat(
-        "%-10s %-24s %-10s %-10s %7d %9s%s\n", s.sweep_id(), s.spec().name(),
-        s.spec().team(), StateName(s.state()), s.rounds_finished(),
-        SpeedupText(s), s.simulated() ? " (simulated)" : "");
+    std::cout << absl::StrFormat("%-10s %-24s %-10s %-10s %7d %9s%s\n",
+                                 s.sweep_id(), s.spec().name(), s.spec().team(),
+                                 StateName(s.state()), s.rounds_finished(),
+                                 SpeedupText(s), Label(s, " "));
   }
   return kExitOk;
 }
@@ -327,7 +370,8 @@ int FarmClient::Rounds(const std::string& sweep_id) {
   }
   std::cout << "kept path:";
   for (int64_t id : response.kept_path()) std::cout << " " << id;
-  std::cout << "\n(* simulated board: modelled time, not a measurement)\n";
+  std::cout << "\n(* simulated board: modelled time, not a measurement; r "
+               "replayed: recorded by someone else in a measured space)\n";
   return kExitOk;
 }
 
@@ -340,7 +384,9 @@ void FarmClient::PrintRounds(const v1::ListRoundsResponse& response) {
     std::string median =
         r.result().measurement().samples() > 0
             ? absl::StrFormat("%.2f%s", r.result().measurement().median_us(),
-                              r.result().measurement().simulated() ? "*" : "")
+                              r.result().measurement().simulated()  ? "*"
+                              : r.result().measurement().replayed() ? "r"
+                                                                    : "")
             : "-";
     std::string hotspot = "-";
     if (!r.diagnosis().hotspots().empty()) {
@@ -450,7 +496,11 @@ int FarmClient::Summary(const std::string& sweep_id) {
   }
   const v1::Sweep& s = response.sweep();
   // Real boards' numbers are labelled too, so the two never mix up.
-  const std::string sim = s.simulated() ? " (simulated board)" : " (measured)";
+  const std::string sim =
+      s.simulated() ? " (simulated board)"
+      : s.spec().boards().kind() == "replay"
+          ? " (replayed: recorded in a measured space, not run here)"
+          : " (measured)";
   std::cout << "\n== " << s.sweep_id() << " " << StateName(s.state()) << ": "
             << s.termination_detail() << "\n";
   if (response.has_best() && response.speedup() > 0) {
@@ -465,6 +515,42 @@ int FarmClient::Summary(const std::string& sweep_id) {
                                                : response.report_path())
             << "\n";
   return kExitOk;
+}
+
+absl::Status FarmClient::FetchSweep(const std::string& sweep_id,
+                                    v1::Sweep* sweep,
+                                    std::vector<v1::Round>* rounds) {
+  v1::GetSweepRequest request;
+  request.set_sweep_id(sweep_id);
+  auto ctx = Context(absl::Seconds(10));
+  grpc::Status st = stub_->GetSweep(ctx.get(), request, sweep);
+  if (!st.ok()) return FromGrpcStatus(st);
+  v1::ListRoundsRequest rounds_request;
+  rounds_request.set_sweep_id(sweep_id);
+  rounds->clear();
+  do {
+    v1::ListRoundsResponse page;
+    auto rctx = Context(absl::Seconds(30));
+    st = stub_->ListRounds(rctx.get(), rounds_request, &page);
+    if (!st.ok()) return FromGrpcStatus(st);
+    rounds->insert(rounds->end(), page.rounds().begin(), page.rounds().end());
+    rounds_request.set_page_token(page.next_page_token());
+  } while (!rounds_request.page_token().empty());
+  return absl::OkStatus();
+}
+
+absl::Status FarmClient::FetchBoards(std::vector<v1::BoardInfo>* boards) {
+  v1::ListBoardsRequest request;
+  boards->clear();
+  do {
+    v1::ListBoardsResponse page;
+    auto ctx = Context(absl::Seconds(10));
+    grpc::Status st = stub_->ListBoards(ctx.get(), request, &page);
+    if (!st.ok()) return FromGrpcStatus(st);
+    boards->insert(boards->end(), page.boards().begin(), page.boards().end());
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  return absl::OkStatus();
 }
 
 int FarmClient::Teams() {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -64,6 +65,12 @@ class FarmClient {
   int Reserve(const v1::BoardReservation& reservation, bool reserve);
   // The closing summary: best configuration, speedup, report path.
   int Summary(const std::string& sweep_id);
+
+  // For commands that combine several reads (cli/export_command.h).
+  absl::Status FetchSweep(const std::string& sweep_id, v1::Sweep* sweep,
+                          std::vector<v1::Round>* rounds);
+  absl::Status FetchBoards(std::vector<v1::BoardInfo>* boards);
+  const CliContext& context() const { return ctx_; }
 
  private:
   int Fail(const absl::Status& status, const std::string& what);

@@ -3,12 +3,17 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/files.h"
 #include "common/status_macros.h"
+#include "ops/catalog.h"
+#include "ops/spaces/space_file.h"
 
 namespace tunefarm {
 
@@ -29,6 +34,68 @@ absl::StatusOr<std::string> RandomToken() {
 }
 
 }  // namespace
+
+absl::StatusOr<ReplayPlan> PrepareReplay(
+    const std::string& space_file, const std::string& data_dir,
+    const std::vector<std::string>& ops_dirs) {
+  std::error_code ec;
+  ReplayPlan plan;
+  plan.space_file =
+      std::filesystem::absolute(space_file, ec).lexically_normal().string();
+  TF_ASSIGN_OR_RETURN(Space space, LoadSpaceFile(plan.space_file));
+  if (space.best_index < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(space_file,
+                     ": no configuration in it passed; there is "
+                     "nothing to tune"));
+  }
+  v1::OperatorManifest op = ManifestFromSpace(space);
+  for (const std::string& dir : ops_dirs) {
+    if (std::filesystem::exists(
+            absl::StrCat(dir, "/", op.name(), "/", kManifestFileName), ec)) {
+      op.set_name(absl::StrCat("replay_", op.name()));
+      break;
+    }
+  }
+  plan.operator_name = op.name();
+  plan.device = space.device.empty() ? "an unnamed GPU" : space.device;
+  plan.tool = space.tool;
+  plan.configs = space.configs.size();
+  plan.best_us = space.best_us;
+  const std::string root = absl::StrCat(data_dir, "/replay");
+  plan.ops_dir = absl::StrCat(root, "/ops");
+  TF_RETURN_IF_ERROR(MakeDirs(absl::StrCat(plan.ops_dir, "/", op.name())));
+  const std::string manifest = SpaceManifestYaml(space, op.name());
+  // Names the catalog would refuse (two parameters that differ only in
+  // case) are said here, before any process starts.
+  TF_RETURN_IF_ERROR(ParseOperatorManifest(manifest, plan.space_file).status());
+  TF_RETURN_IF_ERROR(WriteFileAtomic(
+      absl::StrCat(plan.ops_dir, "/", op.name(), "/", kManifestFileName),
+      manifest));
+  // Names are at most 64 characters ([A-Za-z0-9._-]).
+  std::string name = absl::StrCat("replay-", op.name());
+  std::replace(name.begin(), name.end(), '_', '-');
+  if (name.size() > 64) name.resize(64);
+  plan.spec_path = absl::StrCat(root, "/", op.name(), ".yaml");
+  const std::string spec = absl::StrCat(
+      "# A guided sweep over the measured space ", plan.space_file, "\n# (",
+      plan.configs, " configurations, measured on ", plan.device, " by ",
+      plan.tool,
+      "). Every number is replayed from the file.\n"
+      "name: ",
+      name, "\nteam: demo\noperator: ", op.name(),
+      "\nworkload: recorded\n"
+      "# The file's best recorded time: the sweep ends when it finds it.\n"
+      "goal: {target_us: ",
+      absl::StrFormat("%.17g", plan.best_us),
+      "}\nstrategy: {name: guided, seed: 1}\n"
+      "budget: {max_rounds: 300, time_limit: 10m, "
+      "max_rounds_without_gain: 60}\n"
+      "min_gain: 0.01\nboards: {kind: replay}\n"
+      "measurement: {mode: independent}\n");
+  TF_RETURN_IF_ERROR(WriteFileAtomic(plan.spec_path, spec));
+  return plan;
+}
 
 std::string LocalFarm::team_token(const std::string& team) const {
   auto it = team_tokens_.find(team);

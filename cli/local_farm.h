@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/subprocess.h"
 
@@ -25,8 +26,9 @@ struct LocalFarmOptions {
   std::string data_dir;               // RocksDB, reports, logs, run files
   std::vector<std::string> ops_dirs;  // "" = the coordinator's default
   int agents = 2;
-  // Board kind of every agent: "sim" or "cpu" (boards_per_agent each), or
-  // "cuda" (every GPU of the host; use one agent).
+  // Board kind of every agent: "sim" or "cpu" (boards_per_agent each),
+  // "cuda" (every GPU of the host; use one agent), or "replay" (with
+  // boards_flag replay:FILE:COUNT).
   std::string board_kind = "sim";
   int boards_per_agent = 2;
   // The agents' --boards as written (e.g. "ascend:0,1"); "" = from
@@ -49,6 +51,31 @@ struct LocalFarmOptions {
   // Team weights and quotas (YAML, coordinator/policy.h); "" = none.
   std::string policy_file;
 };
+
+// What `tunefarm local --boards replay:FILE` prepares before the farm
+// starts: the measured space's operator package (ops/spaces
+// SpaceManifestYaml) in <data_dir>/replay/ops/<operator>/, which the
+// coordinator loads beside the shipped operators, and a guided sweep spec
+// on it (<data_dir>/replay/<operator>.yaml) whose goal is the file's best
+// recorded time.
+struct ReplayPlan {
+  std::string space_file;  // absolute
+  std::string ops_dir;     // the folder of packages to add to --ops_dir
+  std::string operator_name;
+  std::string spec_path;
+  std::string device;  // who measured what, for the opening line
+  std::string tool;
+  size_t configs = 0;
+  double best_us = 0;
+};
+
+// INVALID_ARGUMENT / NOT_FOUND when the file cannot be read as a Kernel
+// Tuner cache, T4 or KTT file, or records no passing configuration.
+// The operator is named after the file's kernel, prefixed "replay_" when
+// a package of that name is in one of `ops_dirs` (folders of packages).
+absl::StatusOr<ReplayPlan> PrepareReplay(
+    const std::string& space_file, const std::string& data_dir,
+    const std::vector<std::string>& ops_dirs);
 
 class LocalFarm {
  public:

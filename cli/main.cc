@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -13,7 +14,9 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "cli/analyze_command.h"
+#include "cli/export_command.h"
 #include "cli/farm_client.h"
 #include "cli/local_farm.h"
 #include "common/files.h"
@@ -26,12 +29,16 @@ extern "C" void OnSignal(int) { g_interrupted = true; }
 
 // What the local farm's boards are, for the opening line.
 std::string BoardsText(const LocalFarmOptions& o) {
-  std::string text =
-      o.board_kind == "cuda"
-          ? std::string("one board per GPU")
-          : absl::StrCat(o.boards_per_agent, " ",
-                         o.board_kind == "sim" ? "simulated" : "cpu",
-                         " board(s) each");
+  std::string text = o.board_kind == "cuda"
+                         ? std::string("one board per GPU")
+                         : absl::StrCat(o.boards_per_agent, " ",
+                                        o.board_kind == "sim"      ? "simulated"
+                                        : o.board_kind == "replay" ? "replay"
+                                                                   : "cpu",
+                                        " board(s) each");
+  if (o.board_kind == "replay") {
+    absl::StrAppend(&text, " (replayed numbers, nothing runs here)");
+  }
   if (o.cpu_boards > 0) {
     absl::StrAppend(&text, ", plus 1 agent with ", o.cpu_boards,
                     " cpu board(s) (real measurements)");
@@ -112,6 +119,21 @@ int RunLocal(const CliContext& base, const std::vector<std::string>& specs,
   }
   done = true;
   interrupter.join();
+  if ((rc == kExitOk || rc == kExitSweepFailed) && !sweep_ids.empty()) {
+    // The tuning database of these sweeps (docs/tuning-db.md), merged into
+    // the one a previous run left there.
+    ExportOptions db;
+    db.sweeps = sweep_ids;
+    db.out_dir = absl::StrCat(options.data_dir, "/tuning-db");
+    for (const std::string& d : options.ops_dirs) {
+      if (!d.empty()) db.ops_dirs.push_back(d);
+    }
+    if (db.ops_dirs.empty()) db.ops_dirs.push_back(TUNEFARM_OPS_DIR);
+    std::cout << "\n";
+    if (RunExport(client, db) != kExitOk) {
+      std::cout << "no tuning database written (no sweep passed)\n";
+    }
+  }
   if (rc == kExitOk || rc == kExitSweepFailed) {
     client.Boards();
     // Each sweep's full report folder (docs/report.md) beside the
@@ -131,6 +153,36 @@ int RunLocal(const CliContext& base, const std::vector<std::string>& specs,
   }
   farm.Stop();
   return rc;
+}
+
+// `tunefarm local --boards replay:FILE [SPEC...]`: the agents' boards answer
+// from the measured space; its operator package (and, without specs, a
+// guided sweep on it) is written under the data folder first.
+int RunLocalReplay(const CliContext& ctx, const std::string& file,
+                   std::vector<std::string> specs, LocalFarmOptions options,
+                   int cpu_boards, bool keep_running) {
+  std::error_code ec;
+  options.data_dir = std::filesystem::absolute(options.data_dir, ec).string();
+  if (options.ops_dirs.empty()) options.ops_dirs.push_back(TUNEFARM_OPS_DIR);
+  absl::StatusOr<ReplayPlan> plan =
+      PrepareReplay(file, options.data_dir, options.ops_dirs);
+  if (!plan.ok()) {
+    std::cerr << "tunefarm local: --boards replay:" << file << ": "
+              << plan.status().message() << "\n";
+    return kExitBadInput;
+  }
+  std::cout << "replaying " << plan->space_file << ": " << plan->configs
+            << " configurations measured on " << plan->device << " by "
+            << plan->tool << " (best recorded "
+            << absl::StrFormat("%.2f", plan->best_us) << " µs); operator "
+            << plan->operator_name << " in " << plan->ops_dir << "\n";
+  options.board_kind = "replay";
+  options.boards_flag =
+      absl::StrCat("replay:", plan->space_file, ":", options.boards_per_agent);
+  options.cpu_boards = std::max(cpu_boards, 0);
+  options.ops_dirs.push_back(plan->ops_dir);
+  if (specs.empty()) specs.push_back(plan->spec_path);
+  return RunLocal(ctx, specs, std::move(options), keep_running);
 }
 
 int Main(int argc, char** argv) {
@@ -220,6 +272,23 @@ int Main(int argc, char** argv) {
   auto* unreserve = admin->add_subcommand(
       "unreserve", "lift a board's or a pool's reservation");
   add_target(unreserve);
+  ExportOptions export_options;
+  export_options.ops_dirs = {TUNEFARM_OPS_DIR};
+  auto* export_cmd = app.add_subcommand(
+      "export",
+      "write the tuning database of sweeps (JSON, C++ header, Python module; "
+      "docs/tuning-db.md)");
+  export_cmd->add_option("sweep", export_options.sweeps, "SWEEP ...");
+  export_cmd
+      ->add_option("--out", export_options.out_dir,
+                   "folder of tuning_db.json, tuning_db.h, tuning_db.py and "
+                   "merge.log; an existing database there is merged into")
+      ->capture_default_str();
+  export_cmd->add_option("--merge", export_options.merge_files,
+                         "other exported tuning_db.json files to merge in");
+  export_cmd->add_option("--ops-dir", export_options.ops_dirs,
+                         "operator packages, for the manifest defaults "
+                         "(default: the shipped ops/)");
   AnalyzeOptions analyze_options;
   auto* analyze = app.add_subcommand(
       "analyze", "diagnose a profile folder offline (perf-analysis.md)");
@@ -251,8 +320,14 @@ int Main(int argc, char** argv) {
   local->add_option("--data-dir", local_options.data_dir);
   local
       ->add_option("--boards", local_options.board_kind,
-                   "board kind of the agents: sim, cpu or cuda (all GPUs)")
-      ->check(CLI::IsMember({"sim", "cpu", "cuda"}));
+                   "board kind of the agents: sim, cpu, cuda (all GPUs), or "
+                   "replay:FILE (a Kernel Tuner cache, T4 or KTT file "
+                   "answers; every number labelled replayed)")
+      ->check([](const std::string& v) -> std::string {
+        if (v == "sim" || v == "cpu" || v == "cuda") return "";
+        if (v.rfind("replay:", 0) == 0 && v.size() > 7) return "";
+        return "expected sim, cpu, cuda or replay:FILE, got " + v;
+      });
   local
       ->add_option("--cpu-boards", cpu_boards,
                    "cpu boards of one extra agent beside the others "
@@ -303,6 +378,7 @@ int Main(int argc, char** argv) {
   if (*rounds) return client.Rounds(sweep_id);
   if (*report) return client.Report(sweep_id, report_options);
   if (*boards) return client.Boards();
+  if (*export_cmd) return RunExport(client, export_options);
   if (*teams) return client.Teams();
   if (*drain) return client.Drain(board_id, reason);
   if (*admit) return client.Admit(board_id, reason);
@@ -334,6 +410,11 @@ int Main(int argc, char** argv) {
   }
   if (*local) {
     if (no_profile) local_options.agent_flags.push_back("--profile=false");
+    if (local_options.board_kind.rfind("replay:", 0) == 0) {
+      return RunLocalReplay(ctx, local_options.board_kind.substr(7),
+                            local_specs, local_options, cpu_boards,
+                            keep_running);
+    }
     const bool sim = local_options.board_kind == "sim";
     local_options.cpu_boards = cpu_boards >= 0 ? cpu_boards : (sim ? 1 : 0);
     if (local_specs.empty()) {

@@ -42,6 +42,7 @@ bool StatusBoard::Add(const v1::SweepEvent& event) {
       if (r.result().outcome() != v1::OUTCOME_OK) ++failed_;
       if (r.decision() == v1::DECISION_KEPT) ++kept_;
       if (r.result().measurement().simulated()) simulated_ = true;
+      if (r.result().measurement().replayed()) replayed_ = true;
       return every_ > 0 && finished_ % every_ == 0;
     default:
       return false;
@@ -49,7 +50,9 @@ bool StatusBoard::Add(const v1::SweepEvent& event) {
 }
 
 std::string StatusBoard::Render() const {
-  const std::string sim = simulated_ ? " [simulated]" : "";
+  const std::string sim = simulated_  ? " [simulated]"
+                          : replayed_ ? " [replayed]"
+                                      : "";
   std::string out = absl::StrFormat(
       "── status of %s: %d rounds done (%d ok, %d failed, %d kept), %d "
       "running ──\n",

@@ -34,8 +34,9 @@ class StatusBoard {
   std::map<int64_t, std::string> running_;  // round -> board
   std::string stage_;
   bool simulated_ = false;
-  int64_t first_ms_ = 0;  // started (or first event)
-  int64_t last_ms_ = 0;   // newest event
+  bool replayed_ = false;  // numbers replayed from a measured space
+  int64_t first_ms_ = 0;   // started (or first event)
+  int64_t last_ms_ = 0;    // newest event
 };
 
 }  // namespace tunefarm

@@ -1331,7 +1331,9 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
 void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
   const v1::RoundResult& res = round.result();
   const double median = res.measurement().median_us();
-  const std::string sim = res.measurement().simulated() ? " [simulated]" : "";
+  const std::string sim = res.measurement().simulated()  ? " [simulated]"
+                          : res.measurement().replayed() ? " [replayed]"
+                                                         : "";
   if (round.round_id() == 0) {
     round.set_decision(v1::DECISION_BASELINE);
     if (res.outcome() != v1::OUTCOME_OK) {
@@ -1534,7 +1536,10 @@ void Coordinator::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
                                     "the baseline%s",
                                     s.sweep.best_round(), s.sweep.best_us(),
                                     s.sweep.baseline_us() / s.sweep.best_us(),
-                                    s.sweep.simulated() ? " [simulated]" : ""));
+                                    s.sweep.simulated() ? " [simulated]"
+                                    : s.sweep.spec().boards().kind() == "replay"
+                                        ? " [replayed]"
+                                        : ""));
   }
   AddEvent(txn, s, v1::EVENT_KIND_FINISHED, summary, nullptr);
   spdlog::info("{}", summary);

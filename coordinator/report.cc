@@ -212,6 +212,8 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
   report["schema"] = "tunefarm.report";
   report["schema_version"] = kReportSchemaVersion;
   report["simulated"] = sweep.simulated();
+  // Replay boards answer from a file of someone else's measurements.
+  report["replayed"] = spec.boards().kind() == "replay";
   report["overview"] = {
       {"sweep_id", sweep.sweep_id()},
       {"name", spec.name()},
@@ -240,6 +242,10 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
       {"time_limit_s", spec.budget().time_limit_s()},
       {"min_gain", spec.min_gain()},
       {"boards", std::move(boards_used)},
+      // Where round 0's parameters came from when not the manifest's
+      // defaults (a warm start from a tuning database); "" otherwise.
+      {"baseline_source", spec.baseline_source()},
+      {"operator_source_hash", spec.operator_source_hash()},
   };
 
   report["baseline"] = baseline != nullptr ? MeasuredRound(*baseline) : json();

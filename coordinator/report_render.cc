@@ -228,7 +228,9 @@ absl::StatusOr<std::string> Render(const json& report, Fn fn) {
 std::string Markdown(const json& report) {
   const json& o = report.at("overview");
   const bool simulated = B(report, "simulated");
-  const std::string sim = simulated ? " (simulated)" : "";
+  const std::string sim = simulated                         ? " (simulated)"
+                          : report.value("replayed", false) ? " (replayed)"
+                                                            : "";
   std::string md = absl::StrCat("# Tuning report: ", S(o, "name"), " (",
                                 S(o, "sweep_id"), ")\n\n");
   if (simulated) {
@@ -236,6 +238,15 @@ std::string Markdown(const json& report) {
                     "> **Simulated board.** Every time in this report comes "
                     "from tunefarm's NPU model, not from a real card.\n\n");
   }
+  // Optional keys (absent in reports of older coordinators).
+  if (report.value("replayed", false)) {
+    absl::StrAppend(
+        &md,
+        "> **Replayed.** Every time in this report was recorded by someone "
+        "else in a measured search space and replayed by a replay board; "
+        "nothing ran here (see the measurement policy of each round).\n\n");
+  }
+  const std::string baseline_source = o.value("baseline_source", "");
 
   // Overview.
   const double achieved = D(o, "achieved_speedup");
@@ -261,23 +272,26 @@ std::string Markdown(const json& report) {
     absl::StrAppend(&budget, budget.empty() ? "" : ", ",
                     Duration(D(o, "time_limit_s")));
   }
-  absl::StrAppend(&md, "## Overview\n\n| | |\n|---|---|\n", "| operator | ",
-                  Cell(S(o, "operator")), " |\n", "| workload | ",
-                  Cell(S(o, "workload")), " (", Cell(S(o, "dtype")), ") |\n",
-                  "| team | ", Cell(S(o, "team")), " |\n", "| goal | ",
-                  Cell(S(o, "goal")), " |\n", "| achieved | ", achieved_text,
-                  " |\n", "| state | ", Cell(S(o, "state")), " |\n",
-                  "| ended because | ", Cell(S(o, "ended_because")), " |\n",
-                  "| duration | ", Duration(D(o, "duration_s")), " (started ",
-                  Time(I(o, "started_unix_ms")), ", finished ",
-                  Time(I(o, "finished_unix_ms")), ") |\n", "| rounds | ",
-                  I(o, "rounds"), " (", I(o, "rounds_finished"),
-                  " candidates finished", budget.empty() ? "" : "; " + budget,
-                  ") |\n", "| strategy | ", Cell(S(o, "strategy")), " (seed ",
-                  I(o, "seed"), ") |\n", "| boards used | ",
-                  boards.empty() ? "-" : Cell(absl::StrJoin(boards, ", ")),
-                  " |\n", "| minimum gain | ",
-                  absl::StrFormat("%.1f%%", D(o, "min_gain") * 100), " |\n\n");
+  absl::StrAppend(
+      &md, "## Overview\n\n| | |\n|---|---|\n", "| operator | ",
+      Cell(S(o, "operator")), " |\n", "| workload | ", Cell(S(o, "workload")),
+      " (", Cell(S(o, "dtype")), ") |\n", "| team | ", Cell(S(o, "team")),
+      " |\n",
+      baseline_source.empty()
+          ? ""
+          : absl::StrCat("| baseline from | ", Cell(baseline_source), " |\n"),
+      "| goal | ", Cell(S(o, "goal")), " |\n", "| achieved | ", achieved_text,
+      " |\n", "| state | ", Cell(S(o, "state")), " |\n", "| ended because | ",
+      Cell(S(o, "ended_because")), " |\n", "| duration | ",
+      Duration(D(o, "duration_s")), " (started ", Time(I(o, "started_unix_ms")),
+      ", finished ", Time(I(o, "finished_unix_ms")), ") |\n", "| rounds | ",
+      I(o, "rounds"), " (", I(o, "rounds_finished"), " candidates finished",
+      budget.empty() ? "" : "; " + budget, ") |\n", "| strategy | ",
+      Cell(S(o, "strategy")), " (seed ", I(o, "seed"), ") |\n",
+      "| boards used | ",
+      boards.empty() ? "-" : Cell(absl::StrJoin(boards, ", ")), " |\n",
+      "| minimum gain | ", absl::StrFormat("%.1f%%", D(o, "min_gain") * 100),
+      " |\n\n");
 
   // Baseline vs best.
   const json& base = report.at("baseline");
@@ -605,7 +619,9 @@ std::string ProgressSvg(const json& report) {
 
 std::string LineageDot(const json& report) {
   const json& o = report.at("overview");
-  const std::string sim = B(report, "simulated") ? " (simulated)" : "";
+  const std::string sim = B(report, "simulated")            ? " (simulated)"
+                          : report.value("replayed", false) ? " (replayed)"
+                                                            : "";
   std::string dot = absl::StrCat(
       "digraph lineage {\n  rankdir=LR;\n  labelloc=t;\n  label=\"",
       DotEscape(absl::StrCat(S(o, "name"), " (", S(o, "sweep_id"), "): lineage",
@@ -626,6 +642,10 @@ std::string LineageDot(const json& report) {
       absl::StrAppend(&label, "\n", outcome);
     }
     std::string attrs;
+    if (decision == "baseline" &&
+        !o.value("baseline_source", std::string()).empty()) {
+      absl::StrAppend(&label, "\nfrom ", S(o, "baseline_source"));
+    }
     if (decision == "baseline") {
       attrs = "fillcolor=\"#dbe9ff\", color=\"#1f5fbf\", penwidth=2";
     } else if (on_path) {

@@ -16,6 +16,8 @@
 #include "coordinator/hybrid_strategy.h"
 #include "coordinator/saturation.h"
 #include "ops/yaml_fields.h"
+#include "tuning_db/database.h"
+#include "tuning_db/warm_start.h"
 
 namespace tunefarm {
 namespace {
@@ -465,6 +467,17 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
     TF_RETURN_IF_ERROR(yamlf::CheckOpenMap(node, "baseline"));
     for (auto it = node.begin(); it != node.end(); ++it) {
       const std::string& key = it->first.Scalar();
+      if (key == "from_db") {  // warm start (tuning_db/warm_start.h)
+        TF_ASSIGN_OR_RETURN(
+            *spec->mutable_baseline_from_db(),
+            yamlf::GetString(it->second, Child("baseline", key)));
+        TF_RETURN_IF_ERROR(yamlf::CheckText(Child("baseline", key),
+                                            spec->baseline_from_db(), 4096));
+        if (spec->baseline_from_db().empty()) {
+          return FieldError("baseline.from_db", "must name a database file");
+        }
+        continue;
+      }
       TF_RETURN_IF_ERROR(yamlf::CheckIdentifier(Child("baseline", key), key));
       TF_ASSIGN_OR_RETURN(
           v1::ParamValue v,
@@ -593,6 +606,46 @@ absl::Status ValidateBoards(const v1::OperatorManifest& op,
   }
   TF_RETURN_IF_ERROR(CheckLabel("boards.chip", sel->chip()));
   return CheckStringMap("boards.labels", sel->labels());
+}
+
+// `baseline: {from_db: PATH}`: the database's parameters for the nearest
+// workload become the baseline under the spec's explicit overrides, and the
+// sweep records where they came from (baseline_source).
+absl::Status ResolveBaselineFromDb(const v1::OperatorManifest& op,
+                                   v1::SweepSpec* spec) {
+  if (spec->baseline_from_db().empty()) {
+    if (!spec->baseline_db_json().empty()) {
+      return FieldError("baseline.from_db",
+                        "is required when the database's content is sent");
+    }
+    return absl::OkStatus();
+  }
+  if (spec->baseline_db_json().empty()) {
+    return FieldError(
+        "baseline.from_db",
+        absl::StrCat("the content of ", Quote(spec->baseline_from_db()),
+                     " was not sent (the coordinator does not read your "
+                     "files): submit with `tunefarm submit`, which does"));
+  }
+  if (spec->baseline_db_json().size() > kMaxBaselineDbBytes) {
+    return FieldError(
+        "baseline.from_db",
+        absl::StrCat("the database sent is ", spec->baseline_db_json().size(),
+                     " bytes; the limit is ", kMaxBaselineDbBytes));
+  }
+  absl::StatusOr<TuningDb> db = ParseTuningDb(
+      spec->baseline_db_json(),
+      absl::StrCat("baseline.from_db ", spec->baseline_from_db()));
+  if (!db.ok()) return absl::InvalidArgumentError(db.status().message());
+  WarmStart ws =
+      ResolveWarmStart(*db, spec->baseline_from_db(), op, spec->boards().kind(),
+                       spec->boards().chip(), spec->workload());
+  for (const auto& [name, value] : ws.params) {
+    spec->mutable_baseline_params()->insert({name, value});  // overrides win
+  }
+  spec->set_baseline_source(ws.source);
+  spec->clear_baseline_db_json();
+  return absl::OkStatus();
 }
 
 absl::Status ValidateBaseline(const v1::OperatorManifest& op,
@@ -754,11 +807,15 @@ absl::StatusOr<v1::SweepSpec> ValidateSweepSpec(
   if (m->confidence() == 0) m->set_confidence(kDefaultConfidence);
   TF_RETURN_IF_ERROR(CheckConfidence(m->confidence()));
 
+  spec.set_operator_source_hash(op.source_hash());
   // The baseline is checked against the parameters of the sweep's board kind
   // only (ValidateBoards has settled the kind): a cuda-only parameter is
   // unknown to a cpu sweep.
-  TF_RETURN_IF_ERROR(ValidateBaseline(ProjectManifest(op, spec.boards().kind()),
-                                      spec.mutable_baseline_params()));
+  const v1::OperatorManifest projected =
+      ProjectManifest(op, spec.boards().kind());
+  TF_RETURN_IF_ERROR(ResolveBaselineFromDb(projected, &spec));
+  TF_RETURN_IF_ERROR(
+      ValidateBaseline(projected, spec.mutable_baseline_params()));
   TF_RETURN_IF_ERROR(
       CheckInt("priority", spec.priority(), -kMaxPriority, kMaxPriority));
   TF_RETURN_IF_ERROR(CheckSaturationPolicy(spec.saturation()));

@@ -22,7 +22,9 @@
 //   measurement: {warmup: 5, samples: 30, flush_cache: true, mode: ab,
 //                 target_rel_spread: 0.01, max_samples: 120, confidence: 0.95,
 //                 isolation: runner}       # runner (default) | process
-//   baseline: {tile_m: 32}    # overrides of the operator's defaults
+//   baseline: {tile_m: 32}    # overrides of the operator's defaults;
+//                             # from_db: PATH starts from a tuning database
+//                             # (tuning_db/warm_start.h)
 //   priority: 0               # -100..100
 //
 // Defaults and the proto3 "zero means unset" rule: fields for which zero is
@@ -42,6 +44,7 @@
 #ifndef TUNEFARM_COORDINATOR_SPEC_H_
 #define TUNEFARM_COORDINATOR_SPEC_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -60,6 +63,8 @@ inline constexpr int32_t kMaxSamples = 10000;
 inline constexpr int32_t kMaxWarmup = 1000;
 inline constexpr int32_t kMaxTimedSamples = 40000;  // measurement.max_samples
 inline constexpr int32_t kMaxPriority = 100;
+// A warm start's database as sent with the spec (baseline.from_db).
+inline constexpr size_t kMaxBaselineDbBytes = 4 << 20;
 
 // Parses YAML into a SweepSpec (types, unknown keys and explicit values'
 // ranges are checked here; catalog-dependent checks are left to

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/status_macros.h"
+#include "openssl/evp.h"
 #include "ops/constraints.h"
 #include "ops/yaml_fields.h"
 
@@ -286,6 +287,18 @@ absl::Status ParseBackends(const YAML::Node& node, v1::OperatorManifest* op) {
             ip, absl::StrCat("must be process or runner, got '", v, "'"));
       }
     }
+    // A replay backend runs nothing: the replay board answers from the
+    // measured space it was started with (agent/replay_board.h).
+    if (kind == "replay") {
+      if (!entry.command().empty() || !entry.sources().empty() ||
+          !entry.compiler().empty() || !entry.flags().empty()) {
+        return FieldError(path,
+                          "a replay backend runs nothing; give it no "
+                          "command, sources, compiler or flags ({})");
+      }
+      (*op->mutable_backends())[kind] = std::move(entry);
+      continue;
+    }
     if (entry.command().empty() == entry.sources().empty()) {
       return FieldError(path, entry.command().empty()
                                   ? "needs either command (a ready program) or "
@@ -443,7 +456,7 @@ bool IsPackage(const fs::path& dir) {
 
 const std::vector<std::string>& KnownBoardKinds() {
   static const auto* kinds =
-      new std::vector<std::string>{"sim", "cpu", "cuda", "ascend"};
+      new std::vector<std::string>{"sim", "cpu", "cuda", "ascend", "replay"};
   return *kinds;
 }
 
@@ -509,6 +522,31 @@ absl::StatusOr<v1::OperatorManifest> LoadOperatorManifest(
   std::string dir = ec ? package_dir : abs.lexically_normal().string();
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   op.set_package_dir(dir);
+  // The source hash: the manifest and every backend's sources, in a fixed
+  // order, length-prefixed so that no two different packages hash alike.
+  std::set<std::string> sources;
+  for (const auto& [kind, backend] : op.backends()) {
+    for (const std::string& src : backend.sources()) sources.insert(src);
+  }
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  auto add = [ctx](absl::string_view tag, absl::string_view data) {
+    const std::string head = absl::StrCat(tag, ":", data.size(), ":");
+    EVP_DigestUpdate(ctx, head.data(), head.size());
+    EVP_DigestUpdate(ctx, data.data(), data.size());
+  };
+  add(kManifestFileName, *text);
+  for (const std::string& src : sources) {
+    absl::StatusOr<std::string> content = ReadFile(dir + "/" + src);
+    // A missing source fails the build later, with the compiler's words.
+    add(src, content.ok() ? *content : "(missing)");
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  op.set_source_hash(absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(md), len)));
   return op;
 }
 

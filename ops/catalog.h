@@ -31,8 +31,10 @@
 //       sources: [cpu/gemm.cc]       # relative to the package, no ".."
 //       compiler: c++                # optional (the board's default)
 //       flags: [-O3, -march=native]  # optional
-//   (a backend has exactly one of command and sources; compiler and flags
-//   only with sources)
+//     replay: {}                     # a measured space answers (replay
+//                                    # boards, agent/replay_board.h)
+//   (a backend has exactly one of command and sources, except replay, which
+//   has neither; compiler and flags only with sources)
 //
 // Errors are INVALID_ARGUMENT and name the file and the field path, e.g.
 // "ops/x/operator.yaml: parameters[2].default: 512 is not one of values
@@ -69,7 +71,8 @@ const std::vector<std::string>& KnownBoardKinds();
 absl::StatusOr<v1::OperatorManifest> ParseOperatorManifest(
     std::string_view yaml, std::string_view source_name);
 
-// Reads `<package_dir>/operator.yaml` and sets package_dir.
+// Reads `<package_dir>/operator.yaml` and sets package_dir and source_hash
+// (sha256 of operator.yaml and the backends' source files).
 absl::StatusOr<v1::OperatorManifest> LoadOperatorManifest(
     const std::string& package_dir);
 

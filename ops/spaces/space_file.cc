@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -398,6 +399,12 @@ v1::OperatorManifest ManifestFromSpace(const Space& space) {
   }
   for (std::string& c : KnownSpaceConstraints(space)) op.add_constraints(c);
   op.mutable_tolerances();
+  // The files record no problem size: the one workload names the space.
+  v1::Workload* w = op.add_workloads();
+  w->set_name("recorded");
+  w->set_dtype("recorded");
+  (*w->mutable_dims())["configs"] = static_cast<int64_t>(space.configs.size());
+  (*op.mutable_backends())["replay"];
   return op;
 }
 
@@ -441,6 +448,63 @@ std::vector<std::string> KnownSpaceConstraints(const Space& space) {
     if (match) return f.constraints;
   }
   return {};
+}
+
+namespace {
+
+// A YAML flow scalar for a parameter value; doubles keep a decimal point so
+// that they read back as doubles.
+std::string YamlScalar(const v1::ParamValue& v) {
+  switch (v.kind_case()) {
+    case v1::ParamValue::kIntValue:
+      return absl::StrCat(v.int_value());
+    case v1::ParamValue::kDoubleValue: {
+      std::string d = json(v.double_value()).dump();
+      if (d.find_first_of(".eE") == std::string::npos) d += ".0";
+      return d;
+    }
+    case v1::ParamValue::kBoolValue:
+      return v.bool_value() ? "true" : "false";
+    default:
+      return json(v.string_value()).dump();  // JSON strings are YAML
+  }
+}
+
+}  // namespace
+
+std::string ManifestParameterName(absl::string_view space_name) {
+  std::string out;
+  for (char ch : space_name) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    out += std::isalnum(c) ? static_cast<char>(std::tolower(c)) : '_';
+  }
+  if (out.empty() || !std::isalpha(static_cast<unsigned char>(out[0]))) {
+    out = "p_" + out;
+  }
+  return out;
+}
+
+std::string SpaceManifestYaml(const Space& space, const std::string& name) {
+  v1::OperatorManifest op = ManifestFromSpace(space);
+  if (!name.empty()) op.set_name(name);
+  std::string y = absl::StrCat(
+      "# Generated from the measured space ", space.file,
+      "; served by replay boards.\n", "name: ", op.name(),
+      "\ndescription: ", json(op.description()).dump(), "\nparameters:\n");
+  for (const v1::ParameterDomain& p : op.parameters()) {
+    std::vector<std::string> values;
+    for (const v1::ParamValue& v : p.values()) values.push_back(YamlScalar(v));
+    absl::StrAppend(&y, "  - name: ", ManifestParameterName(p.name()),
+                    "\n    values: [", absl::StrJoin(values, ", "),
+                    "]\n    default: ", YamlScalar(p.default_value()),
+                    "\n    stage: ", p.stage(), "\n");
+  }
+  const v1::Workload& w = op.workloads(0);
+  absl::StrAppend(&y, "workloads:\n  - {name: ", w.name(),
+                  ", dtype: ", w.dtype(),
+                  ", dims: {configs: ", w.dims().at("configs"), "}}\n",
+                  "tolerances: {rtol: 0, atol: 0}\nbackends:\n  replay: {}\n");
+  return y;
 }
 
 }  // namespace tunefarm

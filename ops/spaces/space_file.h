@@ -92,14 +92,28 @@ std::string StageForSpaceParameter(absl::string_view name);
 // domain sorted ascending when every value is a number, so that "one step
 // up" means a larger value), stage from StageForSpaceParameter, default =
 // the file's first configuration (first kOk one when the first failed).
-// Constraints: KnownSpaceConstraints. It has no backends: it is run only by
-// the replay board.
+// Constraints: KnownSpaceConstraints. Its one backend is `replay` (run only
+// by replay boards) and its one workload is {name: recorded, dtype:
+// recorded, dims: {configs: N}}: the files record no problem size.
 v1::OperatorManifest ManifestFromSpace(const Space& space);
 
 // The constraints of the kernel families in PROVENANCE.md (GEMM,
 // convolution, dedispersion, Coulomb 3D; pnpoly has none), recognised by
 // their parameter names; empty for a space of another kernel.
 std::vector<std::string> KnownSpaceConstraints(const Space& space);
+
+// A space parameter's name as the catalog accepts it ([a-z][a-z0-9_]*):
+// lower case, other characters '_', "p_" before a leading non-letter
+// ("MWG" -> "mwg"). The replay board maps such names back.
+std::string ManifestParameterName(absl::string_view space_name);
+
+// ManifestFromSpace as operator.yaml text (ops/catalog.h schema), so that a
+// coordinator can load the space's operator like any package; parameter
+// names through ManifestParameterName (two that map to one name make the
+// text an invalid manifest: "duplicate parameter").
+// `name` replaces the manifest's name when not empty (a space whose kernel
+// shares a shipped operator's name).
+std::string SpaceManifestYaml(const Space& space, const std::string& name = "");
 
 }  // namespace tunefarm
 

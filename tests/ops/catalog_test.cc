@@ -378,5 +378,36 @@ TEST_F(ParamsTest, SpaceSizeMultipliesAndSaturates) {
   EXPECT_EQ(SpaceSize(big), UINT64_MAX);
 }
 
+// Issue 17: a replay backend runs nothing (measured spaces answer), and a
+// loaded package carries the sha256 of its manifest and sources.
+TEST(ParseOperatorManifest, ReplayBackendHoldsNothing) {
+  const std::string replay = Mutate("backends:", "backends:\n  replay: {}");
+  absl::StatusOr<v1::OperatorManifest> op =
+      ParseOperatorManifest(replay, "ops/toy/operator.yaml");
+  ASSERT_TRUE(op.ok()) << op.status();
+  EXPECT_TRUE(op->backends().contains("replay"));
+  EXPECT_THAT(
+      ParseError(Mutate("backends:", "backends:\n  replay: {command: [x]}"))
+          .message(),
+      HasSubstr("backends.replay: a replay backend runs nothing"));
+}
+
+TEST_F(CatalogDirTest, SourceHashFollowsManifestAndSources) {
+  const std::string yaml =
+      Mutate("backends:", "backends:\n  cuda: {sources: [k.cu]}");
+  WritePackage(root_ + "/p", yaml);
+  ASSERT_TRUE(WriteFileAtomic(root_ + "/p/k.cu", "kernel v1").ok());
+  absl::StatusOr<v1::OperatorManifest> a = LoadOperatorManifest(root_ + "/p");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->source_hash().size(), 64u);
+  absl::StatusOr<v1::OperatorManifest> again =
+      LoadOperatorManifest(root_ + "/p");
+  EXPECT_EQ(again->source_hash(), a->source_hash());
+  ASSERT_TRUE(WriteFileAtomic(root_ + "/p/k.cu", "kernel v2").ok());
+  absl::StatusOr<v1::OperatorManifest> b = LoadOperatorManifest(root_ + "/p");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NE(b->source_hash(), a->source_hash());
+}
+
 }  // namespace
 }  // namespace tunefarm

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "agent/replay_board.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
 #include "ops/constraints.h"
@@ -139,6 +140,24 @@ TEST_P(EveryFixtureSpace, LoadsWithItsProvenanceFigures) {
   EXPECT_NEAR(s->best_us, want.best_us, want.best_us * 1e-3);
   const v1::OperatorManifest op = ManifestFromSpace(*s);
   EXPECT_EQ(op.parameters_size(), static_cast<int>(s->parameters.size()));
+  // The operator.yaml written for replay boards reads back as the same
+  // manifest (domains, types, defaults, stages, the replay backend).
+  absl::StatusOr<v1::OperatorManifest> yaml =
+      ParseOperatorManifest(SpaceManifestYaml(*s), want.file);
+  ASSERT_TRUE(yaml.ok()) << yaml.status();
+  // Constraints name the file's parameters; the replay board refuses what
+  // breaks them (not in the space), so the YAML carries none.
+  v1::OperatorManifest renamed = op;
+  renamed.clear_constraints();
+  for (v1::ParameterDomain& p : *renamed.mutable_parameters()) {
+    p.set_name(ManifestParameterName(p.name()));
+  }
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(*yaml, renamed))
+      << yaml->DebugString();
+  EXPECT_TRUE(yaml->backends().contains("replay"));
+  EXPECT_EQ(yaml->workloads(0).dims().at("configs"),
+            static_cast<int64_t>(want.entries));
   ASSERT_GE(s->best_index, 0);
   EXPECT_NE(s->Find(s->configs[s->best_index].params), nullptr);
 }
@@ -274,6 +293,7 @@ TEST(ReplayBoardTest, AnswersFromTheFile) {
   const v1::Measurement& m = ok->result.measurement();
   EXPECT_NEAR(m.median_us(), 553.6000076681376, 1e-6);
   EXPECT_FALSE(m.simulated());
+  EXPECT_TRUE(m.replayed());
   EXPECT_THAT(m.policy(), HasSubstr("replayed from "));
   EXPECT_THAT(m.policy(),
               HasSubstr("measured on NVIDIA A100-PCIE-40GB by Kernel Tuner"));
@@ -293,6 +313,30 @@ TEST(ReplayBoardTest, AnswersFromTheFile) {
   EXPECT_EQ(absent->result.outcome(), v1::OUTCOME_BUILD_FAILED);
   EXPECT_THAT(absent->result.detail(),
               HasSubstr("not in the space (constraint)"));
+}
+
+// A coordinator's work names parameters the manifest's way ("mwg" for the
+// Kernel Tuner file's "MWG"); the board finds them all the same.
+TEST(ReplayBoardTest, AnswersManifestNamedParameters) {
+  absl::StatusOr<Space> gemm =
+      LoadSpaceFile(Fixture("gemm_RTX_3090.kt.json.gz"));
+  ASSERT_TRUE(gemm.ok()) << gemm.status();
+  ASSERT_GE(gemm->best_index, 0);
+  ReplayBoardOptions o;
+  o.board_id = "a1/replay0";
+  o.space = std::make_shared<const Space>(*gemm);
+  absl::StatusOr<std::unique_ptr<Board>> b = NewReplayBoard(std::move(o));
+  ASSERT_TRUE(b.ok()) << b.status();
+  ParamMap lower;
+  for (const auto& [name, value] : gemm->configs[gemm->best_index].params) {
+    lower[ManifestParameterName(name)] = value;
+  }
+  EXPECT_TRUE(lower.contains("mwg"));
+  absl::StatusOr<Evaluation> ev = Eval(**b, lower);
+  ASSERT_TRUE(ev.ok()) << ev.status();
+  EXPECT_EQ(ev->result.outcome(), v1::OUTCOME_OK) << ev->result.detail();
+  EXPECT_DOUBLE_EQ(ev->result.measurement().median_us(), gemm->best_us);
+  EXPECT_TRUE(ev->result.measurement().replayed());
 }
 
 TEST(ReplayBoardTest, CompileFailuresAreBuildFailures) {
