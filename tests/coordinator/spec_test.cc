@@ -330,9 +330,9 @@ TEST_F(SpecTest, MinGainNaN) {
 }
 
 TEST_F(SpecTest, BoardKindUnknown) {
-  EXPECT_EQ(
-      Error(With("boards", "boards: {kind: tpu}")),
-      "boards.kind: unknown board kind 'tpu'; known: sim, cpu, cuda, ascend");
+  EXPECT_EQ(Error(With("boards", "boards: {kind: tpu}")),
+            "boards.kind: unknown board kind 'tpu'; known: sim, cpu, cuda, "
+            "ascend, replay");
 }
 
 TEST_F(SpecTest, BoardKindWithoutBackend) {
