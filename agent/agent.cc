@@ -312,6 +312,17 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
     spdlog::info("{}: lease {} abandoned (revoked or stopping)", board_id,
                  work.lease_id());
   } else {
+    // The bundle is on disk before the result is reported, so no crash of
+    // this agent (or of the coordinator before it replies) loses it.
+    bool kept = false;
+    if (bundle.has_value() && sink_ != nullptr) {
+      if (absl::Status st = sink_->Keep(*bundle); st.ok()) {
+        kept = true;
+      } else {
+        spdlog::warn("{}: profile bundle of {} not kept: {}", board_id,
+                     work.lease_id(), st.ToString());
+      }
+    }
     v1::ReportResultRequest request;
     request.set_agent_id(options_.agent_id);
     request.set_board_id(board_id);
@@ -329,12 +340,6 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
         if (!response->accepted()) {
           spdlog::warn("{}: result of {} discarded: {}", board_id,
                        work.lease_id(), response->reason());
-        } else if (!response->duplicate() && bundle.has_value() &&
-                   sink_ != nullptr) {
-          if (absl::Status st = sink_->Publish(*bundle); !st.ok()) {
-            spdlog::warn("{}: profile bundle of {} not sent: {}", board_id,
-                         work.lease_id(), st.ToString());
-          }
         }
         break;
       }
@@ -347,6 +352,11 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
       SleepUnlessStopped(stop, backoff);
       backoff = std::min(backoff * 2, options_.max_backoff);
     }
+    // Sent whatever the answer: the analyzer and the coordinator are
+    // idempotent, and the coordinator refuses a diagnosis of a result it did
+    // not record. Stopping before an answer leaves it kept on disk; the
+    // restarted agent sends it.
+    if (kept && !stop.load()) sink_->Release(bundle->bundle_id());
   }
   {
     absl::MutexLock lock(&slot.mu);

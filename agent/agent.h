@@ -1,8 +1,11 @@
 // Agent: the daemon that serves one host's boards to the coordinator. It
 // registers its boards, heartbeats, and runs one worker thread per board:
 // lease a variant, keep the lease renewed while the board evaluates it,
-// report the typed result until the coordinator acknowledges it, then
-// publish the profile bundle to the analyzers.
+// keep the profile bundle in the sink (durably), report the typed result
+// until the coordinator answers, then release the bundle to the analyzers
+// whatever the answer (a duplicate too: the coordinator may have committed
+// the result and died before replying). A crash anywhere after the bundle
+// is kept leaves it on disk, and the restarted agent sends it.
 //
 // Build/run overlap (AgentOptions::prefetch): once a board's current variant
 // is built and running, its worker leases the board's NEXT variants ahead
@@ -40,7 +43,11 @@ namespace tunefarm {
 class BundleSink {
  public:
   virtual ~BundleSink() = default;
-  virtual absl::Status Publish(const v1::ProfileBundle& bundle) = 0;
+  // Keeps `bundle` durably, not yet sent; it survives a crash of the agent
+  // (and is then sent by the restarted agent).
+  virtual absl::Status Keep(const v1::ProfileBundle& bundle) = 0;
+  // Sends a bundle given to Keep(); its round's result has been answered.
+  virtual void Release(const std::string& bundle_id) = 0;
   // False while the sink is backed up: the agent then leases no new work
   // (back-pressure) until it drains.
   virtual bool AcceptingWork() const { return true; }

@@ -10,8 +10,12 @@ class PipelineBundleSink : public BundleSink {
   explicit PipelineBundleSink(std::unique_ptr<BundleOutbox> outbox)
       : outbox_(std::move(outbox)) {}
 
-  absl::Status Publish(const v1::ProfileBundle& bundle) override {
-    return outbox_->Add(bundle);
+  absl::Status Keep(const v1::ProfileBundle& bundle) override {
+    return outbox_->Add(bundle, /*hold=*/true);
+  }
+
+  void Release(const std::string& bundle_id) override {
+    outbox_->Release(bundle_id);
   }
 
   bool AcceptingWork() const override { return outbox_->AcceptingWork(); }

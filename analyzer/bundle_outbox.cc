@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<BundleOutbox>> BundleOutbox::Open(
                                                 ": ", st.message()));
   }
   absl::StatusOr<std::unique_ptr<PipelineSender>> sender =
-      PipelineSender::Connect(options.endpoints);
+      PipelineSender::Connect(options.endpoints, options.security);
   if (!sender.ok()) return sender.status();
   std::unique_ptr<BundleOutbox> outbox(
       new BundleOutbox(std::move(options), *std::move(sender)));
@@ -109,7 +109,7 @@ absl::Status BundleOutbox::Load() {
   return absl::OkStatus();
 }
 
-absl::Status BundleOutbox::Add(const v1::ProfileBundle& bundle) {
+absl::Status BundleOutbox::Add(const v1::ProfileBundle& bundle, bool hold) {
   if (bundle.bundle_id().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("profile bundle of sweep ", bundle.sweep_id(), " round ",
@@ -136,8 +136,17 @@ absl::Status BundleOutbox::Add(const v1::ProfileBundle& bundle) {
   Entry& e = entries_[seq];
   e.bundle_id = bundle.bundle_id();
   e.path = path;
+  e.held = hold;
   by_id_[e.bundle_id] = seq;
   return absl::OkStatus();
+}
+
+void BundleOutbox::Release(const std::string& bundle_id) {
+  absl::MutexLock lock(&mu_);
+  auto id = by_id_.find(bundle_id);
+  if (id == by_id_.end()) return;
+  auto it = entries_.find(id->second);
+  if (it != entries_.end()) it->second.held = false;
 }
 
 bool BundleOutbox::AcceptingWork() const {
@@ -200,7 +209,7 @@ void BundleOutbox::SendDue() {
     }
     for (const auto& [seq, e] : entries_) {
       if (in_flight + static_cast<int>(due.size()) >= options_.window) break;
-      if (!e.in_flight) due.push_back(seq);
+      if (!e.in_flight && !e.held) due.push_back(seq);
     }
   }
   for (uint64_t seq : due) {

@@ -7,6 +7,14 @@
 // re-sends what its outbox still holds. The coordinator records one
 // diagnosis per round, so a re-sent bundle is never stored twice.
 //
+// Held bundles: an agent keeps a bundle in the outbox (Add with hold)
+// before it reports the round's result, so a crash between the two cannot
+// lose the diagnosis, and releases it (Release) once the coordinator answered
+// the report, whatever the answer: a bundle is sent only after its result, so
+// a diagnosis does not overtake the result it belongs to. Bundles loaded by
+// Open() (left by a run that died) are sent at once: their reports were
+// answered or never will be by that run.
+//
 // Back-pressure: at most `window` bundles are in flight (sent, not yet
 // acked); when the outbox holds `capacity` bundles, AcceptingWork() turns
 // false so that the agent takes no new leases until it drains. Add() itself
@@ -40,6 +48,7 @@ class BundleOutbox {
  public:
   struct Options {
     std::vector<std::string> endpoints;  // analyzer workers
+    PipelineSecurity security;           // CURVE to the analyzers, or none
     std::string dir;                     // created when missing
     // A bundle sent this long ago without an ack is sent again.
     absl::Duration ack_timeout = absl::Seconds(30);
@@ -68,11 +77,14 @@ class BundleOutbox {
   // Stops the background thread; unacked bundles stay on disk.
   ~BundleOutbox();
 
-  // Persists `bundle` (fsynced) and queues it for sending. OK without a
-  // second copy when a bundle with that id is already held;
-  // INVALID_ARGUMENT without a bundle_id; the file-system error when it
-  // cannot be written.
-  absl::Status Add(const v1::ProfileBundle& bundle);
+  // Persists `bundle` (fsynced) and queues it for sending; with `hold` it
+  // is kept unsent until Release(). OK without a second copy when a bundle
+  // with that id is already held; INVALID_ARGUMENT without a bundle_id; the
+  // file-system error when it cannot be written.
+  absl::Status Add(const v1::ProfileBundle& bundle, bool hold = false);
+
+  // Lets a bundle added with `hold` be sent. A no-op for an unknown id.
+  void Release(const std::string& bundle_id);
 
   // False while the outbox holds `capacity` bundles or more.
   bool AcceptingWork() const;
@@ -88,6 +100,7 @@ class BundleOutbox {
     std::string path;
     uint32_t attempts = 0;
     bool in_flight = false;
+    bool held = false;  // added with hold, not yet released
     absl::Time sent_at;
   };
 
