@@ -27,12 +27,18 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
 
 }  // namespace
 
+absl::Status SweepNotFound(absl::string_view sweep_id) {
+  // Word for word the store's message for an unknown id.
+  return absl::NotFoundError(absl::StrCat("sweep '", sweep_id, "' not found"));
+}
+
 Principal AnonymousAdmin() {
   return Principal{"anonymous (authentication off)", "", Role::kAdmin};
 }
 
 absl::StatusOr<TokenTable> TokenTable::Load(const std::string& path) {
-  TF_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  TF_ASSIGN_OR_RETURN(std::string text,
+                      ReadFileUpTo(path, 1 << 20, "a tokens file"));
   return Parse(text, path);
 }
 

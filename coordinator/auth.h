@@ -1,6 +1,9 @@
 // Identity for the coordinator's services: bearer tokens in gRPC metadata
 // ("authorization: Bearer <token>"), each mapped to a principal (a team
 // member, an admin, or an agent) by a tokens file the operator manages.
+// Roles do not overlap: users use the user service for their team's sweeps;
+// admins use it for every team and manage boards and quotas, but are not
+// agents; only agent credentials may use the agent service (docs/security.md).
 //
 // A TokenTable is immutable after Load and thread-safe.
 #ifndef TUNEFARM_COORDINATOR_AUTH_H_
@@ -10,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -28,6 +32,11 @@ struct Principal {
     return role == Role::kAdmin || (role == Role::kUser && team == sweep_team);
   }
 };
+
+// What a caller gets for a sweep it may not see: the very error an unknown
+// id gets (the store's NOT_FOUND), so that sweep ids of other teams cannot
+// be told apart from ids that do not exist.
+absl::Status SweepNotFound(absl::string_view sweep_id);
 
 // The principal used when authentication is off (no tokens file): local
 // development only; the coordinator logs a warning at start.

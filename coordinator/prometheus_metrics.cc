@@ -21,8 +21,9 @@ std::string StateLabel(v1::BoardState s) {
 
 class PrometheusFarmMetrics : public FarmMetrics {
  public:
-  explicit PrometheusFarmMetrics(prometheus::Registry& registry)
-      : rounds_(BuildCounter()
+  PrometheusFarmMetrics(prometheus::Registry& registry, bool team_labels)
+      : team_labels_(team_labels),
+        rounds_(BuildCounter()
                     .Name("tunefarm_rounds_total")
                     .Help("Round results recorded, by outcome")
                     .Register(registry)),
@@ -146,8 +147,10 @@ class PrometheusFarmMetrics : public FarmMetrics {
         .Add({{"board", b.board_id()}, {"node", b.node()}, {"chip", b.chip()}})
         .Increment(seconds);
   }
-  void TeamRound(const std::string& team, const std::string& outcome,
+  void TeamRound(const std::string& given_team, const std::string& outcome,
                  double board_seconds) override {
+    // Without team labels every team counts under team="" (no label).
+    const std::string team = team_labels_ ? given_team : std::string();
     const std::string label =
         absl::AsciiStrToLower(absl::StripPrefix(outcome, "OUTCOME_"));
     team_rounds_.Add({{"team", team}, {"outcome", label}}).Increment();
@@ -158,6 +161,7 @@ class PrometheusFarmMetrics : public FarmMetrics {
   void DiagnosisRecorded() override { diagnoses_.Increment(); }
 
  private:
+  const bool team_labels_;
   prometheus::Family<prometheus::Counter>& rounds_;
   prometheus::Family<prometheus::Gauge>& boards_;
   prometheus::Gauge& queue_;
@@ -177,8 +181,8 @@ class PrometheusFarmMetrics : public FarmMetrics {
 }  // namespace
 
 std::unique_ptr<FarmMetrics> NewPrometheusFarmMetrics(
-    prometheus::Registry& registry) {
-  return std::make_unique<PrometheusFarmMetrics>(registry);
+    prometheus::Registry& registry, bool team_labels) {
+  return std::make_unique<PrometheusFarmMetrics>(registry, team_labels);
 }
 
 }  // namespace tunefarm

@@ -10,8 +10,13 @@
 
 namespace tunefarm {
 
+// `team_labels`: label the per-team series with team names. Off by default
+// in the coordinator (--metrics_team_labels): /metrics is unauthenticated,
+// so team names and per-team counts are for a cluster Prometheus that the
+// operator lets in (helm: NetworkPolicy), see docs/security.md. Off, every
+// team's counts add up under team="".
 std::unique_ptr<FarmMetrics> NewPrometheusFarmMetrics(
-    prometheus::Registry& registry);
+    prometheus::Registry& registry, bool team_labels = false);
 
 }  // namespace tunefarm
 

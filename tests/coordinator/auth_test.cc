@@ -19,10 +19,13 @@
 #include "coordinator/control_loop.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/policy.h"
+#include "coordinator/prometheus_metrics.h"
 #include "coordinator/service.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
 #include "storage/store.h"
 #include "tests/coordinator/coordinator_harness.h"
 
@@ -109,6 +112,28 @@ TEST(TeamPolicyTest, ParsesQuotasAndNamesBadFields) {
   EXPECT_NE(std::string(bad.status().message()).find("teams.alpha.weight"),
             std::string::npos);
   EXPECT_FALSE(ParseTeamPolicy("teams:\n  a: {max_boardz: 1}\n", "p").ok());
+}
+
+// /metrics has no authentication: team names and per-team counts appear
+// only when the operator opts in (--metrics_team_labels).
+TEST(MetricsTeamLabelsTest, TeamNamesOnlyWhenOptedIn) {
+  auto scrape = [](bool team_labels) {
+    prometheus::Registry registry;
+    std::unique_ptr<FarmMetrics> m =
+        NewPrometheusFarmMetrics(registry, team_labels);
+    m->TeamRound("secret-team-alpha", "OUTCOME_OK", 2.5);
+    m->TeamRound("secret-team-beta", "OUTCOME_PRECISION_FAILED", 1.0);
+    return prometheus::TextSerializer().Serialize(registry.Collect());
+  };
+  const std::string hidden = scrape(false);
+  EXPECT_EQ(hidden.find("secret-team"), std::string::npos) << hidden;
+  // The farm-wide totals are still there.
+  EXPECT_NE(hidden.find("tunefarm_team_board_seconds_total"),
+            std::string::npos);
+  EXPECT_NE(hidden.find("3.5"), std::string::npos) << hidden;
+  const std::string shown = scrape(true);
+  EXPECT_NE(shown.find("team=\"secret-team-alpha\""), std::string::npos)
+      << shown;
 }
 
 class AuthServiceTest : public ::testing::Test {
@@ -247,9 +272,25 @@ TEST_F(AuthServiceTest, ATeamSeesAndStopsOnlyItsOwnSweeps) {
   // Submitting for another team is refused, and records nothing.
   EXPECT_EQ(Submit(kAlpha, "beta").error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
+  // Another team's sweep looks exactly like one that does not exist
+  // (NOT_FOUND, same message shape), so ids cannot be probed.
   for (const auto& [call, code] : SweepCalls(kBeta, alpha_sweep)) {
-    EXPECT_EQ(code, grpc::StatusCode::PERMISSION_DENIED) << call;
+    EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND) << call;
   }
+  for (const auto& [call, code] : SweepCalls(kBeta, "sw-999999")) {
+    EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND) << call;
+  }
+  auto get_message = [&](const std::string& id) {
+    v1::GetSweepRequest r;
+    r.set_sweep_id(id);
+    v1::Sweep s;
+    grpc::Status st = farm()->GetSweep(As(kBeta).get(), r, &s);
+    std::string m = st.error_message();
+    // The id itself is the only difference.
+    m.replace(m.find(id), id.size(), "<id>");
+    return m;
+  };
+  EXPECT_EQ(get_message(alpha_sweep), get_message("sw-999999"));
   // beta's list does not show alpha's sweep; asking for alpha's is refused.
   v1::ListSweepsRequest ls;
   v1::ListSweepsResponse lsr;
@@ -279,7 +320,36 @@ TEST_F(AuthServiceTest, RolesKeepToTheirService) {
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(Submit(kAgent, "alpha").error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
+  // An admin manages agents but is not one: it cannot register a (fake)
+  // agent, nor lease, renew or report as one.
+  EXPECT_EQ(agent()->RegisterAgent(As(kAdmin).get(), reg, &regr).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_TRUE(agent()->RegisterAgent(As(kAgent).get(), reg, &regr).ok());
+  for (const std::string& token : {std::string(kAdmin), std::string(kAlpha)}) {
+    v1::HeartbeatRequest hb;
+    hb.set_agent_id("a1");
+    v1::HeartbeatResponse hbr;
+    EXPECT_EQ(agent()->Heartbeat(As(token).get(), hb, &hbr).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED)
+        << token;
+    v1::LeaseWorkRequest lw;
+    lw.set_agent_id("a1");
+    lw.set_board_id("a1/b0");
+    v1::LeaseWorkResponse lwr;
+    EXPECT_EQ(agent()->LeaseWork(As(token).get(), lw, &lwr).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED)
+        << token;
+    v1::RenewLeaseRequest rl;
+    v1::RenewLeaseResponse rlr;
+    EXPECT_EQ(agent()->RenewLease(As(token).get(), rl, &rlr).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED)
+        << token;
+    v1::ReportResultRequest rr;
+    v1::ReportResultResponse rrr;
+    EXPECT_EQ(agent()->ReportResult(As(token).get(), rr, &rrr).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED)
+        << token;
+  }
 
   // Admin-only calls.
   v1::BoardAdminRequest drain;

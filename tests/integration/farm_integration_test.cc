@@ -109,6 +109,7 @@ TEST_F(FarmTest, SweepRunsToCompletionAcrossTwoAgentsWithDiagnoses) {
   LocalFarmOptions o;
   o.agents = 2;
   o.boards_per_agent = 1;
+  o.metrics_team_labels = true;  // the dashboard check reads team series
   StartFarm(o);
   const std::string id = Submit(SpecYaml("grid", 12, 100));
   v1::Sweep sweep = WaitFinished(id, absl::Seconds(120));
@@ -149,6 +150,7 @@ TEST_F(FarmTest, SweepRunsToCompletionAcrossTwoAgentsWithDiagnoses) {
             std::string::npos);
   EXPECT_NE(metrics.find("tunefarm_board_state{"), std::string::npos);
   EXPECT_NE(metrics.find("tunefarm_team_rounds_total{"), std::string::npos);
+  EXPECT_NE(metrics.find("team=\"demo\""), std::string::npos) << metrics;
   // Every process serves /metrics; the Grafana dashboard check
   // (tests/helm/dashboard_metrics_test.sh) reads these scrapes.
   const std::map<std::string, int> ports = farm_->MetricsPorts();
