@@ -28,6 +28,7 @@
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/metrics_server.h"
+#include "common/text.h"
 #include "prometheus/counter.h"
 #include "prometheus/histogram.h"
 
@@ -99,6 +100,12 @@ int Main(int argc, char** argv) {
                  "bundles held before the agent stops leasing new work")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  std::string curve_key_file, analyzer_public_key_file;
+  app.add_option("--curve_key_file", curve_key_file,
+                 "this agent's CurveZMQ key pair (docs/security.md); without "
+                 "it bundles go unauthenticated (local development)");
+  app.add_option("--analyzer_public_key_file", analyzer_public_key_file,
+                 "the analyzers' CurveZMQ public key");
   app.add_option("--label", labels, "KEY=VALUE board label (repeatable)");
   app.add_option("--work_dir", work_dir);
   std::string harness_dir = TUNEFARM_DEFAULT_OPS_DIR "/common";
@@ -143,8 +150,9 @@ int Main(int argc, char** argv) {
   std::map<std::string, std::string> label_map;
   for (const std::string& l : labels) {
     std::pair<std::string, std::string> kv = absl::StrSplit(l, '=');
-    if (kv.first.empty()) {
-      spdlog::critical("--label {}: expected KEY=VALUE", l);
+    if (!IsBoardLabelText(kv.first) || !IsBoardLabelText(kv.second)) {
+      spdlog::critical("--label {}: expected KEY=VALUE, each {}", l,
+                       kBoardLabelSyntax);
       return 2;
     }
     label_map[kv.first] = kv.second;
@@ -329,7 +337,17 @@ int Main(int argc, char** argv) {
 
   std::unique_ptr<BundleSink> sink;
   if (!analyzers.empty()) {
+    absl::StatusOr<PipelineSecurity> curve =
+        PipelineSecurityFromFiles(curve_key_file, "", analyzer_public_key_file);
+    if (!curve.ok() || (curve->curve() && curve->server_public_key.empty())) {
+      spdlog::critical("pipeline authentication: {}",
+                       curve.ok()
+                           ? "--curve_key_file needs --analyzer_public_key_file"
+                           : curve.status().ToString());
+      return 2;
+    }
     BundleOutbox::Options o;
+    o.security = *curve;
     o.endpoints = analyzers;
     o.dir = outbox_dir.empty()
                 ? absl::StrCat(work_dir, "/", agent_id, "/outbox")

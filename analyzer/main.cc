@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "analyzer/pipeline.h"
 #include "analyzer/worker.h"
 #include "common/files.h"
 #include "common/logging.h"
@@ -47,6 +48,9 @@ struct Flags {
   int64_t ack_timeout_ms = 10000;
   std::string hold_file;
   std::string hold_stage;
+  std::string curve_key_file;
+  std::string curve_allow_list;
+  std::string coordinator_public_key_file;
 };
 
 // The Prometheus side of the worker's counters. The worker keeps plain
@@ -211,7 +215,28 @@ int RunAnalyzer(const Flags& flags) {
                           absl::StrCat(ports.front(), "\n"));
   }
 
+  absl::StatusOr<PipelineSecurity> security =
+      PipelineSecurityFromFiles(flags.curve_key_file, flags.curve_allow_list,
+                                flags.coordinator_public_key_file);
+  if (!security.ok()) {
+    spdlog::error("pipeline authentication: {}", security.status().ToString());
+    return 2;
+  }
+  if (security->curve() &&
+      (flags.curve_allow_list.empty() || security->server_public_key.empty())) {
+    spdlog::error(
+        "with --curve_key_file the analyzer needs --curve_allow_list (the "
+        "agents' public keys) and --coordinator_public_key_file");
+    return 2;
+  }
+  if (!security->curve()) {
+    spdlog::warn(
+        "ZeroMQ pipeline WITHOUT authentication (no --curve_key_file): "
+        "loopback only, for local development");
+  }
+
   AnalyzerWorker::Options options;
+  options.security = *security;
   options.id = id;
   options.bind_endpoint = flags.bind;
   options.coordinator_endpoints =
@@ -300,6 +325,15 @@ int main(int argc, char** argv) {
                  "tests only: received (before analysis) or recorded (after "
                  "the coordinator's ack, before acking the agent)")
       ->check(CLI::IsMember({"received", "recorded"}));
+  app.add_option("--curve_key_file", flags.curve_key_file,
+                 "this analyzer's CurveZMQ key pair (docs/security.md); "
+                 "without it the pipeline is unauthenticated, loopback only");
+  app.add_option("--curve_allow_list", flags.curve_allow_list,
+                 "public keys of the agents allowed to send bundles, one "
+                 "'<key> <name>' a line (re-read on every connection)");
+  app.add_option("--coordinator_public_key_file",
+                 flags.coordinator_public_key_file,
+                 "the coordinator's CurveZMQ public key");
   app.add_option("--id", flags.id, "analyzer id (default analyzer-<pid>)");
   app.add_option("--log_level", flags.log_level,
                  "trace, debug, info, warn or error")

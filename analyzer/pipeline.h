@@ -6,6 +6,19 @@
 // can reply to the peer a message came from. Every ZeroMQ message is one
 // frame holding a serialized v1::PipelineMessage with version 1.
 //
+// Authentication (CurveZMQ, docs/security.md): with a PipelineSecurity that
+// holds a key pair, every socket speaks CURVE. A receiver is a CURVE server
+// that lets in only clients whose public key is in its allow-list file,
+// through a ZAP handler (ZeroMQ's authentication protocol, RFC 27) that
+// reads the file on every handshake, so keys can be rotated without a
+// restart; each delivery names the allow-list entry it came from. A sender
+// is a CURVE client that knows its receivers' public key. Without keys the
+// pipeline is plain ZeroMQ, and a receiver may then bind only to loopback
+// (local development and tests).
+//
+// Size: one message is at most kMaxPipelineMessageBytes (ZMQ_MAXMSGSIZE on
+// every socket: a larger one drops the connection that sent it).
+//
 // ZeroMQ stays behind this header: no zmq type leaks out, and every
 // zmq::error_t is turned into an absl::Status here.
 //
@@ -17,12 +30,15 @@
 #ifndef TUNEFARM_ANALYZER_PIPELINE_H_
 #define TUNEFARM_ANALYZER_PIPELINE_H_
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "tunefarm/v1/pipeline.pb.h"
 
@@ -31,10 +47,64 @@ namespace tunefarm {
 // The version this build writes and accepts in PipelineMessage.version.
 inline constexpr uint32_t kPipelineVersion = 1;
 
+// The largest pipeline message (a profile bundle with its files) any socket
+// takes: ZMQ_MAXMSGSIZE.
+inline constexpr int64_t kMaxPipelineMessageBytes = int64_t{256} << 20;
+
+// A CurveZMQ key pair, each key in Z85 (40 characters).
+struct CurveKeyPair {
+  std::string public_key;
+  std::string secret_key;
+};
+
+// OK when this libzmq speaks CURVE (zmq_has("curve")); FAILED_PRECONDITION,
+// saying so, when it was built without libsodium.
+absl::Status CheckCurveAvailable();
+
+// A fresh key pair (zmq_curve_keypair).
+absl::StatusOr<CurveKeyPair> NewCurveKeyPair();
+
+// Key files. A key-pair file holds two lines, "public-key: <z85>" and
+// "secret-key: <z85>", and is written with mode 0600. A public-key file is
+// the 40-character key alone (a key-pair file is taken too: its public key).
+// Errors name the file and what is wrong.
+absl::Status WriteCurveKeyPair(const std::string& path,
+                               const CurveKeyPair& keys);
+absl::StatusOr<CurveKeyPair> LoadCurveKeyPair(const std::string& path);
+absl::StatusOr<std::string> LoadCurvePublicKey(const std::string& path);
+
+// An allow-list file: one "<z85 public key> <name>" per line; a line
+// starting with '#' is a comment ('#' is also a Z85 character, so there are
+// no comments after a key). Returns name by key; INVALID_ARGUMENT naming the line for a
+// malformed key or a missing name.
+absl::StatusOr<std::map<std::string, std::string>> ParseCurveAllowList(
+    absl::string_view text, absl::string_view source);
+
+// How a socket authenticates. An empty `own` key pair means plain ZeroMQ.
+struct PipelineSecurity {
+  CurveKeyPair own;
+  // Senders: the public key of the receivers they connect to.
+  std::string server_public_key;
+  // Receivers: the allow-list file of the clients' public keys.
+  std::string allow_list_file;
+
+  bool curve() const { return !own.secret_key.empty(); }
+};
+
+// A daemon's PipelineSecurity from its flags: its key-pair file, the
+// allow-list file (receivers) and the file of its receivers' public key
+// (senders); unused ones are "". No key-pair file: plain ZeroMQ (and an
+// error if the others are given). Errors name the flag's file.
+absl::StatusOr<PipelineSecurity> PipelineSecurityFromFiles(
+    const std::string& key_pair_file, const std::string& allow_list_file,
+    const std::string& server_public_key_file);
+
 // One message as a PipelineReceiver got it: who sent it (an opaque ZeroMQ
-// identity, valid for Reply() while that peer stays connected) and what.
+// identity, valid for Reply() while that peer stays connected), which
+// allow-list entry authenticated it ("" with plain ZeroMQ) and what.
 struct PipelineDelivery {
   std::string peer;
+  std::string identity;
   v1::PipelineMessage message;
 };
 
@@ -46,9 +116,11 @@ class PipelineSender {
  public:
   // Connects to every endpoint (e.g. "tcp://10.0.0.5:5557"). Connecting does
   // not wait for the peers to exist; INVALID_ARGUMENT for an endpoint ZeroMQ
-  // rejects, or for an empty list.
+  // rejects, or for an empty list. With CURVE `security` needs
+  // server_public_key.
   static absl::StatusOr<std::unique_ptr<PipelineSender>> Connect(
-      const std::vector<std::string>& endpoints);
+      const std::vector<std::string>& endpoints,
+      const PipelineSecurity& security = {});
 
   virtual ~PipelineSender() = default;
 
@@ -72,9 +144,11 @@ class PipelineReceiver {
  public:
   // Binds `endpoint`; a TCP port of "*" picks a free port
   // ("tcp://127.0.0.1:*"), see bound_endpoint(). UNAVAILABLE when the
-  // address is in use, INVALID_ARGUMENT when ZeroMQ rejects it.
+  // address is in use, INVALID_ARGUMENT when ZeroMQ rejects it, or when a
+  // receiver without CURVE is asked to bind beyond loopback. With CURVE
+  // `security` needs allow_list_file (checked readable now).
   static absl::StatusOr<std::unique_ptr<PipelineReceiver>> Bind(
-      const std::string& endpoint);
+      const std::string& endpoint, const PipelineSecurity& security = {});
 
   virtual ~PipelineReceiver() = default;
 

@@ -18,10 +18,10 @@ absl::StatusOr<std::unique_ptr<AnalyzerWorker>> AnalyzerWorker::Create(
         "AnalyzerWorker needs a coordinator endpoint");
   }
   absl::StatusOr<std::unique_ptr<PipelineReceiver>> receiver =
-      PipelineReceiver::Bind(options.bind_endpoint);
+      PipelineReceiver::Bind(options.bind_endpoint, options.security);
   if (!receiver.ok()) return receiver.status();
   absl::StatusOr<std::unique_ptr<PipelineSender>> sender =
-      PipelineSender::Connect(options.coordinator_endpoints);
+      PipelineSender::Connect(options.coordinator_endpoints, options.security);
   if (!sender.ok()) return sender.status();
   return std::unique_ptr<AnalyzerWorker>(new AnalyzerWorker(
       std::move(options), *std::move(receiver), *std::move(sender)));

@@ -60,6 +60,9 @@ class AnalyzerWorker {
     std::string id;  // written into Diagnosis.analyzer_id
     std::string bind_endpoint = "tcp://127.0.0.1:*";
     std::vector<std::string> coordinator_endpoints;
+    // CURVE: the bundle endpoint lets in the agents of allow_list_file; the
+    // coordinator is reached with server_public_key. Empty: plain ZeroMQ.
+    PipelineSecurity security;
     // How often Run() looks at `stop` while idle.
     absl::Duration poll_interval = absl::Milliseconds(100);
     // How long one diagnosis may wait for the coordinator to take it, and

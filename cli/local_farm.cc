@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analyzer/pipeline.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "ops/catalog.h"
@@ -123,6 +124,49 @@ absl::Status LocalFarm::WriteTokens() {
   return WriteFileAtomic(agent_token_file_, agent_token + "\n");
 }
 
+absl::Status WriteFarmCurveKeys(const std::string& dir) {
+  TF_RETURN_IF_ERROR(MakeDirs(dir));
+  std::map<std::string, std::string> pub;
+  for (const char* name : {"coordinator", "analyzer", "agent"}) {
+    TF_ASSIGN_OR_RETURN(CurveKeyPair keys, NewCurveKeyPair());
+    TF_RETURN_IF_ERROR(
+        WriteCurveKeyPair(absl::StrCat(dir, "/", name, ".key"), keys));
+    TF_RETURN_IF_ERROR(WriteFileAtomic(absl::StrCat(dir, "/", name, ".pub"),
+                                       keys.public_key + "\n"));
+    pub[name] = keys.public_key;
+  }
+  TF_RETURN_IF_ERROR(
+      WriteFileAtomic(dir + "/coordinator.allow",
+                      absl::StrCat(pub["analyzer"], " analyzer\n")));
+  return WriteFileAtomic(dir + "/analyzer.allow",
+                         absl::StrCat(pub["agent"], " agent\n"));
+}
+
+absl::Status LocalFarm::WriteCurveKeys() {
+  keys_dir_ = options_.data_dir + "/run/keys";
+  TF_RETURN_IF_ERROR(MakeDirs(keys_dir_));
+  std::vector<std::string> names = {"coordinator", "analyzer"};
+  for (int i = 0; i < agent_count(); ++i) {
+    names.push_back(absl::StrCat("agent-", i + 1));
+  }
+  std::string agents_allowed;
+  for (const std::string& name : names) {
+    TF_ASSIGN_OR_RETURN(CurveKeyPair keys, NewCurveKeyPair());
+    TF_RETURN_IF_ERROR(
+        WriteCurveKeyPair(absl::StrCat(keys_dir_, "/", name, ".key"), keys));
+    TF_RETURN_IF_ERROR(WriteFileAtomic(
+        absl::StrCat(keys_dir_, "/", name, ".pub"), keys.public_key + "\n"));
+    if (name == "analyzer") {
+      TF_RETURN_IF_ERROR(
+          WriteFileAtomic(keys_dir_ + "/coordinator.allow",
+                          absl::StrCat(keys.public_key, " analyzer-1\n")));
+    } else if (name != "coordinator") {
+      absl::StrAppend(&agents_allowed, keys.public_key, " ", name, "\n");
+    }
+  }
+  return WriteFileAtomic(keys_dir_ + "/analyzer.allow", agents_allowed);
+}
+
 LocalFarm::LocalFarm(LocalFarmOptions options) : options_(std::move(options)) {
   agents_.resize(options_.agents + (options_.cpu_boards > 0 ? 1 : 0));
 }
@@ -161,10 +205,16 @@ absl::Status LocalFarm::StartCoordinatorOn(const std::string& listen) {
     argv.push_back("--diagnosis_bind");
     argv.push_back(diagnosis_endpoint_);
   }
+  if (!keys_dir_.empty()) {
+    argv.insert(argv.end(),
+                {"--curve_key_file", keys_dir_ + "/coordinator.key",
+                 "--curve_allow_list", keys_dir_ + "/coordinator.allow"});
+  }
   if (!tokens_file_.empty()) {
     argv.push_back("--tokens_file");
     argv.push_back(tokens_file_);
   }
+  if (options_.metrics_team_labels) argv.push_back("--metrics_team_labels");
   if (!options_.policy_file.empty()) {
     argv.push_back("--policy_file");
     argv.push_back(options_.policy_file);
@@ -198,26 +248,9 @@ absl::Status LocalFarm::Start() {
   TF_RETURN_IF_ERROR(MakeDirs(log_dir()));
   TF_RETURN_IF_ERROR(MakeDirs(options_.data_dir + "/run"));
   if (options_.auth) TF_RETURN_IF_ERROR(WriteTokens());
+  if (options_.curve) TF_RETURN_IF_ERROR(WriteCurveKeys());
   TF_RETURN_IF_ERROR(StartCoordinatorOn("127.0.0.1:0"));
-
-  const std::string endpoint_file =
-      options_.data_dir + "/run/analyzer.endpoint";
-  (void)::unlink(endpoint_file.c_str());
-  TF_ASSIGN_OR_RETURN(
-      analyzer_,
-      Subprocess::Start({options_.bin_dir + "/tunefarm-analyzer", "--bind",
-                         "tcp://127.0.0.1:*", "--endpoint_file", endpoint_file,
-                         "--coordinator", diagnosis_endpoint_, "--log_level",
-                         options_.log_level, "--metrics_port_file",
-                         options_.data_dir + "/run/analyzer.metrics"},
-                        log_dir() + "/analyzer.log"));
-  auto endpoint = WaitForFile(endpoint_file, absl::Seconds(30));
-  if (!endpoint.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("the analyzer did not start (see ", log_dir(),
-                     "/analyzer.log): ", endpoint.status().message()));
-  }
-  analyzer_endpoint_ = *endpoint;
+  TF_RETURN_IF_ERROR(StartAnalyzerOn("tcp://127.0.0.1:*"));
   for (int i = 0; i < agent_count(); ++i) {
     TF_RETURN_IF_ERROR(StartAgent(i));
   }
@@ -233,6 +266,54 @@ absl::Status LocalFarm::Start() {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status LocalFarm::StartAnalyzerOn(const std::string& bind) {
+  const std::string endpoint_file =
+      options_.data_dir + "/run/analyzer.endpoint";
+  (void)::unlink(endpoint_file.c_str());
+  std::vector<std::string> argv = {options_.bin_dir + "/tunefarm-analyzer",
+                                   "--bind",
+                                   bind,
+                                   "--endpoint_file",
+                                   endpoint_file,
+                                   "--coordinator",
+                                   diagnosis_endpoint_,
+                                   "--id",
+                                   "analyzer-1",
+                                   "--log_level",
+                                   options_.log_level,
+                                   "--metrics_port_file",
+                                   options_.data_dir + "/run/analyzer.metrics"};
+  if (!keys_dir_.empty()) {
+    argv.insert(
+        argv.end(),
+        {"--curve_key_file", keys_dir_ + "/analyzer.key", "--curve_allow_list",
+         keys_dir_ + "/analyzer.allow", "--coordinator_public_key_file",
+         keys_dir_ + "/coordinator.pub"});
+  }
+  TF_ASSIGN_OR_RETURN(analyzer_,
+                      Subprocess::Start(argv, log_dir() + "/analyzer.log"));
+  auto endpoint = WaitForFile(endpoint_file, absl::Seconds(30));
+  if (!endpoint.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("the analyzer did not start (see ", log_dir(),
+                     "/analyzer.log): ", endpoint.status().message()));
+  }
+  analyzer_endpoint_ = *endpoint;
+  return absl::OkStatus();
+}
+
+void LocalFarm::KillAnalyzer(int sig) {
+  if (analyzer_) {
+    analyzer_->Signal(sig);
+    analyzer_->Wait(absl::Seconds(10));
+  }
+}
+
+absl::Status LocalFarm::RestartAnalyzer() {
+  if (analyzer_ && analyzer_->running()) KillAnalyzer(SIGKILL);
+  return StartAnalyzerOn(analyzer_endpoint_);
 }
 
 absl::Status LocalFarm::StartAgent(int i) {
@@ -273,6 +354,11 @@ absl::Status LocalFarm::StartAgent(int i) {
   if (!agent_token_file_.empty()) {
     argv.push_back("--token_file");
     argv.push_back(agent_token_file_);
+  }
+  if (!keys_dir_.empty()) {
+    argv.insert(argv.end(),
+                {"--curve_key_file", absl::StrCat(keys_dir_, "/", id, ".key"),
+                 "--analyzer_public_key_file", keys_dir_ + "/analyzer.pub"});
   }
   argv.insert(argv.end(), options_.agent_flags.begin(),
               options_.agent_flags.end());

@@ -50,6 +50,12 @@ struct LocalFarmOptions {
   std::vector<std::string> teams = {"demo"};
   // Team weights and quotas (YAML, coordinator/policy.h); "" = none.
   std::string policy_file;
+  // The coordinator's --metrics_team_labels (team names on /metrics).
+  bool metrics_team_labels = false;
+  // CurveZMQ on the pipeline: a key pair for each process and allow-lists
+  // (the coordinator's lists the analyzer, the analyzer's the agents), all
+  // under <data>/run/keys/.
+  bool curve = true;
 };
 
 // What `tunefarm local --boards replay:FILE` prepares before the farm
@@ -77,6 +83,13 @@ absl::StatusOr<ReplayPlan> PrepareReplay(
     const std::string& space_file, const std::string& data_dir,
     const std::vector<std::string>& ops_dirs);
 
+// Writes a farm's CurveZMQ keys into `dir` (created): a key pair
+// (<name>.key, mode 0600) and public key (<name>.pub) for the coordinator,
+// the analyzers and the agents, which share one each, and the allow-lists:
+// coordinator.allow (the analyzers' key) and analyzer.allow (the agents').
+// The Helm chart mounts this folder as its curve Secret.
+absl::Status WriteFarmCurveKeys(const std::string& dir);
+
 class LocalFarm {
  public:
   explicit LocalFarm(LocalFarmOptions options);
@@ -93,6 +106,15 @@ class LocalFarm {
   std::map<std::string, int> MetricsPorts() const;
   // "" when authentication is off.
   const std::string& tokens_file() const { return tokens_file_; }
+  // <data>/run/keys ("" without CURVE): <name>.key (key pair), <name>.pub,
+  // coordinator.allow and analyzer.allow.
+  const std::string& keys_dir() const { return keys_dir_; }
+  const std::string& diagnosis_endpoint() const { return diagnosis_endpoint_; }
+  const std::string& analyzer_endpoint() const { return analyzer_endpoint_; }
+  // Fault injection: SIGKILL (or `sig`) the analyzer, and start it again on
+  // the same endpoint.
+  void KillAnalyzer(int sig);
+  absl::Status RestartAnalyzer();
   const std::string& admin_token() const { return admin_token_; }
   // The user token of `team` (one of options.teams); "" if none.
   std::string team_token(const std::string& team) const;
@@ -118,6 +140,8 @@ class LocalFarm {
  private:
   absl::Status StartCoordinatorOn(const std::string& listen);
   absl::Status WriteTokens();
+  absl::Status WriteCurveKeys();
+  absl::Status StartAnalyzerOn(const std::string& bind);
 
   LocalFarmOptions options_;
   std::string address_;
@@ -126,6 +150,7 @@ class LocalFarm {
   std::string analyzer_endpoint_;
   std::string diagnosis_endpoint_;
   std::string tokens_file_;
+  std::string keys_dir_;
   std::string admin_token_;
   std::string agent_token_file_;
   std::map<std::string, std::string> team_tokens_;

@@ -303,6 +303,13 @@ int Main(int argc, char** argv) {
   analyze->add_option("--output,-o", analyze_options.output, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
 
+  std::string keygen_dir;
+  auto* keygen = app.add_subcommand(
+      "keygen",
+      "write CurveZMQ key pairs and allow-lists for a farm's pipeline "
+      "(the Helm chart's curve Secret; docs/security.md)");
+  keygen->add_option("dir", keygen_dir, "DIR (created)")->required();
+
   LocalFarmOptions local_options;
   local_options.bin_dir = ExecutableDir();
   local_options.data_dir = ".farm";
@@ -370,6 +377,17 @@ int Main(int argc, char** argv) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
 
+  if (*keygen) {
+    absl::Status st = WriteFarmCurveKeys(keygen_dir);
+    if (!st.ok()) {
+      std::cerr << "tunefarm keygen: " << st.message() << "\n";
+      return ExitCodeFor(st);
+    }
+    std::cout << "CurveZMQ keys in " << keygen_dir
+              << " (coordinator, analyzer, agent: .key and .pub; "
+                 "coordinator.allow, analyzer.allow)\n";
+    return kExitOk;
+  }
   FarmClient client(ctx);
   if (*submit) return client.Submit(spec, key, watch);
   if (*status) return client.Status(sweep_id);

@@ -583,16 +583,12 @@ absl::StatusOr<v1::Sweep> Coordinator::CancelSweep(
     const v1::CancelSweepRequest& request, const Principal& caller) {
   SweepRuntime* s = FindSweep(request.sweep_id());
   if (s != nullptr && !caller.CanAccessTeam(s->sweep.spec().team())) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(caller.name, " may not cancel ", request.sweep_id(),
-                     ": it belongs to another team"));
+    return SweepNotFound(request.sweep_id());
   }
   if (s == nullptr) {
     TF_ASSIGN_OR_RETURN(v1::Sweep sweep, store_->GetSweep(request.sweep_id()));
     if (!caller.CanAccessTeam(sweep.spec().team())) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(caller.name, " may not cancel ", request.sweep_id(),
-                       ": it belongs to another team"));
+      return SweepNotFound(request.sweep_id());
     }
     return absl::FailedPreconditionError(
         absl::StrCat("sweep ", sweep.sweep_id(), " has already ended (",
@@ -1579,6 +1575,20 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
     return absl::FailedPreconditionError(absl::StrCat(
         "diagnosis for epoch ", diagnosis.epoch(), " of round ",
         round.round_id(), ", whose current epoch is ", round.lease().epoch()));
+  }
+  // Only the bundle of the result this round recorded, from the agent that
+  // held this epoch's lease, can be diagnosed. Before that result lands the
+  // diagnosis is not refused for good: the analyzer retries.
+  if (round.state() != v1::ROUND_STATE_DONE) {
+    return absl::UnavailableError(absl::StrCat(
+        "round ", round.round_id(), " of sweep ", diagnosis.sweep_id(),
+        " has no result yet; its diagnosis comes too early"));
+  }
+  if (round.result().bundle_id() != diagnosis.bundle_id()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "diagnosis of bundle '", diagnosis.bundle_id(), "' for round ",
+        round.round_id(), ", whose result names bundle '",
+        round.result().bundle_id(), "'"));
   }
   // Analyzers deliver at least once (a bundle whose ack was lost is
   // analysed again): the first diagnosis of a round's epoch is the record.

@@ -121,8 +121,11 @@ class Coordinator {
 
   // --- analyzers ---------------------------------------------------------
   // Attaches a diagnosis to its round (running or finished sweep) and
-  // commits it. Idempotent per (sweep, round, epoch): ALREADY_EXISTS, with
-  // nothing written, when the round already has a diagnosis for that epoch.
+  // commits it. Only for the round's leased epoch (FAILED_PRECONDITION
+  // otherwise) once its result is recorded (UNAVAILABLE before: retry), and
+  // only for the bundle id that result names (FAILED_PRECONDITION).
+  // Idempotent per (sweep, round, epoch): ALREADY_EXISTS, with nothing
+  // written, when the round already has a diagnosis for that epoch.
   absl::Status RecordDiagnosis(const v1::Diagnosis& diagnosis);
 
   // Expires leases, notices lost agents and time limits. Call periodically.

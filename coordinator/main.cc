@@ -70,9 +70,22 @@ int Main(int argc, char** argv) {
                  "ZeroMQ ROUTER endpoint for analyzers' diagnoses");
   app.add_option("--diagnosis_endpoint_file", diagnosis_endpoint_file,
                  "write the bound diagnosis endpoint here");
+  std::string curve_key_file, curve_allow_list;
+  app.add_option("--curve_key_file", curve_key_file,
+                 "this coordinator's CurveZMQ key pair (docs/security.md); "
+                 "without it the diagnosis endpoint is unauthenticated and "
+                 "loopback only");
+  app.add_option("--curve_allow_list", curve_allow_list,
+                 "public keys of the analyzers allowed to send diagnoses, one "
+                 "'<key> <name>' a line (re-read on every connection)");
   app.add_option("--ops_dir", ops_dirs, "operator package folders")
       ->default_str(TUNEFARM_DEFAULT_OPS_DIR);
   app.add_option("--metrics_address", metrics_address, "host:port");
+  bool metrics_team_labels = false;
+  app.add_flag("--metrics_team_labels", metrics_team_labels,
+               "label per-team series with team names; /metrics has no "
+               "authentication, so only where just the cluster's "
+               "Prometheus can reach it (docs/security.md)");
   app.add_option("--metrics_port_file", metrics_port_file);
   app.add_option("--lease_ms", lease_ms)->check(CLI::Range(100, 86400000));
   app.add_option("--heartbeat_ms", heartbeat_ms)->check(CLI::Range(10, 60000));
@@ -158,15 +171,15 @@ int Main(int argc, char** argv) {
   std::shared_ptr<grpc::ServerCredentials> credentials =
       grpc::InsecureServerCredentials();
   if (!tls_cert.empty() || !tls_key.empty()) {
-    auto cert = ReadFile(tls_cert);
-    auto key = ReadFile(tls_key);
+    auto cert = ReadFileUpTo(tls_cert, kMaxPemFileBytes, "a PEM file");
+    auto key = ReadFileUpTo(tls_key, kMaxPemFileBytes, "a PEM file");
     if (!cert.ok()) return Fail("--tls_cert", cert.status());
     if (!key.ok()) return Fail("--tls_key", key.status());
     grpc::SslServerCredentialsOptions ssl(
         GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
     ssl.pem_key_cert_pairs.push_back({*key, *cert});
     if (!tls_client_ca.empty()) {
-      auto ca = ReadFile(tls_client_ca);
+      auto ca = ReadFileUpTo(tls_client_ca, kMaxPemFileBytes, "a PEM file");
       if (!ca.ok()) return Fail("--tls_client_ca", ca.status());
       ssl.pem_root_certs = *ca;
       ssl.client_certificate_request =
@@ -177,7 +190,8 @@ int Main(int argc, char** argv) {
   }
 
   auto registry = std::make_shared<prometheus::Registry>();
-  std::unique_ptr<FarmMetrics> metrics = NewPrometheusFarmMetrics(*registry);
+  std::unique_ptr<FarmMetrics> metrics =
+      NewPrometheusFarmMetrics(*registry, metrics_team_labels);
   auto metrics_server = MetricsServer::Start(metrics_address, registry);
   if (!metrics_server.ok()) return Fail("metrics", metrics_server.status());
   spdlog::info("metrics on http://{}/metrics (port {})", metrics_address,
@@ -234,7 +248,20 @@ int Main(int argc, char** argv) {
       loop_options);
   loop.Start();
 
-  auto receiver = PipelineReceiver::Bind(diagnosis_bind);
+  auto curve = PipelineSecurityFromFiles(curve_key_file, curve_allow_list, "");
+  if (!curve.ok()) return Fail("pipeline authentication", curve.status());
+  if (curve->curve() && curve_allow_list.empty()) {
+    return Fail("pipeline authentication",
+                absl::InvalidArgumentError(
+                    "--curve_key_file needs --curve_allow_list (the "
+                    "analyzers' public keys)"));
+  }
+  if (!curve->curve()) {
+    spdlog::warn(
+        "diagnosis endpoint WITHOUT authentication (no --curve_key_file): "
+        "loopback only, for local development");
+  }
+  auto receiver = PipelineReceiver::Bind(diagnosis_bind, *curve);
   if (!receiver.ok()) return Fail("diagnosis endpoint", receiver.status());
   spdlog::info("diagnoses on {}", (*receiver)->bound_endpoint());
   if (!diagnosis_endpoint_file.empty()) {
@@ -258,9 +285,21 @@ int Main(int argc, char** argv) {
         spdlog::warn("diagnosis intake: message without a diagnosis dropped");
         continue;
       }
-      const v1::Diagnosis& d = in->message.diagnosis();
-      absl::Status st =
-          loop.Call([&] { return coordinator.RecordDiagnosis(d); });
+      v1::Diagnosis d = in->message.diagnosis();
+      absl::Status st;
+      if (d.bundle_id().empty()) {
+        st = absl::InvalidArgumentError("diagnosis without a bundle_id");
+      } else {
+        // Who sent it is who CURVE authenticated (its allow-list name);
+        // what it claims is kept only below that name.
+        if (!in->identity.empty() && d.analyzer_id() != in->identity) {
+          d.set_analyzer_id(
+              d.analyzer_id().empty()
+                  ? in->identity
+                  : absl::StrCat(in->identity, "/", d.analyzer_id()));
+        }
+        st = loop.Call([&] { return coordinator.RecordDiagnosis(d); });
+      }
       v1::PipelineMessage reply;
       v1::PipelineAck* ack = reply.mutable_ack();
       ack->set_bundle_id(d.bundle_id());
@@ -289,6 +328,10 @@ int Main(int argc, char** argv) {
                            tokens.get());
   AgentGrpcService agent_service(&coordinator, &loop, tokens.get(), &liveness);
   grpc::ServerBuilder builder;
+  // Set on purpose (docs/security.md): requests are specs and results,
+  // replies may be whole reports.
+  builder.SetMaxReceiveMessageSize(kMaxGrpcRequestBytes);
+  builder.SetMaxSendMessageSize(kMaxGrpcReplyBytes);
   int port = 0;
   builder.AddListeningPort(listen, credentials, &port);
   builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);

@@ -58,6 +58,10 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- default (printf "%s-tls" (include "tunefarm.fullname" .)) .Values.tls.existingSecret -}}
 {{- end -}}
 
+{{- define "tunefarm.curveSecret" -}}
+{{- default (printf "%s-curve" (include "tunefarm.fullname" .)) .Values.curve.existingSecret -}}
+{{- end -}}
+
 {{/* Refuse combinations the schema cannot express. */}}
 {{- define "tunefarm.validate" -}}
 {{- if and .Values.auth.enabled .Values.auth.tokens.existingSecret (not .Values.auth.agentToken.existingSecret) -}}

@@ -21,6 +21,8 @@ def main(argv):
     ap.add_argument("--tokens-secret")
     ap.add_argument("--agent-token-secret")
     ap.add_argument("--tls-secret")
+    ap.add_argument("--curve-secret", required=True)
+    ap.add_argument("--network-policy", choices=["on", "off"], default="on")
     ap.add_argument("--existing", action="append", default=[],
                     help="a Secret the user provides (repeatable)")
     a = ap.parse_args(argv)
@@ -76,8 +78,15 @@ def main(argv):
         check(flag(args, "--listen") == "0.0.0.0:7070", f"--listen: {args}")
         check(flag(args, "--metrics_address") == "0.0.0.0:9090",
               f"--metrics_address: {args}")
-        check(flag(args, "--diagnosis_bind") == "tcp://0.0.0.0:5557",
+        # ZeroMQ binds the pod's own address, never 0.0.0.0, and speaks
+        # CURVE with keys from the curve Secret (issue 16).
+        check(flag(args, "--diagnosis_bind") == "tcp://$(POD_IP):5557",
               f"--diagnosis_bind: {args}")
+        curve_dir = mounted(pod, a.curve_secret)
+        for f in ("--curve_key_file", "--curve_allow_list"):
+            v = flag(args, f)
+            check(v and curve_dir and v.startswith(curve_dir + "/"),
+                  f"coordinator {f} {v} not in the curve secret")
         # Health-check goldens ship in the image's ops/ (deploy/Dockerfile).
         hd = flag(args, "--health_dir")
         check(hd is None or hd.startswith("/opt/tunefarm/ops/"),
@@ -128,6 +137,17 @@ def main(argv):
               f"agent --coordinator: {args}")
         check((flag(args, "--analyzer") or "").startswith("tcp://"),
               f"agent --analyzer: {args}")
+        curve_dir = mounted(pod, a.curve_secret)
+        for f in ("--curve_key_file", "--analyzer_public_key_file"):
+            v = flag(args, f)
+            check(v and curve_dir and v.startswith(curve_dir + "/"),
+                  f"agent {f} {v} not in the curve secret")
+        items = [v["secret"].get("items") for v in pod["spec"]["volumes"]
+                 if v.get("secret", {}).get("secretName") == a.curve_secret]
+        check(items and {i["key"] for i in items[0]} ==
+              {"agent.key", "analyzer.pub"},
+              f"agents must mount only their own key of the curve secret: "
+              f"{items}")
         if a.auth == "on":
             tf = flag(args, "--token_file")
             where = mounted(pod, a.agent_token_secret)
@@ -153,6 +173,29 @@ def main(argv):
         args = container_args(an["spec"]["template"])
         check((flag(args, "--coordinator") or "").endswith(":5557"),
               f"analyzer --coordinator: {args}")
+        check((flag(args, "--bind") or "").startswith("tcp://$(POD_IP):"),
+              f"analyzer --bind: {args}")
+        curve_dir = mounted(an["spec"]["template"], a.curve_secret)
+        for f in ("--curve_key_file", "--curve_allow_list",
+                  "--coordinator_public_key_file"):
+            v = flag(args, f)
+            check(v and curve_dir and v.startswith(curve_dir + "/"),
+                  f"analyzer {f} {v} not in the curve secret")
+
+    # NetworkPolicies fence the ZeroMQ ports and /metrics.
+    nps = {d["metadata"]["name"].rsplit("-", 1)[-1]: d
+           for d in by_kind.get("NetworkPolicy", [])}
+    if a.network_policy == "on":
+        check(set(nps) == {"coordinator", "analyzer", "agent"},
+              f"NetworkPolicies: {sorted(nps)}")
+        for name, np in nps.items():
+            for rule in np["spec"].get("ingress", []):
+                ports = {p["port"] for p in rule.get("ports", [])}
+                if ports & {"diagnosis", "bundles", "metrics"}:
+                    check(rule.get("from"),
+                          f"NetworkPolicy {name}: {ports} open to all")
+    else:
+        check(not nps, "networkPolicy off but NetworkPolicies rendered")
 
     # Services select pods that exist, and the ServiceMonitor finds them.
     pod_labels = [w["spec"]["template"]["metadata"]["labels"]

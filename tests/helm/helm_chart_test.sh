@@ -57,8 +57,10 @@ render() {
     || fail "manifest checks ($name)"
 }
 
+# The curve Secret is always the user's own (tunefarm keygen).
 gen=(--tokens-secret t-tunefarm-tokens --agent-token-secret t-tunefarm-agent-token
-     --tls-secret t-tunefarm-tls)
+     --tls-secret t-tunefarm-tls --curve-secret t-tunefarm-curve
+     --existing t-tunefarm-curve)
 render defaults --resource huawei.com/Ascend910 --release-label kube-prometheus-stack \
   "${gen[@]}" --
 render ascend --resource huawei.com/Ascend910 --devices 8 --release-label prom \
@@ -74,7 +76,9 @@ render deployment --resource nvidia.com/gpu --devices 2 --workload Deployment \
 render existing --resource huawei.com/Ascend910 --release-label kube-prometheus-stack \
   --tls on --tokens-secret my-tokens --agent-token-secret my-agent-token \
   --tls-secret my-tls --existing my-tokens --existing my-agent-token \
-  --existing my-tls -- --set auth.tokens.existingSecret=my-tokens \
+  --existing my-tls --curve-secret my-curve --existing my-curve \
+  --network-policy off -- --set auth.tokens.existingSecret=my-tokens \
+  --set curve.existingSecret=my-curve --set networkPolicy.enabled=false \
   --set auth.agentToken.existingSecret=my-agent-token \
   --set tls.enabled=true --set tls.existingSecret=my-tls
 render noauth --resource huawei.com/Ascend910 --release-label kube-prometheus-stack \
@@ -113,6 +117,8 @@ refuse --set auth.enabled=maybe
 refuse --set auth.tokens.existingSecret=my-tokens
 refuse --set coordinator.healthChecks.retryS=0
 refuse --set coordinator.healthChecks.interval=60
+refuse --set networkPolicy.enabled=perhaps
+refuse --set curve.keys=inline
 
 python3 "$here/check_dashboard.py" "$chart/dashboards/tunefarm.json" \
   || fail "dashboard structure"
