@@ -19,13 +19,15 @@ namespace fs = std::filesystem;
 
 // Files larger than this are skipped: profiles are CSV / JSON tables, and a
 // stray core dump or binary should not be read into memory.
-constexpr uintmax_t kMaxFileBytes = uintmax_t{1} << 31;
+constexpr int64_t kMaxFileBytes = int64_t{1} << 31;
 
 absl::Status AddFiles(const std::string& root, v1::ProfileBundle& bundle) {
   std::error_code ec;
   fs::path p(root);
   if (fs::is_regular_file(p, ec)) {
-    absl::StatusOr<std::string> text = ReadFile(p.string());
+    // Bounded even for a device or a pipe given as the profile.
+    absl::StatusOr<std::string> text =
+        ReadFileUpTo(p.string(), kMaxFileBytes, "one profile file");
     if (!text.ok()) return text.status();
     v1::ProfileFile* f = bundle.add_files();
     f->set_path(p.filename().string());
@@ -38,8 +40,12 @@ absl::Status AddFiles(const std::string& root, v1::ProfileBundle& bundle) {
   }
   for (fs::recursive_directory_iterator it(p, ec), end; !ec && it != end;
        it.increment(ec)) {
-    if (!it->is_regular_file(ec) || it->file_size(ec) > kMaxFileBytes) continue;
-    absl::StatusOr<std::string> text = ReadFile(it->path().string());
+    if (!it->is_regular_file(ec) ||
+        it->file_size(ec) > static_cast<uintmax_t>(kMaxFileBytes)) {
+      continue;
+    }
+    absl::StatusOr<std::string> text =
+        ReadFileUpTo(it->path().string(), kMaxFileBytes, "one profile file");
     if (!text.ok()) return text.status();
     v1::ProfileFile* f = bundle.add_files();
     f->set_path(fs::relative(it->path(), p, ec).generic_string());

@@ -17,6 +17,7 @@
 #include "common/files.h"
 #include "common/grpc_status.h"
 #include "common/params.h"
+#include "common/text.h"
 #include "coordinator/report_render.h"
 #include "coordinator/spec.h"
 #include "google/protobuf/util/json_util.h"
@@ -116,9 +117,17 @@ int FarmClient::Fail(const absl::Status& status, const std::string& what) {
 int FarmClient::Submit(const std::string& spec_path,
                        const std::string& idempotency_key, bool watch,
                        std::string* sweep_id_out) {
-  auto yaml = ReadFile(spec_path);
+  // A spec is small text: stop at the coordinator's limit whatever the
+  // path is (/dev/zero, a pipe), and say what is wrong before sending.
+  auto yaml = ReadFileUpTo(spec_path, kMaxSpecFileBytes, "a sweep spec");
   if (!yaml.ok()) {
     return Fail(absl::InvalidArgumentError(yaml.status().message()), "submit");
+  }
+  if (size_t bad = 0; !IsValidUtf8(*yaml, &bad)) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+                    spec_path, " is not UTF-8 text (invalid byte at offset ",
+                    bad, "); a sweep spec is UTF-8 YAML")),
+                "submit");
   }
   v1::SubmitSweepRequest request;
   request.set_spec_yaml(*yaml);
@@ -155,6 +164,7 @@ int FarmClient::Submit(const std::string& spec_path,
     return Fail(FromGrpcStatus(st), absl::StrCat("submit ", spec_path));
   }
   if (sweep_id_out != nullptr) *sweep_id_out = response.sweep().sweep_id();
+  WarnIfNoBoardMatches(response.sweep());
   if (ctx_.json) {
     std::cout << Json(response) << "\n";
   } else {
@@ -168,6 +178,26 @@ int FarmClient::Submit(const std::string& spec_path,
   if (rc != kExitOk && rc != kExitSweepFailed) return rc;
   int summary = Summary(response.sweep().sweep_id());
   return rc != kExitOk ? rc : summary;
+}
+
+void FarmClient::WarnIfNoBoardMatches(const v1::Sweep& sweep) {
+  v1::ListBoardsRequest request;
+  *request.mutable_selector() = sweep.spec().boards();
+  v1::ListBoardsResponse response;
+  auto ctx = Context(absl::Seconds(10));
+  if (!stub_->ListBoards(ctx.get(), request, &response).ok()) return;
+  if (response.boards_size() > 0) return;
+  std::vector<std::string> wanted;
+  const v1::BoardSelector& sel = sweep.spec().boards();
+  if (!sel.kind().empty()) wanted.push_back(absl::StrCat("kind=", sel.kind()));
+  if (!sel.chip().empty()) wanted.push_back(absl::StrCat("chip=", sel.chip()));
+  for (const auto& [key, value] : sel.labels()) {
+    wanted.push_back(absl::StrCat(key, "=", value));
+  }
+  std::cerr << "tunefarm submit: warning: no registered board matches "
+            << sweep.sweep_id() << "'s boards (" << absl::StrJoin(wanted, ", ")
+            << "); it waits until such a board registers "
+               "(tunefarm boards lists them)\n";
 }
 
 int FarmClient::Status(const std::string& sweep_id) {

@@ -4,6 +4,7 @@
 #ifndef TUNEFARM_CLI_FARM_CLIENT_H_
 #define TUNEFARM_CLI_FARM_CLIENT_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ enum ExitCode {
 };
 
 int ExitCodeFor(const absl::Status& status);
+
+// The largest spec file `tunefarm submit` reads (the coordinator's YAML
+// document limit, yamlf::kMaxDocumentBytes); a larger one exits 2.
+inline constexpr int64_t kMaxSpecFileBytes = 1 << 20;
 
 struct CliContext {
   std::string coordinator;  // host:port
@@ -75,6 +80,9 @@ class FarmClient {
  private:
   int Fail(const absl::Status& status, const std::string& what);
   void PrintRounds(const v1::ListRoundsResponse& page);
+  // After a submit: a warning on stderr when no registered board matches
+  // the sweep's boards selector (it would wait for one).
+  void WarnIfNoBoardMatches(const v1::Sweep& sweep);
   std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout) const;
 
   CliContext ctx_;

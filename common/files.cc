@@ -30,6 +30,41 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
+absl::StatusOr<std::string> ReadFileUpTo(const std::string& path,
+                                         int64_t max_bytes,
+                                         absl::string_view what) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) {
+      return absl::NotFoundError(absl::StrCat("no such file: ", path));
+    }
+    return absl::UnavailableError(
+        absl::StrCat("cannot open ", path, ": ", std::strerror(err)));
+  }
+  std::string out;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return absl::UnavailableError(
+          absl::StrCat("cannot read ", path, ": ", std::strerror(err)));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (static_cast<int64_t>(out.size()) > max_bytes) {
+      ::close(fd);
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, " is larger than ", max_bytes, " bytes, the limit for ", what));
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
 absl::Status WriteFileAtomic(const std::string& path,
                              const std::string& content) {
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());

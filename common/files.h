@@ -2,15 +2,23 @@
 #ifndef TUNEFARM_COMMON_FILES_H_
 #define TUNEFARM_COMMON_FILES_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace tunefarm {
 
 // The whole file; NOT_FOUND when it does not exist.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
+// The whole file if it holds at most `max_bytes`; reads no more than that
+// (plus one byte) whatever it is (/dev/zero, a pipe), and then fails with
+// INVALID_ARGUMENT naming the file, `what` it should be and the limit.
+absl::StatusOr<std::string> ReadFileUpTo(const std::string& path,
+                                         int64_t max_bytes,
+                                         absl::string_view what);
 // Writes `content` to a temporary sibling, fsyncs it and renames it over
 // `path`, so readers see the old file or the new one, never half of it.
 absl::Status WriteFileAtomic(const std::string& path,

@@ -6,9 +6,9 @@
 #include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
 
 namespace tunefarm {
-
 namespace {
 
 grpc::ChannelArguments ChannelArgs() {
@@ -31,10 +31,16 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
                                      ChannelArgs());
   }
   grpc::SslCredentialsOptions ssl;
-  TF_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(security.tls_ca_file));
+  TF_ASSIGN_OR_RETURN(
+      ssl.pem_root_certs,
+      ReadFileUpTo(security.tls_ca_file, kMaxPemFileBytes, "a PEM file"));
   if (!security.tls_cert_file.empty() || !security.tls_key_file.empty()) {
-    TF_ASSIGN_OR_RETURN(ssl.pem_cert_chain, ReadFile(security.tls_cert_file));
-    TF_ASSIGN_OR_RETURN(ssl.pem_private_key, ReadFile(security.tls_key_file));
+    TF_ASSIGN_OR_RETURN(
+        ssl.pem_cert_chain,
+        ReadFileUpTo(security.tls_cert_file, kMaxPemFileBytes, "a PEM file"));
+    TF_ASSIGN_OR_RETURN(
+        ssl.pem_private_key,
+        ReadFileUpTo(security.tls_key_file, kMaxPemFileBytes, "a PEM file"));
   }
   return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl),
                                    ChannelArgs());
@@ -49,7 +55,8 @@ void AddCredentials(grpc::ClientContext* context,
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  TF_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  TF_ASSIGN_OR_RETURN(std::string text,
+                      ReadFileUpTo(path, kMaxTokenFileBytes, "a token file"));
   std::string token(absl::StripAsciiWhitespace(text));
   if (token.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": empty token"));

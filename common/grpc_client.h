@@ -5,6 +5,7 @@
 #ifndef TUNEFARM_COMMON_GRPC_CLIENT_H_
 #define TUNEFARM_COMMON_GRPC_CLIENT_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,9 @@ namespace tunefarm {
 // RPCs page well below it (coordinator/queries.h); reports of long sweeps
 // are the largest single messages.
 inline constexpr int kMaxGrpcMessageBytes = 32 << 20;
+// Limits on the small files a client reads (docs/security.md).
+inline constexpr int64_t kMaxTokenFileBytes = 64 << 10;
+inline constexpr int64_t kMaxPemFileBytes = 1 << 20;
 
 struct ClientSecurity {
   std::string token;          // "" = send no credentials

@@ -328,10 +328,6 @@ int Main(int argc, char** argv) {
                            tokens.get());
   AgentGrpcService agent_service(&coordinator, &loop, tokens.get(), &liveness);
   grpc::ServerBuilder builder;
-  // Set on purpose (docs/security.md): requests are specs and results,
-  // replies may be whole reports.
-  builder.SetMaxReceiveMessageSize(kMaxGrpcRequestBytes);
-  builder.SetMaxSendMessageSize(kMaxGrpcReplyBytes);
   int port = 0;
   builder.AddListeningPort(listen, credentials, &port);
   builder.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);

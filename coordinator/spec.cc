@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/params.h"
 #include "common/status_macros.h"
+#include "common/text.h"
 #include "coordinator/guided_strategy.h"
 #include "coordinator/hybrid_strategy.h"
 #include "coordinator/saturation.h"
@@ -605,7 +606,20 @@ absl::Status ValidateBoards(const v1::OperatorManifest& op,
                                                : absl::StrJoin(has, ", ")));
   }
   TF_RETURN_IF_ERROR(CheckLabel("boards.chip", sel->chip()));
-  return CheckStringMap("boards.labels", sel->labels());
+  TF_RETURN_IF_ERROR(CheckStringMap("boards.labels", sel->labels()));
+  // Agents carry only labels of this syntax: any other selector would wait
+  // forever for a board that cannot exist.
+  for (const auto& [key, value] : sel->labels()) {
+    if (!IsBoardLabelText(key) || !IsBoardLabelText(value)) {
+      return FieldError(
+          "boards.labels",
+          absl::StrCat(Quote(key), ": ", Quote(value),
+                       " can match no board: board labels (agent --label) "
+                       "are ",
+                       kBoardLabelSyntax));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // `baseline: {from_db: PATH}`: the database's parameters for the nearest
@@ -723,12 +737,66 @@ absl::StatusOr<int64_t> ParseDurationSeconds(std::string_view text_in) {
   return total;
 }
 
+namespace {
+
+// Walks `node` as a consumer would, counting every node visited (an alias
+// is visited again each time it is used), so that a small document that
+// expands into a huge tree ("billion laughs") or nests absurdly deep is
+// refused before anything reads it.
+absl::Status CheckYamlShape(const YAML::Node& node, int depth,
+                            int64_t* visited) {
+  if (depth > kMaxSpecYamlDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec nests deeper than ", kMaxSpecYamlDepth, " levels"));
+  }
+  if (++*visited > kMaxSpecYamlNodes) {
+    return absl::InvalidArgumentError(absl::StrCat("spec expands to more than ",
+                                                   kMaxSpecYamlNodes,
+                                                   " YAML nodes (aliases?)"));
+  }
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      TF_RETURN_IF_ERROR(CheckYamlShape(kv.first, depth + 1, visited));
+      TF_RETURN_IF_ERROR(CheckYamlShape(kv.second, depth + 1, visited));
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) {
+      TF_RETURN_IF_ERROR(CheckYamlShape(item, depth + 1, visited));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<v1::SweepSpec> ParseSweepSpec(std::string_view yaml) {
+  if (size_t bad = 0;
+      !IsValidUtf8(absl::string_view(yaml.data(), yaml.size()), &bad)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec is not UTF-8 text (invalid byte at offset ", bad, ")"));
+  }
+  size_t aliases = 0;
+  for (size_t i = 0; i < yaml.size(); ++i) {
+    // A '*' starting a token; an over-count (a '*' in a quoted string) only
+    // makes the limit stricter.
+    if (yaml[i] == '*' &&
+        (i == 0 || yaml[i - 1] == ' ' || yaml[i - 1] == '[' ||
+         yaml[i - 1] == ',' || yaml[i - 1] == '\n' || yaml[i - 1] == '{')) {
+      ++aliases;
+    }
+  }
+  if (aliases > kMaxSpecYamlAliases) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec uses ", aliases, " YAML aliases; the limit is ",
+                     kMaxSpecYamlAliases));
+  }
   TF_ASSIGN_OR_RETURN(
       YAML::Node doc,
       yamlf::ParseYamlDocument(absl::string_view(yaml.data(), yaml.size())));
   v1::SweepSpec spec;
   try {
+    int64_t visited = 0;
+    TF_RETURN_IF_ERROR(CheckYamlShape(doc, 0, &visited));
     TF_RETURN_IF_ERROR(ParseSpecNode(doc, &spec));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(

@@ -69,6 +69,13 @@ inline constexpr size_t kMaxBaselineDbBytes = 4 << 20;
 // Parses YAML into a SweepSpec (types, unknown keys and explicit values'
 // ranges are checked here; catalog-dependent checks are left to
 // ValidateSweepSpec). INVALID_ARGUMENT naming the field path.
+// Input limits (docs/security.md): the document is UTF-8 and at most
+// yamlf::kMaxDocumentBytes (1 MiB); at most kMaxSpecYamlAliases aliases,
+// kMaxSpecYamlDepth levels of nesting and kMaxSpecYamlNodes nodes once
+// aliases are expanded. INVALID_ARGUMENT saying which.
+inline constexpr int kMaxSpecYamlDepth = 32;
+inline constexpr int64_t kMaxSpecYamlNodes = 100000;
+inline constexpr size_t kMaxSpecYamlAliases = 64;
 absl::StatusOr<v1::SweepSpec> ParseSweepSpec(std::string_view yaml);
 
 // Checks the spec against the catalog and fills defaults; the first bad
