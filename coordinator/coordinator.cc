@@ -1577,12 +1577,13 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
         round.round_id(), ", whose current epoch is ", round.lease().epoch()));
   }
   // Only the bundle of the result this round recorded, from the agent that
-  // held this epoch's lease, can be diagnosed. Before that result lands the
-  // diagnosis is not refused for good: the analyzer retries.
+  // held this epoch's lease, can be diagnosed. Agents send a bundle only
+  // once its report was answered, or after they died (then that epoch's
+  // result never comes): a diagnosis before the result is refused for good.
   if (round.state() != v1::ROUND_STATE_DONE) {
-    return absl::UnavailableError(absl::StrCat(
+    return absl::FailedPreconditionError(absl::StrCat(
         "round ", round.round_id(), " of sweep ", diagnosis.sweep_id(),
-        " has no result yet; its diagnosis comes too early"));
+        " has no recorded result for epoch ", diagnosis.epoch()));
   }
   if (round.result().bundle_id() != diagnosis.bundle_id()) {
     return absl::FailedPreconditionError(absl::StrCat(

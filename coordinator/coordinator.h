@@ -121,9 +121,9 @@ class Coordinator {
 
   // --- analyzers ---------------------------------------------------------
   // Attaches a diagnosis to its round (running or finished sweep) and
-  // commits it. Only for the round's leased epoch (FAILED_PRECONDITION
-  // otherwise) once its result is recorded (UNAVAILABLE before: retry), and
-  // only for the bundle id that result names (FAILED_PRECONDITION).
+  // commits it. Only for the round's leased epoch once its result is
+  // recorded, and only for the bundle id that result names
+  // (FAILED_PRECONDITION otherwise: never recordable).
   // Idempotent per (sweep, round, epoch): ALREADY_EXISTS, with nothing
   // written, when the round already has a diagnosis for that epoch.
   absl::Status RecordDiagnosis(const v1::Diagnosis& diagnosis);

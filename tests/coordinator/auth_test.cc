@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -385,6 +386,203 @@ TEST_F(AuthServiceTest, RolesKeepToTheirService) {
   EXPECT_TRUE(lbr.boards(0).current_lease_id().empty());
   ASSERT_TRUE(farm()->ListBoards(As(kAdmin).get(), lb, &lbr).ok());
   EXPECT_FALSE(lbr.boards(0).current_lease_id().empty());
+}
+
+// Every RPC of both services, tried as nobody, with a forged token, with
+// the agent credential on the user service and with user and admin
+// credentials on the agent service: none is let through.
+TEST_F(AuthServiceTest, EveryRpcRefusesTheWrongCredential) {
+  std::string sweep;
+  ASSERT_TRUE(Submit(kAlpha, "alpha", &sweep).ok());
+  using Call = std::function<grpc::StatusCode(const std::string&)>;
+  auto code = [](const grpc::Status& st) { return st.error_code(); };
+  const std::vector<std::pair<std::string, Call>> user_rpcs = {
+      {"SubmitSweep",
+       [&](const std::string& t) {
+         v1::SubmitSweepRequest r;
+         r.set_spec_yaml(Spec("alpha"));
+         v1::SubmitSweepResponse out;
+         return code(farm()->SubmitSweep(As(t).get(), r, &out));
+       }},
+      {"GetSweep",
+       [&](const std::string& t) {
+         v1::GetSweepRequest r;
+         r.set_sweep_id(sweep);
+         v1::Sweep out;
+         return code(farm()->GetSweep(As(t).get(), r, &out));
+       }},
+      {"ListSweeps",
+       [&](const std::string& t) {
+         v1::ListSweepsResponse out;
+         return code(farm()->ListSweeps(As(t).get(), {}, &out));
+       }},
+      {"WatchSweep",
+       [&](const std::string& t) {
+         v1::WatchSweepRequest r;
+         r.set_sweep_id(sweep);
+         auto ctx = As(t);
+         auto reader = farm()->WatchSweep(ctx.get(), r);
+         v1::SweepEvent ev;
+         if (reader->Read(&ev)) {
+           ctx->TryCancel();
+           (void)reader->Finish();
+           return grpc::StatusCode::OK;
+         }
+         return code(reader->Finish());
+       }},
+      {"CancelSweep",
+       [&](const std::string& t) {
+         v1::CancelSweepRequest r;
+         r.set_sweep_id(sweep);
+         v1::Sweep out;
+         return code(farm()->CancelSweep(As(t).get(), r, &out));
+       }},
+      {"GetReport",
+       [&](const std::string& t) {
+         v1::GetReportRequest r;
+         r.set_sweep_id(sweep);
+         v1::GetReportResponse out;
+         return code(farm()->GetReport(As(t).get(), r, &out));
+       }},
+      {"ListBoards",
+       [&](const std::string& t) {
+         v1::ListBoardsResponse out;
+         return code(farm()->ListBoards(As(t).get(), {}, &out));
+       }},
+      {"ListRounds",
+       [&](const std::string& t) {
+         v1::ListRoundsRequest r;
+         r.set_sweep_id(sweep);
+         v1::ListRoundsResponse out;
+         return code(farm()->ListRounds(As(t).get(), r, &out));
+       }},
+      {"DrainBoard",
+       [&](const std::string& t) {
+         v1::BoardAdminRequest r;
+         r.set_board_id("x/b0");
+         v1::BoardInfo out;
+         return code(farm()->DrainBoard(As(t).get(), r, &out));
+       }},
+      {"AdmitBoard",
+       [&](const std::string& t) {
+         v1::BoardAdminRequest r;
+         r.set_board_id("x/b0");
+         v1::BoardInfo out;
+         return code(farm()->AdmitBoard(As(t).get(), r, &out));
+       }},
+      {"SetTeamQuota",
+       [&](const std::string& t) {
+         v1::SetTeamQuotaRequest r;
+         r.mutable_quota()->set_team("alpha");
+         r.mutable_quota()->set_weight(9);
+         v1::TeamQuota out;
+         return code(farm()->SetTeamQuota(As(t).get(), r, &out));
+       }},
+      {"ListTeams",
+       [&](const std::string& t) {
+         v1::ListTeamsResponse out;
+         return code(farm()->ListTeams(As(t).get(), {}, &out));
+       }},
+      {"ReserveBoards",
+       [&](const std::string& t) {
+         v1::ReserveBoardsRequest r;
+         r.mutable_reservation()->set_board_id("x/b0");
+         r.mutable_reservation()->set_team("alpha");
+         v1::ListReservationsResponse out;
+         return code(farm()->ReserveBoards(As(t).get(), r, &out));
+       }},
+      {"UnreserveBoards",
+       [&](const std::string& t) {
+         v1::ReserveBoardsRequest r;
+         r.mutable_reservation()->set_board_id("x/b0");
+         v1::ListReservationsResponse out;
+         return code(farm()->UnreserveBoards(As(t).get(), r, &out));
+       }},
+  };
+  const std::vector<std::pair<std::string, Call>> agent_rpcs = {
+      {"RegisterAgent",
+       [&](const std::string& t) {
+         v1::RegisterAgentRequest r;
+         r.set_agent_id("evil");
+         r.add_boards()->set_board_id("evil/b0");
+         v1::RegisterAgentResponse out;
+         return code(agent()->RegisterAgent(As(t).get(), r, &out));
+       }},
+      {"Heartbeat",
+       [&](const std::string& t) {
+         v1::HeartbeatRequest r;
+         r.set_agent_id("evil");
+         v1::HeartbeatResponse out;
+         return code(agent()->Heartbeat(As(t).get(), r, &out));
+       }},
+      {"LeaseWork",
+       [&](const std::string& t) {
+         v1::LeaseWorkRequest r;
+         r.set_agent_id("evil");
+         r.set_board_id("evil/b0");
+         v1::LeaseWorkResponse out;
+         return code(agent()->LeaseWork(As(t).get(), r, &out));
+       }},
+      {"RenewLease",
+       [&](const std::string& t) {
+         v1::RenewLeaseRequest r;
+         r.set_agent_id("evil");
+         v1::RenewLeaseResponse out;
+         return code(agent()->RenewLease(As(t).get(), r, &out));
+       }},
+      {"ReportResult",
+       [&](const std::string& t) {
+         v1::ReportResultRequest r;
+         r.set_agent_id("evil");
+         v1::ReportResultResponse out;
+         return code(agent()->ReportResult(As(t).get(), r, &out));
+       }},
+  };
+  for (const std::string token : {"", "forged-token-0000000000"}) {
+    for (const auto& [name, call] : user_rpcs) {
+      EXPECT_EQ(call(token), grpc::StatusCode::UNAUTHENTICATED)
+          << name << " as '" << token << "'";
+    }
+    for (const auto& [name, call] : agent_rpcs) {
+      EXPECT_EQ(call(token), grpc::StatusCode::UNAUTHENTICATED)
+          << name << " as '" << token << "'";
+    }
+  }
+  for (const auto& [name, call] : user_rpcs) {
+    EXPECT_EQ(call(kAgent), grpc::StatusCode::PERMISSION_DENIED)
+        << name << " with the agent credential";
+  }
+  for (const char* token : {kAlpha, kBeta, kAdmin}) {
+    for (const auto& [name, call] : agent_rpcs) {
+      EXPECT_EQ(call(token), grpc::StatusCode::PERMISSION_DENIED)
+          << name << " as " << token;
+    }
+  }
+  // The wrong team: alpha's sweep does not exist for beta; admin-only
+  // calls are refused.
+  for (const char* name :
+       {"GetSweep", "WatchSweep", "CancelSweep", "GetReport", "ListRounds"}) {
+    for (const auto& [n, call] : user_rpcs) {
+      if (n == name) {
+        EXPECT_EQ(call(kBeta), grpc::StatusCode::NOT_FOUND) << name;
+      }
+    }
+  }
+  for (const char* name : {"DrainBoard", "AdmitBoard", "SetTeamQuota",
+                           "ReserveBoards", "UnreserveBoards"}) {
+    for (const auto& [n, call] : user_rpcs) {
+      if (n == name) {
+        EXPECT_EQ(call(kBeta), grpc::StatusCode::PERMISSION_DENIED) << name;
+      }
+    }
+  }
+  // Nothing leaked or changed: alpha's sweep still runs, no agent 'evil'.
+  EXPECT_EQ(store()->GetSweep(sweep)->state(), v1::SWEEP_STATE_QUEUED);
+  v1::ListBoardsResponse boards;
+  ASSERT_TRUE(farm()->ListBoards(As(kAdmin).get(), {}, &boards).ok());
+  for (const v1::BoardInfo& b : boards.boards()) {
+    EXPECT_NE(b.board_id(), "evil/b0");
+  }
 }
 
 TEST_F(AuthServiceTest, QuotaOfActiveSweepsIsResourceExhausted) {

@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "cli/local_farm.h"
 #include "common/files.h"
+#include "common/grpc_client.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tunefarm/v1/farm.grpc.pb.h"
@@ -59,8 +60,13 @@ class FarmFixture : public ::testing::Test {
   }
 
   void Connect() {
-    stub_ = v1::TuneFarm::NewStub(grpc::CreateChannel(
-        farm_->coordinator_address(), grpc::InsecureChannelCredentials()));
+    // Replies as large as the coordinator sends (every round of a long
+    // sweep with its diagnoses).
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(kMaxGrpcMessageBytes);
+    stub_ = v1::TuneFarm::NewStub(
+        grpc::CreateCustomChannel(farm_->coordinator_address(),
+                                  grpc::InsecureChannelCredentials(), args));
   }
 
   std::string Submit(const std::string& yaml) {
@@ -108,18 +114,28 @@ class FarmFixture : public ::testing::Test {
     return last;
   }
 
+  // Every round (all pages; the kept path comes with the first).
   v1::ListRoundsResponse Rounds(const std::string& id) {
     v1::ListRoundsRequest req;
     req.set_sweep_id(id);
     req.set_include_diagnosis(true);
-    v1::ListRoundsResponse resp;
-    grpc::ClientContext ctx;
-    Auth(&ctx);
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(5));
-    grpc::Status st = stub_->ListRounds(&ctx, req, &resp);
-    EXPECT_TRUE(st.ok()) << st.error_message();
-    return resp;
+    v1::ListRoundsResponse all;
+    do {
+      v1::ListRoundsResponse resp;
+      grpc::ClientContext ctx;
+      Auth(&ctx);
+      ctx.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(5));
+      grpc::Status st = stub_->ListRounds(&ctx, req, &resp);
+      EXPECT_TRUE(st.ok()) << st.error_message();
+      if (!st.ok()) break;
+      if (req.page_token().empty()) *all.mutable_kept_path() = resp.kept_path();
+      for (v1::Round& r : *resp.mutable_rounds()) {
+        *all.add_rounds() = std::move(r);
+      }
+      req.set_page_token(resp.next_page_token());
+    } while (!req.page_token().empty());
+    return all;
   }
 
   // Every event the coordinator recorded for the sweep, through WatchSweep.
