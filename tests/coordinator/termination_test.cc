@@ -449,14 +449,19 @@ TEST_F(TerminationTest, GpuSaturatedAtItsRooflineBound) {
               "TFLOP/s (memory-bound at 2 FLOP/byte; within the 5% margin)");
 }
 
+// A diagnosis names the bundle of a recorded result (issue 16): one that
+// comes before its round's result is refused, and the agent's re-sent
+// bundle, diagnosed after the result, is what saturation reads.
 TEST_F(TerminationTest, DiagnosisBeforeTheResultIsCheckedWithTheResult) {
   Submit({.extra = "saturation: {roofline_margin: 0.1}\n"});
   ASSERT_EQ(Run(100), 0);
   const v1::WorkItem w = Lease();
   ASSERT_EQ(w.round_id(), 1);
-  ASSERT_TRUE(Diagnose(1, Gpu(9.0, 9.6)).ok());  // 94%: within 10%
-  EXPECT_TRUE(Running());                        // round 1 is not the best yet
+  EXPECT_EQ(Diagnose(1, Gpu(9.0, 9.6)).code(),  // 94%: within 10%
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(Running());
   Report(w, v1::OUTCOME_OK, 90);
+  ASSERT_TRUE(Diagnose(1, Gpu(9.0, 9.6)).ok());
   ExpectEnded(v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_BOARD_SATURATED,
               "within the 10% margin");
 }

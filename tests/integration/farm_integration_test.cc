@@ -150,7 +150,7 @@ TEST_F(FarmTest, SweepRunsToCompletionAcrossTwoAgentsWithDiagnoses) {
             std::string::npos);
   EXPECT_NE(metrics.find("tunefarm_board_state{"), std::string::npos);
   EXPECT_NE(metrics.find("tunefarm_team_rounds_total{"), std::string::npos);
-  EXPECT_NE(metrics.find("team=\"demo\""), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("team=\"itest\""), std::string::npos) << metrics;
   // Every process serves /metrics; the Grafana dashboard check
   // (tests/helm/dashboard_metrics_test.sh) reads these scrapes.
   const std::map<std::string, int> ports = farm_->MetricsPorts();
@@ -167,8 +167,9 @@ TEST_F(FarmTest, SweepRunsToCompletionAcrossTwoAgentsWithDiagnoses) {
     }
   }
 
-  // The report is on disk where the sweep says.
-  auto report = ReadFile(sweep.report_path());
+  // The report is on disk where the sweep says (written on the control
+  // loop just after the end is committed, which GetSweep may see first).
+  auto report = WaitForFile(sweep.report_path(), absl::Seconds(30));
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_NE(report->find("Simulated board"), std::string::npos);
   EXPECT_NE(report->find("Kept path"), std::string::npos);
