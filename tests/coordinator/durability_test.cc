@@ -322,7 +322,10 @@ TEST_F(DurabilityTest, RecordDiagnosis) {
   const std::string id = Submit();
   Register("a1");
   const v1::WorkItem work = Lease("a1/b0");
-  ASSERT_TRUE(coord_->ReportResult(Result("a1/b0", work, 100)).ok());
+  // A diagnosis lands only for the bundle its round's result names.
+  v1::ReportResultRequest result = Result("a1/b0", work, 100);
+  result.mutable_result()->set_bundle_id("bundle-1");
+  ASSERT_TRUE(coord_->ReportResult(result).ok());
   v1::Diagnosis d;
   d.set_bundle_id("bundle-1");
   d.set_sweep_id(id);
