@@ -228,17 +228,18 @@ TEST_F(NoiseSweepTest, WideIntervalOnARealGainIsRemeasuredAndKept) {
     ASSERT_EQ(o.rounds.size(), 2u);
     const v1::Round& r = o.rounds[1];
     EXPECT_EQ(ParamsKey(r.params()), ParamsKey(fast));
-    // Re-measured rounds (first interval too wide) end kept, never rolled
-    // back or inconclusive; a first estimate under min_gain is rolled back.
+    // Re-measured rounds (first interval too wide) end kept or, when even
+    // 47 pairs leave the bound under min_gain, inconclusive: never rolled
+    // back. A first estimate under min_gain is rolled back at once.
     if (r.remeasures() > 0) {
-      EXPECT_EQ(r.decision(), v1::DECISION_KEPT) << r.decision_reason();
+      EXPECT_NE(r.decision(), v1::DECISION_ROLLED_BACK) << r.decision_reason();
       EXPECT_GT(r.result().measurement().pairs(), 6) << r.decision_reason();
       remeasured_and_kept += r.decision() == v1::DECISION_KEPT;
     } else if (r.decision() != v1::DECISION_KEPT) {
       EXPECT_LT(r.result().measurement().gain(), 0.55) << r.decision_reason();
     }
   }
-  EXPECT_GE(remeasured_and_kept, 2)
+  EXPECT_GE(remeasured_and_kept, 1)
       << "no seed gave a first interval too wide to judge";
 }
 
