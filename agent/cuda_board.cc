@@ -354,6 +354,17 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
                                              " cancelled (lease revoked)"));
   };
 
+  // Where the evaluation's time goes, for the log line at the end (an
+  // operator tuning the board reads it; docs/measurement.md).
+  const absl::Time t_start = absl::Now();
+  absl::Time t_mark = t_start;
+  auto lap = [&t_mark] {
+    const absl::Time now = absl::Now();
+    const double s = absl::ToDoubleSeconds(now - t_mark);
+    t_mark = now;
+    return s;
+  };
+
   // build (compile)
   const bool in_runner = UseRunner(work);
   absl::StatusOr<BuildRequest> req =
@@ -384,6 +395,7 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
   TF_RETURN_IF_ERROR(PrepareWorkDir(work_dir, work));
   TF_RETURN_IF_ERROR(MakeDirs(work_dir + "/logs"));
   const std::string& bin = build->binary;
+  const double build_wait_s = lap();
 
   // check: can this variant run this workload on this device?
   absl::StatusOr<Stage> check_or =
@@ -402,6 +414,7 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
     result.set_detail(StageFailure("variant check", check.result));
     return eval;
   }
+  const double check_s = lap();
 
   // reference: computed once per operator build inputs, workload and seed
   // and kept beside the build cache. It never depends on the variant's
@@ -436,6 +449,8 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
     if (!ref_entry->empty()) PublishReference(reference_bin, *ref_entry);
   }
 
+  const double reference_s = lap();
+
   // run (and, A/B, the parent variant's binary alternately)
   StagePlan plan;
   plan.command = {bin};
@@ -464,6 +479,7 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
   TF_ASSIGN_OR_RETURN(bool measured, MeasureRunStage(plan, work, reference_bin,
                                                      cancel, &result));
   if (!measured) return eval;
+  const double measure_s = lap();
   absl::StatusOr<std::string> note =
       ReadFile(work_dir + "/run/timing_note.txt");
   result.mutable_measurement()->set_policy(absl::StrCat(
@@ -476,6 +492,7 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
   std::string gap;
   Profile(bin, work_dir, seed, cancel, &bundle, &gap, in_runner);
   if (cancel.load()) return cancelled();
+  const double profile_s = lap();
   if (note.ok()) {
     v1::ProfileFile* f = bundle.add_files();
     f->set_path("timing_note.txt");
@@ -509,6 +526,14 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
                    gpu_.name, build->cache_hit ? " (build cache hit)" : "",
                    gap.empty() ? "" : absl::StrCat("; no profile: ", gap)));
   eval.bundle = std::move(bundle);
+  // measure = the run blocks (run_s, of which timed_s in timed launches) plus
+  // the precision check and the parent's preparation.
+  spdlog::info(
+      "{}: round {} phases: build/prep {:.3f} s, check {:.3f} s, reference "
+      "{:.3f} s, measure {:.3f} s (blocks {:.3f} s, timed {:.3f} s), profile "
+      "{:.3f} s, bundle {:.3f} s",
+      info_.board_id(), work.round_id(), build_wait_s, check_s, reference_s,
+      measure_s, result.run_s(), result.timed_s(), profile_s, lap());
   return eval;
 }
 

@@ -11,6 +11,8 @@
 // Exits when the board closes the socket, or (PR_SET_PDEATHSIG, set by the
 // board before exec) when the board's thread that started it ends.
 //
+// The runner exports `tf_runner_slot` (below) to the variants it loads.
+//
 // `tunefarm-variant-runner --exec VARIANT.so ARGS...` instead runs one stage
 // of a shared-object variant as a process of its own (argv[0] of the stage
 // is the shared object) and exits with its code: how a profiler that needs
@@ -64,6 +66,16 @@ Main Load(const std::string& lib, std::string* error) {
 }
 
 }  // namespace
+
+// A process-lifetime pointer slot per key, for state a variant's harness
+// keeps across the stages this runner runs (ops/common/cuda_harness.cuh:
+// device memory, when the device last ran timed work). Variants find it with
+// dlsym(RTLD_DEFAULT); the runner is single-threaded.
+extern "C" __attribute__((visibility("default"))) void** tf_runner_slot(
+    const char* key) {
+  static auto* slots = new std::map<std::string, void*>;
+  return &(*slots)[key == nullptr ? "" : key];
+}
 
 int main(int argc, char** argv) {
   if (argc >= 3 && std::strcmp(argv[1], "--exec") == 0) {

@@ -95,7 +95,7 @@ for mode in ${TF_FARM_MODES:-runner process}; do
     echo "exit $farm_rc after $secs s" >> "$farm_log"
     grep -vE "^\s*$" "$data/local.txt" | tail -n 30 >> "$farm_log"
     echo "--- agent-1.log: each round's time" >> "$farm_log"
-    grep -E ": round [0-9]+ OUTCOME_|variant runner started|ahead \(sweep" \
+    grep -E ": round [0-9]+ (OUTCOME_|phases)|variant runner started|ahead \(sweep" \
       "$data/logs/agent-1.log" >> "$farm_log" 2>/dev/null
     awk '/: round [0-9]+ OUTCOME_OK in/ {
            for (i = 1; i <= NF; i++) {

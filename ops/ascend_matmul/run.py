@@ -1,16 +1,23 @@
 """Entry point of ops/ascend_matmul on an Ascend host (CANN + torch_npu +
-triton-ascend). Implements the stage contract the ascend board drives
-(agent/ascend_board.h, docs/ascend.md):
+triton-ascend). Implements the operator stage contract every board kind
+drives (docs/operators.md; agent/stage_runner.h, agent/ascend_board.h):
 
-  run.py --stage precision|run|profile --params P.json --workload W.json
-         --out DIR --seed N [--warmup W --samples S]
-         [--profiler msprof|torch_npu|pypto] [--aic_metrics G,...]
+  run.py --stage build|reference|run|profile --params P.json
+         --workload W.json --out DIR --seed N [--warmup W --samples S]
+         [--output 0|1] [--profiler msprof|torch_npu|pypto]
+         [--aic_metrics G,...]
 
-  precision: one launch on NaN-poisoned output -> DIR/output.bin (fp32), and
-             DIR/reference.bin computed on the host in float64 from the same
-             seeded inputs. The farm compares them; this program never judges.
-  run:       W + S launches, each timed with NPU events around the launch
-             (synchronised), one line per sample in DIR/timing_us.txt.
+  build:     compiles the variant (triton compiles at its first launch) and
+             launches it once: compiler errors, UB overflow and the grid
+             limit surface here.
+  reference: DIR/reference.bin, computed on the host in float64 from the
+             seeded inputs; it never depends on --params.
+  run:       with --output 1 (the default), first one launch on NaN-poisoned
+             output -> DIR/output.bin (fp32), which the farm compares with the
+             reference (this program never judges); then W + S launches,
+             each timed with NPU events around the launch (synchronised), one
+             line per sample in DIR/timing_us.txt. --output 0 is a timing-only
+             block (the farm's A/B blocks after the checked one).
   profile:   msprof: just runs the kernel (msprof wraps this process).
              torch_npu: torch_npu.profiler around workload(), written to
              DIR/<worker>_ascend_pt/ (PipeUtilization, Level1).
@@ -46,6 +53,7 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--warmup", type=int, default=0)
     p.add_argument("--samples", type=int, default=1)
+    p.add_argument("--output", type=int, default=1)
     p.add_argument("--profiler", default="msprof")
     p.add_argument("--aic_metrics", default="PipeUtilization")
     args = p.parse_args()
@@ -55,6 +63,9 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     a64, b64 = inputs(m, n, k, args.seed)
+    if args.stage == "reference":
+        (a64 @ b64).numpy().astype("<f4").tofile(os.path.join(args.out, "reference.bin"))
+        return 0
     dev = torch.device("npu:0")
     a = a64.half().to(dev)
     b = b64.half().to(dev)
@@ -63,12 +74,15 @@ def main():
     def workload():
         launch(a, b, c, params)
 
-    if args.stage == "precision":
+    if args.stage == "build":
         workload()
         torch.npu.synchronize()
-        c.cpu().numpy().astype("<f4").tofile(os.path.join(args.out, "output.bin"))
-        (a64 @ b64).numpy().astype("<f4").tofile(os.path.join(args.out, "reference.bin"))
     elif args.stage == "run":
+        if args.output:
+            c.fill_(float("nan"))
+            workload()
+            torch.npu.synchronize()
+            c.cpu().numpy().astype("<f4").tofile(os.path.join(args.out, "output.bin"))
         start = torch.npu.Event(enable_timing=True)
         end = torch.npu.Event(enable_timing=True)
         with open(os.path.join(args.out, "timing_us.txt"), "w") as f:

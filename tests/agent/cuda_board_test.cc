@@ -618,6 +618,18 @@ TEST_F(FakeCudaBoardTest, RunnerServesEveryRoundFromOneProcess) {
   const std::string env = ReadFile(RunDir(1) + "/run/env.txt").value();
   EXPECT_TRUE(absl::StrContains(env, "CUDA_VISIBLE_DEVICES=" + gpu_.uuid))
       << env;
+  EXPECT_TRUE(absl::StrContains(env, "runner_run_stages=1\n")) << env;
+  // The runner's state slots outlive a stage and a variant: round 3's
+  // candidate (a build of its own) sees every run stage before it, its
+  // parent's A/B blocks included.
+  const std::string env3 = ReadFile(RunDir(3) + "/run/env.txt").value();
+  std::string count;
+  for (absl::string_view line : absl::StrSplit(env3, '\n')) {
+    if (absl::ConsumePrefix(&line, "runner_run_stages=")) count = std::string(line);
+  }
+  int runs = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(count, &runs)) << env3;
+  EXPECT_GT(runs, 2) << env3;
   const std::string ncu = ReadFile(root_ + "/ncu.argv").value();
   EXPECT_TRUE(absl::StrContains(ncu, RunnerBin() + "\n--exec\n"))
       << ncu;

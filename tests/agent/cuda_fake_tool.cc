@@ -15,6 +15,7 @@
 // With -shared among nvcc's flags it writes the same program built as a
 // shared object (cuda_fake_variant, FAKE_VARIANT_SO) instead: a variant for
 // the persistent runner, which calls its tf_variant_main.
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <csignal>
@@ -87,9 +88,22 @@ int Stage(const std::vector<std::string>& a) {
   if (stage == "run") {
     const char* vis = std::getenv("CUDA_VISIBLE_DEVICES");
     const char* order = std::getenv("CUDA_DEVICE_ORDER");
+    // The runner's state slot (ops/common/cuda_harness.cuh keeps device
+    // memory there): the run stages this runner served so far, "none" in a
+    // process of its own.
+    using SlotFn = void** (*)(const char*);
+    const auto slot_fn =
+        reinterpret_cast<SlotFn>(dlsym(RTLD_DEFAULT, "tf_runner_slot"));
+    std::string runs = "none";
+    if (slot_fn != nullptr) {
+      void** slot = slot_fn("fake.run_stages");
+      if (*slot == nullptr) *slot = new long(0);
+      runs = std::to_string(++*static_cast<long*>(*slot));
+    }
     Spit(out + "/env.txt",
          std::string("CUDA_VISIBLE_DEVICES=") + (vis ? vis : "") +
-             "\nCUDA_DEVICE_ORDER=" + (order ? order : "") + "\n");
+             "\nCUDA_DEVICE_ORDER=" + (order ? order : "") +
+             "\nrunner_run_stages=" + runs + "\n");
     if (mode_is("crash")) std::raise(SIGSEGV);
     std::vector<float> o = ref;
     if (mode_is("unwritten")) {
