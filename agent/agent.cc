@@ -256,10 +256,12 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
       RenewAhead(slot);
     }
   });
-  // Build/run overlap: build this variant first, so the next one is leased
-  // and compiled only while this one runs.
+  // Build/run overlap: the next variants are leased and compiled while this
+  // one builds and runs, so that a board whose strategy hands out a batch of
+  // new candidates waits for one compile, not one per round.
   std::thread ahead;
   if (options_.prefetch) {
+    ahead = std::thread([&] { LeaseAhead(slot, evaluated, stop); });
     const absl::Time build_start = absl::Now();
     if (absl::Status st = slot.board->Prefetch(work, slot.cancel); !st.ok()) {
       spdlog::warn("{}: build ahead of {}: {}", board_id, work.lease_id(),
@@ -272,7 +274,6 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
       absl::MutexLock lock(&slot.mu);
       Average(&slot.build_s, waited);
     }
-    ahead = std::thread([&] { LeaseAhead(slot, evaluated, stop); });
   }
   const absl::Time start = absl::Now();
   absl::StatusOr<Evaluation> evaluation =

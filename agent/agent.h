@@ -7,11 +7,10 @@
 // the result and died before replying). A crash anywhere after the bundle
 // is kept leaves it on disk, and the restarted agent sends it.
 //
-// Build/run overlap (AgentOptions::prefetch): once a board's current variant
-// is built and running, its worker leases the board's NEXT variants ahead
+// Build/run overlap (AgentOptions::prefetch): while a board's current variant
+// builds and runs, its worker leases the board's NEXT variants ahead
 // (LeaseWorkRequest.prefetch) and builds them (Board::Prefetch) in parallel
-// on background threads while the current one runs, renewing those leases
-// too. How many: the board's measured build time over its evaluation time
+// on background threads, renewing those leases too. How many: the board's measured build time over its evaluation time
 // (moving averages), rounded up, at least 1 and at most
 // AgentOptions::max_ahead, so a compile never waits in front of the board;
 // the compilers themselves share the host's cores (BuildVariant bounds
@@ -61,7 +60,7 @@ struct AgentOptions {
   // Lease and build each board's next variants while the current one runs.
   bool prefetch = true;
   // Most leases one board holds ahead (1..8).
-  int max_ahead = 4;
+  int max_ahead = 8;
   // Called after each evaluated round (metrics). May be empty.
   std::function<void(const v1::RoundResult&, absl::Duration)> on_round;
 };

@@ -121,7 +121,7 @@ int Main(int argc, char** argv) {
   app.add_option("--prefetch", prefetch,
                  "lease and build each board's next variant while the current "
                  "one runs (build/run overlap)");
-  int max_ahead = 4;
+  int max_ahead = 8;
   app.add_option("--max_ahead", max_ahead,
                  "most leases a board holds ahead (as many as its build time "
                  "over its run time calls for)")

@@ -1,14 +1,17 @@
 #include "agent/precision.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,11 +22,21 @@ namespace {
 
 // A file of raw float32 little-endian elements (this code runs on
 // little-endian hosts only, as does every board kind tunefarm supports),
-// read straight into its array: outputs run to hundreds of MB (softmax
-// 8192^2: 256 MB), and every copy of them costs a round time.
+// mapped read-only: outputs run to hundreds of MB (softmax 8192^2: 256 MB),
+// and every copy of them costs a round time. The mapping stays valid after
+// the file is replaced or removed.
 struct Floats {
-  std::vector<float> values;
+  const float* values = nullptr;
+  size_t count = 0;
   size_t bytes = 0;
+  void* map = nullptr;
+  size_t map_bytes = 0;
+  Floats() = default;
+  Floats(const Floats&) = delete;
+  Floats& operator=(const Floats&) = delete;
+  ~Floats() {
+    if (map != nullptr) munmap(map, map_bytes);
+  }
 };
 absl::StatusOr<std::shared_ptr<const Floats>> ReadFloats(
     const std::string& path, struct stat* st_out = nullptr) {
@@ -43,19 +56,21 @@ absl::StatusOr<std::shared_ptr<const Floats>> ReadFloats(
   }
   auto out = std::make_shared<Floats>();
   out->bytes = static_cast<size_t>(st.st_size);
-  out->values.resize(out->bytes / sizeof(float));
-  char* dst = reinterpret_cast<char*>(out->values.data());
-  size_t want = out->values.size() * sizeof(float), done = 0;
-  while (done < want) {
-    const ssize_t n = read(fd, dst + done, want - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
+  out->count = out->bytes / sizeof(float);
+  if (out->count > 0) {
+    void* map = mmap(nullptr, out->bytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE,
+                     fd, 0);
+    if (map == MAP_FAILED) {
+      const int e = errno;
+      close(fd);
+      return absl::UnavailableError(
+          absl::StrCat("cannot map ", path, ": ", std::strerror(e)));
+    }
+    out->map = map;
+    out->map_bytes = out->bytes;
+    out->values = static_cast<const float*>(map);
   }
   close(fd);
-  if (done != want) {
-    return absl::UnavailableError(absl::StrCat("short read of ", path));
-  }
   if (st_out != nullptr) *st_out = st;
   return std::shared_ptr<const Floats>(std::move(out));
 }
@@ -90,6 +105,37 @@ absl::StatusOr<std::shared_ptr<const Floats>> ReadReference(
   return r;
 }
 
+// The verdict counts of elements [begin, end).
+struct Slice {
+  int64_t mismatches = 0, nans = 0, ref_nans = 0;
+  int64_t first_bad = -1;
+  double max_abs = 0, max_rel = 0;
+};
+Slice JudgeSlice(const float* out, const float* ref, size_t begin, size_t end,
+                 const v1::Tolerances& tol) {
+  Slice s;
+  for (size_t i = begin; i < end; ++i) {
+    const double r = ref[i], o = out[i];
+    if (!std::isfinite(r)) {
+      ++s.ref_nans;
+      continue;
+    }
+    if (!std::isfinite(o)) {
+      ++s.nans;
+      if (s.first_bad < 0) s.first_bad = static_cast<int64_t>(i);
+      continue;
+    }
+    const double abs_err = std::fabs(o - r);
+    s.max_abs = std::max(s.max_abs, abs_err);
+    if (r != 0) s.max_rel = std::max(s.max_rel, abs_err / std::fabs(r));
+    if (abs_err > tol.atol() + tol.rtol() * std::fabs(r)) {
+      ++s.mismatches;
+      if (s.first_bad < 0) s.first_bad = static_cast<int64_t>(i);
+    }
+  }
+  return s;
+}
+
 v1::PrecisionCheck Fail(v1::PrecisionCheck check, std::string detail) {
   check.set_passed(false);
   check.set_detail(std::move(detail));
@@ -115,8 +161,9 @@ v1::PrecisionCheck ComparePrecision(const std::string& output_path,
                                     " has ", ref_bytes,
                                     " bytes, not a non-empty float32 array"));
   }
-  const std::vector<float>& ref = (*ref_floats)->values;
-  check.set_elements(static_cast<int64_t>(ref.size()));
+  const float* ref = (*ref_floats)->values;
+  const size_t n = (*ref_floats)->count;
+  check.set_elements(static_cast<int64_t>(n));
   absl::StatusOr<std::shared_ptr<const Floats>> out_floats =
       ReadFloats(output_path);
   if (!out_floats.ok()) {
@@ -129,32 +176,39 @@ v1::PrecisionCheck ComparePrecision(const std::string& output_path,
     return Fail(check,
                 absl::StrCat("output ", output_path, " has ", out_bytes,
                              " bytes (", out_bytes / sizeof(float),
-                             " elements), reference has ", ref.size(),
+                             " elements), reference has ", n,
                              " elements: output ",
                              out_bytes < ref_bytes ? "short" : "too long"));
   }
-  const std::vector<float>& out = (*out_floats)->values;
+  const float* out = (*out_floats)->values;
+  // Large outputs are judged in slices on several threads.
+  const size_t threads = std::clamp<size_t>(
+      std::min<size_t>(std::thread::hardware_concurrency(), 8), 1,
+      std::max<size_t>(1, n / (1 << 20)));
+  std::vector<Slice> slices(threads);
+  std::vector<std::thread> workers;
+  for (size_t t = 0; t < threads; ++t) {
+    const size_t begin = n * t / threads, end = n * (t + 1) / threads;
+    auto judge = [&, t, begin, end] {
+      slices[t] = JudgeSlice(out, ref, begin, end, tol);
+    };
+    if (t + 1 == threads) {
+      judge();
+    } else {
+      workers.emplace_back(judge);
+    }
+  }
+  for (std::thread& w : workers) w.join();
   int64_t mismatches = 0, nans = 0, ref_nans = 0;
   int64_t first_bad = -1;
   double max_abs = 0, max_rel = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double r = ref[i], o = out[i];
-    if (!std::isfinite(r)) {
-      ++ref_nans;
-      continue;
-    }
-    if (!std::isfinite(o)) {
-      ++nans;
-      if (first_bad < 0) first_bad = static_cast<int64_t>(i);
-      continue;
-    }
-    const double abs_err = std::fabs(o - r);
-    max_abs = std::max(max_abs, abs_err);
-    if (r != 0) max_rel = std::max(max_rel, abs_err / std::fabs(r));
-    if (abs_err > tol.atol() + tol.rtol() * std::fabs(r)) {
-      ++mismatches;
-      if (first_bad < 0) first_bad = static_cast<int64_t>(i);
-    }
+  for (const Slice& sl : slices) {
+    mismatches += sl.mismatches;
+    nans += sl.nans;
+    ref_nans += sl.ref_nans;
+    if (first_bad < 0) first_bad = sl.first_bad;
+    max_abs = std::max(max_abs, sl.max_abs);
+    max_rel = std::max(max_rel, sl.max_rel);
   }
   check.set_mismatches(mismatches);
   check.set_nan_count(nans);
@@ -167,12 +221,12 @@ v1::PrecisionCheck ComparePrecision(const std::string& output_path,
   if (nans > 0 || mismatches > 0) {
     std::string detail;
     if (nans > 0) {
-      absl::StrAppend(&detail, nans, " of ", ref.size(),
+      absl::StrAppend(&detail, nans, " of ", n,
                       " output elements are NaN/Inf (unwritten or invalid)");
     }
     if (mismatches > 0) {
       absl::StrAppend(&detail, detail.empty() ? "" : "; ", mismatches, " of ",
-                      ref.size(), " elements outside atol=", tol.atol(),
+                      n, " elements outside atol=", tol.atol(),
                       " rtol=", tol.rtol(), " (max abs err ", max_abs,
                       ", max rel err ", max_rel, ")");
     }
@@ -181,7 +235,7 @@ v1::PrecisionCheck ComparePrecision(const std::string& output_path,
   }
   check.set_passed(true);
   check.set_detail(
-      absl::StrCat(ref.size(), " elements within atol=", tol.atol(),
+      absl::StrCat(n, " elements within atol=", tol.atol(),
                    " rtol=", tol.rtol(), " (max abs err ", max_abs, ")"));
   return check;
 }

@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
       Launch(a.get(), b.get(), c.get(), s);
       TF_CUDA_CHECK_LAUNCH("GemmKernel");
       TF_CUDA_CHECK(cudaDeviceSynchronize());
-      tf_cuda::WriteFloats(args.out_dir + "/output.bin", c.Download());
+      tf_cuda::WriteDeviceBuffer(args.out_dir + "/output.bin", c);
     }
     const tf_cuda::TimingResult t = tf_cuda::TimeKernel(
         [&] { Launch(a.get(), b.get(), c.get(), s); }, args.warmup, args.samples);

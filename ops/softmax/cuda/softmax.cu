@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
       Launch(x.get(), y.get(), s);
       TF_CUDA_CHECK_LAUNCH("SoftmaxKernel");
       TF_CUDA_CHECK(cudaDeviceSynchronize());
-      tf_cuda::WriteFloats(args.out_dir + "/output.bin", y.Download());
+      tf_cuda::WriteDeviceBuffer(args.out_dir + "/output.bin", y);
     }
     const tf_cuda::TimingResult t =
         tf_cuda::TimeKernel([&] { Launch(x.get(), y.get(), s); }, args.warmup, args.samples);
