@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "coordinator/strategy_util.h"
 #include "ops/catalog.h"
 
 namespace tunefarm {
@@ -37,25 +38,6 @@ int TagIndex(const std::string& tag) {
   }
   if (tag == kGuidedEscapeStage) return kStages;
   return -1;
-}
-
-bool IsNumber(const v1::ParamValue& v) {
-  return v.kind_case() == v1::ParamValue::kIntValue ||
-         v.kind_case() == v1::ParamValue::kDoubleValue;
-}
-double AsDouble(const v1::ParamValue& v) {
-  return v.kind_case() == v1::ParamValue::kIntValue
-             ? static_cast<double>(v.int_value())
-             : v.double_value();
-}
-
-// FNV-1a: a tie-break that is the same on every platform and build.
-uint64_t Fnv(std::string_view s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 struct ParamInfo {
@@ -103,13 +85,7 @@ Knowledge Learn(const SearchHistory& h) {
     ParamInfo p;
     p.domain = &d;
     p.stage = StageIndex(d.stage());
-    p.ordered.assign(d.values().begin(), d.values().end());
-    if (std::all_of(p.ordered.begin(), p.ordered.end(), IsNumber)) {
-      std::stable_sort(p.ordered.begin(), p.ordered.end(),
-                       [](const v1::ParamValue& a, const v1::ParamValue& b) {
-                         return AsDouble(a) < AsDouble(b);
-                       });
-    }
+    p.ordered = OrderedValues(d);
     for (int i = 0; i < static_cast<int>(p.ordered.size()); ++i) {
       p.pos.emplace(ParamValueToString(p.ordered[i]), i);
     }
@@ -267,18 +243,9 @@ std::vector<Move> Moves(const Knowledge& k, int stage, uint64_t seed) {
         const int from = PosOf(p, cur->second);
         if (from < 0) continue;
         const int given = s.has_value() ? PosOf(p, s.value()) : -1;
-        int to = -1;
-        if (s.direction() == "set") {
-          to = given;
-        } else if (s.direction() == "raise") {
-          to = given > from ? given : from + 1;
-        } else if (s.direction() == "lower") {
-          to = given >= 0 && given < from ? given : from - 1;
-        }
-        if (to < 0 || to >= static_cast<int>(p.ordered.size()) || to == from ||
-            !usable(pi, to)) {
-          continue;
-        }
+        const int to = SuggestedPosition(s, from, given,
+                                         static_cast<int>(p.ordered.size()));
+        if (to < 0 || !usable(pi, to)) continue;
         add(pi, from, to, 0, s.confidence(),
             absl::StrFormat("analyzer suggests %s %s (rule %s, confidence "
                             "%.2f: %s)",

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "coordinator/strategy_util.h"
 #include "ops/catalog.h"
 
 namespace tunefarm {
@@ -19,24 +20,6 @@ namespace {
 constexpr uint64_t kEnumerateLimit = uint64_t{1} << 22;
 constexpr int kUniformDraws = 4000;
 constexpr int kMaxGood = 25;
-
-bool IsNumber(const v1::ParamValue& v) {
-  return v.kind_case() == v1::ParamValue::kIntValue ||
-         v.kind_case() == v1::ParamValue::kDoubleValue;
-}
-double AsDouble(const v1::ParamValue& v) {
-  return v.kind_case() == v1::ParamValue::kIntValue
-             ? static_cast<double>(v.int_value())
-             : v.double_value();
-}
-
-uint64_t Fnv(std::string_view s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 double Uniform01(std::mt19937_64& rng) {
   return static_cast<double>(rng() >> 11) * 0x1.0p-53;
@@ -157,16 +140,9 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
     d.name = p.name();
     d.stage = p.stage().empty() ? "tiling" : p.stage();
     if (!IsWalkStage(d.stage)) d.stage = "in_core";
-    d.ordered.assign(p.values().begin(), p.values().end());
-    const bool numeric =
-        std::all_of(d.ordered.begin(), d.ordered.end(), IsNumber);
-    if (numeric) {
-      std::stable_sort(d.ordered.begin(), d.ordered.end(),
-                       [](const v1::ParamValue& a, const v1::ParamValue& b) {
-                         return AsDouble(a) < AsDouble(b);
-                       });
-    }
-    ordinal.push_back(numeric);
+    d.ordered = OrderedValues(p);
+    ordinal.push_back(
+        std::all_of(d.ordered.begin(), d.ordered.end(), IsNumber));
     for (int i = 0; i < static_cast<int>(d.ordered.size()); ++i) {
       d.pos.emplace(ParamValueToString(d.ordered[i]), i);
     }
@@ -381,18 +357,9 @@ class HybridStrategy : public Strategy {
             auto at = d.pos.find(ParamValueToString(s->value()));
             if (at != d.pos.end()) given = at->second;
           }
-          int to = -1;
-          if (s->direction() == "set") {
-            to = given;
-          } else if (s->direction() == "raise") {
-            to = given > from ? given : from + 1;
-          } else if (s->direction() == "lower") {
-            to = given >= 0 && given < from ? given : from - 1;
-          }
-          if (to < 0 || to >= static_cast<int>(d.ordered.size()) ||
-              to == from) {
-            continue;
-          }
+          const int to = SuggestedPosition(*s, from, given,
+                                           static_cast<int>(d.ordered.size()));
+          if (to < 0) continue;
           Config c = m.best;
           c[i] = to;
           if (!Fresh(m, c)) continue;

@@ -5,6 +5,7 @@ add_library(tunefarm_search STATIC
   ${CMAKE_CURRENT_LIST_DIR}/keep_rule.cc
   ${CMAKE_CURRENT_LIST_DIR}/saturation.cc
   ${CMAKE_CURRENT_LIST_DIR}/strategy.cc
+  ${CMAKE_CURRENT_LIST_DIR}/strategy_util.cc
   ${CMAKE_CURRENT_LIST_DIR}/guided_strategy.cc
   ${CMAKE_CURRENT_LIST_DIR}/hybrid_strategy.cc)
 target_link_libraries(tunefarm_search PUBLIC

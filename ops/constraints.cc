@@ -75,6 +75,10 @@ class Parser {
   }
 
   const std::set<std::string>& names() const { return names_; }
+  // Where each parameter reference is in the source: (offset, length).
+  const std::vector<std::pair<size_t, size_t>>& name_spans() const {
+    return name_spans_;
+  }
 
  private:
   absl::Status Error() const {
@@ -357,6 +361,7 @@ class Parser {
         return nullptr;
       }
       const std::string name = t.text;
+      const size_t offset = t.col - 1;
       ++pos_;
       if (IsSym("(")) {
         if (name != "min" && name != "max" && name != "abs") {
@@ -394,6 +399,7 @@ class Parser {
       if (n == nullptr) return nullptr;
       n->text = name;
       names_.insert(name);
+      name_spans_.emplace_back(offset, name.size());
       return n;
     }
     Fail(t.kind == Tok::kEnd ? std::string("unexpected end of expression")
@@ -408,6 +414,7 @@ class Parser {
   std::string error_;
   size_t error_col_ = 0;
   std::set<std::string> names_;
+  std::vector<std::pair<size_t, size_t>> name_spans_;
 };
 
 struct Value {
@@ -672,6 +679,24 @@ absl::StatusOr<std::vector<std::string>> ConstraintNames(
   absl::StatusOr<Node> n = p.Parse();
   if (!n.ok()) return n.status();
   return std::vector<std::string>(p.names().begin(), p.names().end());
+}
+
+absl::StatusOr<std::string> RenameConstraintParameters(
+    std::string_view expr,
+    const std::function<std::string(std::string_view)>& rename) {
+  Parser p(expr);
+  absl::StatusOr<Node> n = p.Parse();
+  if (!n.ok()) return n.status();
+  std::string out;
+  size_t at = 0;
+  // Spans come in source order: the parser reads left to right.
+  for (const auto& [offset, length] : p.name_spans()) {
+    out.append(expr.substr(at, offset - at));
+    out.append(rename(expr.substr(offset, length)));
+    at = offset + length;
+  }
+  out.append(expr.substr(at));
+  return out;
 }
 
 }  // namespace tunefarm

@@ -27,6 +27,7 @@
 #ifndef TUNEFARM_OPS_CONSTRAINTS_H_
 #define TUNEFARM_OPS_CONSTRAINTS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -85,6 +86,14 @@ class ConstraintSet {
 // The names an expression refers to (parameters), sorted, distinct; for
 // dropping constraints on parameters a projection removed.
 absl::StatusOr<std::vector<std::string>> ConstraintNames(std::string_view expr);
+
+// `expr` with every parameter name replaced by rename(name), the rest of
+// the text as written. Only parameter references change: function names,
+// True/False and the text of strings are not names. INVALID_ARGUMENT when
+// `expr` does not parse.
+absl::StatusOr<std::string> RenameConstraintParameters(
+    std::string_view expr,
+    const std::function<std::string(std::string_view)>& rename);
 
 }  // namespace tunefarm
 

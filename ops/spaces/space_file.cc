@@ -15,6 +15,7 @@
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "ops/constraints.h"
 
 namespace tunefarm {
 namespace {
@@ -498,6 +499,17 @@ std::string SpaceManifestYaml(const Space& space, const std::string& name) {
                     "\n    values: [", absl::StrJoin(values, ", "),
                     "]\n    default: ", YamlScalar(p.default_value()),
                     "\n    stage: ", p.stage(), "\n");
+  }
+  // The constraints name the file's parameters: the same renaming, or the
+  // catalog would refuse them (or a board would never see them enforced).
+  if (!op.constraints().empty()) absl::StrAppend(&y, "constraints:\n");
+  for (const std::string& c : op.constraints()) {
+    absl::StatusOr<std::string> renamed =
+        RenameConstraintParameters(c, [](std::string_view n) {
+          return ManifestParameterName(absl::string_view(n.data(), n.size()));
+        });
+    // KnownSpaceConstraints are fixed texts that parse (spaces_test).
+    absl::StrAppend(&y, "  - ", json(renamed.ok() ? *renamed : c).dump(), "\n");
   }
   const v1::Workload& w = op.workloads(0);
   absl::StrAppend(&y, "workloads:\n  - {name: ", w.name(),

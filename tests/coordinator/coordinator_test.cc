@@ -1452,15 +1452,8 @@ class KeepRuleTest : public CoordinatorTest {
  protected:
   void ReportMeasured(const v1::WorkItem& work, const v1::Measurement& m,
                       v1::Outcome outcome = v1::OUTCOME_OK) {
-    v1::ReportResultRequest request;
-    const std::string board = lease_board_[work.lease_id()];
-    request.set_agent_id(AgentOf(board));
-    request.set_board_id(board);
-    request.set_lease_id(work.lease_id());
-    request.set_epoch(work.epoch());
-    request.set_sweep_id(work.sweep_id());
-    request.set_round_id(work.round_id());
-    request.mutable_result()->set_outcome(outcome);
+    v1::ReportResultRequest request =
+        ResultFor(lease_board_[work.lease_id()], work, m.median_us(), outcome);
     request.mutable_result()->mutable_precision()->set_passed(
         outcome != v1::OUTCOME_PRECISION_FAILED);
     if (outcome != v1::OUTCOME_OK) {

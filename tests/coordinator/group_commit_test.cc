@@ -14,48 +14,22 @@
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
 #include "storage/fault_injecting_store.h"
-#include "storage/memory_store.h"
+#include "tests/coordinator/coordinator_harness.h"
 
 namespace tunefarm {
 namespace {
 
 constexpr int kBoards = 8;
 
-constexpr char kOperator[] = R"(
-name: toy
-parameters:
-  - {name: a, values: [1, 2, 3, 4, 5, 6, 7, 8], default: 1}
-  - {name: b, values: [1, 2, 3, 4, 5, 6, 7, 8], default: 1}
-workloads:
-  - {name: small, dtype: fp16, dims: {m: 64, n: 64, k: 64}}
-tolerances: {rtol: 0.01, atol: 0.001}
-backends:
-  sim: {command: ["{bin}/toy"]}
-)";
-
-constexpr char kSpec[] = R"(
-name: grouped
-team: qa
-operator: toy
-goal: {speedup: 100}
-strategy: random
-budget: {max_rounds: 60, max_rounds_without_gain: 60}
-min_gain: 0.02
-boards: {kind: sim}
-measurement: {warmup: 1, samples: 5}
-)";
-
 class GroupCommitTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto op = ParseOperatorManifest(kOperator, "test/toy.yaml");
-    ASSERT_TRUE(op.ok()) << op.status();
-    catalog_.Add(*op);
-    options_.lease_duration = absl::Seconds(60);
-    options_.agent_timeout = absl::Seconds(60);
-    coord_ = std::make_unique<Coordinator>(&faults_, &catalog_, &clock_,
-                                           options_, nullptr);
-    ASSERT_TRUE(coord_->Recover().ok());
+    ASSERT_TRUE(AddOperator(&catalog_, ToyOperatorYaml(8, 8)).ok());
+    CoordinatorOptions options;
+    options.lease_duration = absl::Seconds(60);
+    options.agent_timeout = absl::Seconds(60);
+    ASSERT_TRUE(core_.Open(&catalog_, &clock_, options).ok());
+    coord_ = core_.coordinator();
     ControlLoop::Options loop_options;
     // Wait for the whole wave of calls, so the batches are deterministic.
     loop_options.max_batch = kBoards;
@@ -67,19 +41,16 @@ class GroupCommitTest : public ::testing::Test {
         loop_options);
     loop_->Start();
     v1::SubmitSweepRequest submit;
-    submit.set_spec_yaml(kSpec);
+    submit.set_spec_yaml(ToySpecYaml("grouped", "random", 60));
     auto sweep = loop_->Call(
         [&] { return coord_->SubmitSweep(submit, AnonymousAdmin()); });
     ASSERT_TRUE(sweep.ok()) << sweep.status();
     sweep_id_ = sweep->sweep().sweep_id();
-    v1::RegisterAgentRequest reg;
-    reg.set_agent_id("a1");
-    for (int b = 0; b < kBoards; ++b) {
-      v1::BoardInfo* info = reg.add_boards();
-      info->set_board_id(absl::StrCat("a1/b", b));
-      info->set_kind("sim");
-    }
-    ASSERT_TRUE(loop_->Call([&] { return coord_->RegisterAgent(reg); }).ok());
+    ASSERT_TRUE(loop_
+                    ->Call([&] {
+                      return coord_->RegisterAgent(SimAgent("a1", kBoards));
+                    })
+                    .ok());
     // The baseline, so every board gets a candidate.
     auto base = loop_->Call([&] { return coord_->LeaseWork(Lease(0)); });
     ASSERT_TRUE(base.ok() && base->granted());
@@ -91,28 +62,12 @@ class GroupCommitTest : public ::testing::Test {
   }
   void TearDown() override { loop_->Stop(); }
 
+  static std::string Board(int b) { return absl::StrCat("a1/b", b); }
   static v1::LeaseWorkRequest Lease(int board) {
-    v1::LeaseWorkRequest r;
-    r.set_agent_id("a1");
-    r.set_board_id(absl::StrCat("a1/b", board));
-    return r;
+    return LeaseFor(Board(board));
   }
   static v1::ReportResultRequest Result(int board, const v1::WorkItem& work) {
-    v1::ReportResultRequest r;
-    r.set_agent_id("a1");
-    r.set_board_id(absl::StrCat("a1/b", board));
-    r.set_lease_id(work.lease_id());
-    r.set_epoch(work.epoch());
-    r.set_sweep_id(work.sweep_id());
-    r.set_round_id(work.round_id());
-    r.mutable_result()->set_outcome(v1::OUTCOME_OK);
-    r.mutable_result()->mutable_precision()->set_passed(true);
-    v1::Measurement* m = r.mutable_result()->mutable_measurement();
-    m->set_median_us(200);
-    m->set_p20_us(199);
-    m->set_p80_us(201);
-    m->set_samples(5);
-    return r;
+    return ResultFor(Board(board), work, 200);
   }
 
   // Every board leases at once, each call on its own thread.
@@ -132,10 +87,10 @@ class GroupCommitTest : public ::testing::Test {
 
   OperatorCatalog catalog_;
   FakeClock clock_;
-  CoordinatorOptions options_;
-  std::unique_ptr<Store> base_ = NewMemoryStore();
-  FaultInjectingStore faults_{base_.get()};
-  std::unique_ptr<Coordinator> coord_;
+  CoordinatorOverFaults core_;
+  Coordinator* coord_ = nullptr;  // core_'s
+  Store* base_ = core_.base();
+  FaultInjectingStore& faults_ = *core_.faults();
   std::unique_ptr<ControlLoop> loop_;
   std::string sweep_id_;
 };

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/strategy_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
@@ -337,6 +338,42 @@ TEST(NewStrategy, KnownAndUnknownNames) {
   s = NewStrategy(spec, op);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ((*s)->name(), "guided");
+}
+
+TEST(StrategyUtil, OrderedValuesSortsNumericDomainsOnly) {
+  v1::ParameterDomain numeric;
+  for (int v : {64, 16, 32}) *numeric.add_values() = IntParam(v);
+  std::vector<int64_t> got;
+  for (const v1::ParamValue& v : OrderedValues(numeric)) {
+    got.push_back(v.int_value());
+  }
+  EXPECT_EQ(got, (std::vector<int64_t>{16, 32, 64}));
+  v1::ParameterDomain named;
+  for (const char* v : {"b", "a"}) {
+    named.add_values()->set_string_value(v);
+  }
+  const std::vector<v1::ParamValue> kept = OrderedValues(named);
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0].string_value(), "b");  // declared order
+}
+
+TEST(StrategyUtil, SuggestedPositionFollowsTheDirection) {
+  v1::Suggestion s;
+  s.set_direction("raise");
+  EXPECT_EQ(SuggestedPosition(s, 2, -1, 5), 3);  // one step
+  EXPECT_EQ(SuggestedPosition(s, 2, 4, 5), 4);   // the value, that way
+  EXPECT_EQ(SuggestedPosition(s, 2, 1, 5), 3);   // the value lies the other way
+  EXPECT_EQ(SuggestedPosition(s, 4, -1, 5), -1);  // already at the top
+  s.set_direction("lower");
+  EXPECT_EQ(SuggestedPosition(s, 2, -1, 5), 1);
+  EXPECT_EQ(SuggestedPosition(s, 2, 0, 5), 0);
+  EXPECT_EQ(SuggestedPosition(s, 0, -1, 5), -1);
+  s.set_direction("set");
+  EXPECT_EQ(SuggestedPosition(s, 2, 4, 5), 4);
+  EXPECT_EQ(SuggestedPosition(s, 2, 2, 5), -1);  // nothing new
+  EXPECT_EQ(SuggestedPosition(s, 2, -1, 5), -1);
+  s.set_direction("sideways");
+  EXPECT_EQ(SuggestedPosition(s, 2, 4, 5), -1);
 }
 
 }  // namespace

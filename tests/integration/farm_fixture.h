@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/local_farm.h"
 #include "common/files.h"
@@ -25,6 +26,36 @@
 namespace tunefarm {
 
 constexpr char kFarmBinDir[] = TUNEFARM_BINARY_DIR "/bin";
+
+// A sweep of team itest over sim_matmul's square_2k on sim boards whose goal
+// is out of reach, so it ends by its budget: `max_rounds` rounds, or
+// `no_gain` rounds without a gain.
+inline std::string SimMatmulSpec(const std::string& name,
+                                 const std::string& strategy, int seed,
+                                 int max_rounds, int no_gain = 100) {
+  return absl::StrCat("name: ", name,
+                      "\nteam: itest\noperator: sim_matmul\n"
+                      "workload: square_2k\ngoal: {speedup: 1000}\n"
+                      "strategy: {name: ",
+                      strategy, ", seed: ", seed,
+                      "}\nbudget: {max_rounds: ", max_rounds,
+                      ", time_limit: 10m, max_rounds_without_gain: ", no_gain,
+                      "}\nmin_gain: 0.02\nboards: {kind: sim}\n"
+                      "measurement: {warmup: 2, samples: 10}\n");
+}
+
+// A farm whose coordinator a test kills mid-sweep: rounds slow enough
+// (150 ms) that some are in flight at the kill, heartbeats every 100 ms,
+// leases short (2 s) so the restarted coordinator soon re-leases lost ones.
+inline LocalFarmOptions KillableFarm(int agents, int boards_per_agent) {
+  LocalFarmOptions o;
+  o.agents = agents;
+  o.boards_per_agent = boards_per_agent;
+  o.sim_delay_ms = 150;
+  o.heartbeat_ms = 100;
+  o.lease_ms = 2000;
+  return o;
+}
 
 class FarmFixture : public ::testing::Test {
  protected:

@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,22 +32,7 @@ namespace tunefarm {
 namespace {
 
 std::string SpecYaml(const std::string& strategy, int max_rounds, int no_gain) {
-  return absl::StrCat(R"(
-name: it-sweep
-team: itest
-operator: sim_matmul
-workload: square_2k
-goal: {speedup: 1000}
-strategy: {name: )",
-                      strategy, R"(, seed: 3}
-budget: {max_rounds: )",
-                      max_rounds,
-                      R"(, time_limit: 10m, max_rounds_without_gain: )",
-                      no_gain, R"(}
-min_gain: 0.02
-boards: {kind: sim}
-measurement: {warmup: 2, samples: 10}
-)");
+  return SimMatmulSpec("it-sweep", strategy, 3, max_rounds, no_gain);
 }
 
 class FarmTest : public FarmFixture {
@@ -305,13 +290,7 @@ measurement: {warmup: 1, samples: 5}
 }
 
 TEST_F(FarmTest, KilledCoordinatorResumesWithoutLosingOrDuplicatingRounds) {
-  LocalFarmOptions o;
-  o.agents = 2;
-  o.boards_per_agent = 2;
-  o.sim_delay_ms = 150;
-  o.heartbeat_ms = 100;
-  o.lease_ms = 2000;
-  StartFarm(o);
+  StartFarm(KillableFarm(/*agents=*/2, /*boards_per_agent=*/2));
   const std::string id = Submit(SpecYaml("random", 16, 100));
 
   // Let some rounds be acknowledged, then kill -9 the coordinator.

@@ -23,26 +23,12 @@
 #include "common/subprocess.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/integration/farm_fixture.h"
 #include "tests/integration/scrape_metrics.h"
 #include "tunefarm/v1/farm.grpc.pb.h"
 
 namespace tunefarm {
 namespace {
-
-constexpr char kBinDir[] = TUNEFARM_BINARY_DIR "/bin";
-
-constexpr char kSpec[] = R"(
-name: pipeline-it
-team: itest
-operator: sim_matmul
-workload: square_2k
-goal: {speedup: 1000}
-strategy: {name: grid, seed: 3}
-budget: {max_rounds: 6, time_limit: 10m, max_rounds_without_gain: 100}
-min_gain: 0.02
-boards: {kind: sim}
-measurement: {warmup: 2, samples: 10}
-)";
 
 // The value of an unlabelled sample `name` in /metrics of 127.0.0.1:port;
 // -1 when absent.
@@ -102,7 +88,7 @@ class PipelineReliabilityTest : public ::testing::TestWithParam<std::string> {
                                             const std::string& diagnoses,
                                             std::vector<std::string> extra) {
     std::vector<std::string> argv = {
-        absl::StrCat(kBinDir, "/tunefarm-analyzer"),
+        absl::StrCat(kFarmBinDir, "/tunefarm-analyzer"),
         "--id",
         id,
         "--coordinator",
@@ -172,7 +158,7 @@ class PipelineReliabilityTest : public ::testing::TestWithParam<std::string> {
 TEST_P(PipelineReliabilityTest, KilledAnalyzerLosesNoBundleAndStoresNoneTwice) {
   const std::string stage = GetParam();
   coordinator_ = Start(
-      {absl::StrCat(kBinDir, "/tunefarm-coordinator"), "--data_dir", dir_,
+      {absl::StrCat(kFarmBinDir, "/tunefarm-coordinator"), "--data_dir", dir_,
        "--listen", "127.0.0.1:0", "--port_file", Run("coordinator.port"),
        "--diagnosis_endpoint_file", Run("diagnosis.endpoint"),
        "--metrics_port_file", Run("coordinator.metrics"), "--heartbeat_ms",
@@ -199,7 +185,7 @@ TEST_P(PipelineReliabilityTest, KilledAnalyzerLosesNoBundleAndStoresNoneTwice) {
   ASSERT_TRUE(
       absl::SimpleAtoi(WaitFile(Run("analyzer-b.metrics")), &metrics_b));
 
-  agent_ = Start({absl::StrCat(kBinDir, "/tunefarm-agent"),
+  agent_ = Start({absl::StrCat(kFarmBinDir, "/tunefarm-agent"),
                   "--coordinator",
                   absl::StrCat("127.0.0.1:", port),
                   "--agent_id",
@@ -215,7 +201,7 @@ TEST_P(PipelineReliabilityTest, KilledAnalyzerLosesNoBundleAndStoresNoneTwice) {
                   "--work_dir",
                   dir_ + "/work",
                   "--bin_dir",
-                  kBinDir,
+                  kFarmBinDir,
                   "--bundle_ack_timeout_ms",
                   "1000",
                   "--log_level",
@@ -224,7 +210,7 @@ TEST_P(PipelineReliabilityTest, KilledAnalyzerLosesNoBundleAndStoresNoneTwice) {
   ASSERT_NE(agent_, nullptr);
 
   v1::SubmitSweepRequest submit;
-  submit.set_spec_yaml(kSpec);
+  submit.set_spec_yaml(SimMatmulSpec("pipeline-it", "grid", 3, 6));
   v1::SubmitSweepResponse submitted;
   {
     grpc::ClientContext ctx;

@@ -20,19 +20,6 @@
 namespace tunefarm {
 namespace {
 
-constexpr char kSpec[] = R"(
-name: watched
-team: itest
-operator: sim_matmul
-workload: square_2k
-goal: {speedup: 1000}
-strategy: {name: random, seed: 5}
-budget: {max_rounds: 14, time_limit: 10m, max_rounds_without_gain: 100}
-min_gain: 0.02
-boards: {kind: sim}
-measurement: {warmup: 2, samples: 10}
-)";
-
 class WatchReconnectTest : public FarmFixture {};
 
 // The events printed (JSON lines) in `log`, other lines skipped.
@@ -50,14 +37,8 @@ std::vector<v1::SweepEvent> PrintedEvents(const std::string& log) {
 }
 
 TEST_F(WatchReconnectTest, PrintsEachEventOnceAcrossACoordinatorKill) {
-  LocalFarmOptions o;
-  o.agents = 1;
-  o.boards_per_agent = 2;
-  o.sim_delay_ms = 150;
-  o.heartbeat_ms = 100;
-  o.lease_ms = 2000;
-  StartFarm(o);
-  const std::string id = Submit(kSpec);
+  StartFarm(KillableFarm(/*agents=*/1, /*boards_per_agent=*/2));
+  const std::string id = Submit(SimMatmulSpec("watched", "random", 5, 14));
 
   const std::string token_file = dir_ + "/admin.token";
   ASSERT_TRUE(WriteFileAtomic(token_file, farm_->admin_token()).ok());

@@ -207,5 +207,38 @@ TEST(ManifestConstraintsTest, ShippedGemmCudaLimitsThreadsAndSharedMemory) {
   EXPECT_EQ(ProjectManifest(*op, "cpu").constraints_size(), 0);
 }
 
+// Renaming touches parameter references only: not functions, keywords,
+// True/False, numbers or the text of strings; spacing stays as written.
+TEST(ConstraintsTest, RenameChangesOnlyParameterNames) {
+  const auto lower = [](std::string_view n) {
+    std::string s(n);
+    for (char& c : s) c = static_cast<char>(std::tolower(c));
+    return s;
+  };
+  absl::StatusOr<std::string> r = RenameConstraintParameters(
+      "KWG % ((MDIMC*NDIMC)/MDIMA) == 0 and max(MWG,  NWG) <= 1E3 or "
+      "METHOD == 'MWG' or True",
+      lower);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r,
+            "kwg % ((mdimc*ndimc)/mdima) == 0 and max(mwg,  nwg) <= 1E3 or "
+            "method == 'MWG' or True");
+  EXPECT_EQ(*ConstraintNames(*r),
+            (std::vector<std::string>{"kwg", "mdima", "mdimc", "method", "mwg",
+                                      "ndimc", "nwg"}));
+  // The renamed text means the same over the renamed parameters.
+  ParamMap upper = P({{"A", 6}, {"B", 4}});
+  ParamMap low = P({{"a", 6}, {"b", 4}});
+  for (const std::string expr : {"A % B == 2", "32 <= A*B <= 1024"}) {
+    absl::StatusOr<std::string> renamed =
+        RenameConstraintParameters(expr, lower);
+    ASSERT_TRUE(renamed.ok());
+    EXPECT_EQ(Holds(expr, upper), Holds(*renamed, low)) << expr;
+  }
+  absl::StatusOr<std::string> bad = RenameConstraintParameters("A +", lower);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("unexpected end"));
+}
+
 }  // namespace
 }  // namespace tunefarm

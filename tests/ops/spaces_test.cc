@@ -145,13 +145,22 @@ TEST_P(EveryFixtureSpace, LoadsWithItsProvenanceFigures) {
   absl::StatusOr<v1::OperatorManifest> yaml =
       ParseOperatorManifest(SpaceManifestYaml(*s), want.file);
   ASSERT_TRUE(yaml.ok()) << yaml.status();
-  // Constraints name the file's parameters; the replay board refuses what
-  // breaks them (not in the space), so the YAML carries none.
+  // The YAML renames the parameters, in the constraints too, so that the
+  // catalog loads them and strategies enforce them on replay boards.
   v1::OperatorManifest renamed = op;
-  renamed.clear_constraints();
   for (v1::ParameterDomain& p : *renamed.mutable_parameters()) {
     p.set_name(ManifestParameterName(p.name()));
   }
+  renamed.clear_constraints();
+  for (const std::string& c : op.constraints()) {
+    absl::StatusOr<std::string> r =
+        RenameConstraintParameters(c, [](std::string_view n) {
+          return ManifestParameterName(absl::string_view(n.data(), n.size()));
+        });
+    ASSERT_TRUE(r.ok()) << r.status();
+    renamed.add_constraints(*r);
+  }
+  EXPECT_EQ(yaml->constraints_size(), op.constraints_size());
   EXPECT_TRUE(
       google::protobuf::util::MessageDifferencer::Equals(*yaml, renamed))
       << yaml->DebugString();
@@ -173,16 +182,26 @@ TEST_P(EveryFixtureSpace, ConstraintsReproduceTheConfigurationList) {
   absl::StatusOr<ConstraintSet> c = ConstraintSet::ForManifest(op);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->empty(), absl::StrContains(want.file, "pnpoly"));
+  // The generated operator.yaml's constraints, over its renamed parameters,
+  // agree on every configuration (what replay boards' sweeps enforce).
+  absl::StatusOr<v1::OperatorManifest> yaml =
+      ParseOperatorManifest(SpaceManifestYaml(*s), want.file);
+  ASSERT_TRUE(yaml.ok()) << yaml.status();
+  absl::StatusOr<ConstraintSet> yc = ConstraintSet::ForManifest(*yaml);
+  ASSERT_TRUE(yc.ok()) << yc.status();
+  EXPECT_EQ(yc->size(), c->size());
   std::vector<int> digits(op.parameters_size(), 0);
-  size_t feasible = 0, mismatched = 0, total = 0;
+  size_t feasible = 0, mismatched = 0, yaml_mismatched = 0, total = 0;
   while (true) {
-    ParamMap p;
+    ParamMap p, low;
     for (int i = 0; i < op.parameters_size(); ++i) {
       p[op.parameters(i).name()] = op.parameters(i).values(digits[i]);
+      low[yaml->parameters(i).name()] = op.parameters(i).values(digits[i]);
     }
     const bool ok = c->Feasible(p);
     feasible += ok;
     mismatched += ok != (s->Find(p) != nullptr);
+    yaml_mismatched += ok != yc->Feasible(low);
     ++total;
     int i = op.parameters_size() - 1;
     while (i >= 0 && ++digits[i] == op.parameters(i).values_size()) {
@@ -193,6 +212,7 @@ TEST_P(EveryFixtureSpace, ConstraintsReproduceTheConfigurationList) {
   EXPECT_EQ(static_cast<double>(total), s->CartesianSize());
   EXPECT_EQ(feasible, want.entries);
   EXPECT_EQ(mismatched, 0u);
+  EXPECT_EQ(yaml_mismatched, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,0 +1,50 @@
+// Small helpers shared by the search strategies (guided_strategy.cc,
+// hybrid_strategy.cc): domain order, a platform-stable hash for tie-breaks,
+// and where an analyzer suggestion points in a domain.
+//
+// Pure functions; thread-safe.
+#ifndef TUNEFARM_COORDINATOR_STRATEGY_UTIL_H_
+#define TUNEFARM_COORDINATOR_STRATEGY_UTIL_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "tunefarm/v1/types.pb.h"
+
+namespace tunefarm {
+
+inline bool IsNumber(const v1::ParamValue& v) {
+  return v.kind_case() == v1::ParamValue::kIntValue ||
+         v.kind_case() == v1::ParamValue::kDoubleValue;
+}
+
+inline double AsDouble(const v1::ParamValue& v) {
+  return v.kind_case() == v1::ParamValue::kIntValue
+             ? static_cast<double>(v.int_value())
+             : v.double_value();
+}
+
+// FNV-1a: a tie-break that is the same on every platform and build.
+inline uint64_t Fnv(std::string_view s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// A domain's values in walking order: numeric domains by value ("up" is
+// larger), others as declared.
+std::vector<v1::ParamValue> OrderedValues(const v1::ParameterDomain& domain);
+
+// The position a suggestion moves a parameter to, from position `from` in a
+// domain of `size` values, `given` being the suggestion's value's position
+// (-1 when it names none or one outside the domain): "set" goes to `given`,
+// "raise"/"lower" to `given` when it lies that way, else one step. -1 when
+// it points nowhere new.
+int SuggestedPosition(const v1::Suggestion& s, int from, int given, int size);
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_COORDINATOR_STRATEGY_UTIL_H_
