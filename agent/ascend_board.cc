@@ -412,180 +412,110 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(
       WorkDirFor(absl::StrCat(options_.work_root, "/ascend", device_id_), work);
   TF_RETURN_IF_ERROR(PrepareWorkDir(work_dir, work));
 
-  auto cancelled = [&] {
-    return absl::CancelledError(absl::StrCat("evaluation of ", work.sweep_id(),
-                                             " round ", work.round_id(),
-                                             " cancelled (lease revoked)"));
-  };
-  // A failed child → its outcome, or a board fault. `timeout` names the limit.
-  auto failed = [&](const std::string& stage, const Child& c,
-                    absl::Duration timeout,
-                    v1::Outcome otherwise) -> absl::StatusOr<Evaluation> {
-    if (c.result.cancelled) return cancelled();
-    const AscendFailure f =
-        ClassifyAscendFailure(Tail(c.stderr_path) + "\n" + Tail(c.stdout_path));
-    if (f.fault == AscendFault::kDevice) return DeviceError(stage, f);
-    DeviceOk();
-    if (c.result.timed_out) {
-      result.set_outcome(otherwise == v1::OUTCOME_PROFILE_FAILED
-                             ? otherwise
-                             : v1::OUTCOME_RUN_TIMEOUT);
-      result.set_detail(absl::StrCat(stage, " did not finish within ",
-                                     absl::FormatDuration(timeout),
-                                     "; its process group was killed"));
-      return eval;
-    }
-    switch (f.fault) {
-      case AscendFault::kUbOverflow:
-      case AscendFault::kGridLimit:
-      case AscendFault::kCompile:
-        if (otherwise != v1::OUTCOME_PROFILE_FAILED) {
-          result.set_outcome(v1::OUTCOME_BUILD_FAILED);
-          result.set_detail(
-              absl::StrCat(stage, ": ", f.summary,
-                           f.fault == AscendFault::kCompile
-                               ? std::string()
-                               : absl::StrCat(" [", f.evidence, "]")));
-          return eval;
+  // The shared pipeline (agent/stage_runner.h): the program's build stage
+  // (it compiles the kernel and launches it once), the host reference, the
+  // timed run blocks (A/B: the same command with the parent's parameters,
+  // in ABBA order), then the operator's profiler.
+  StagePlan stages;
+  stages.command = *command;
+  stages.work_dir = work_dir;
+  stages.seed = seed;
+  stages.timeout = options_.run_timeout;
+  stages.setup_timeout = options_.precision_timeout;
+  stages.env = Env();
+  stages.pass_output_flag = true;
+  stages.policy_note = absl::StrCat(
+      "NPU events around each launch, on ", chip_.name, " device ", device_id_,
+      " (ASCEND_RT_VISIBLE_DEVICES=", device_id_, ")");
+  stages.board_id = info().board_id();
+  stages.board_kind = kKind;
+  stages.chip = chip_.name;
+  stages.profiler = plan->profiler;
+  stages.capabilities = info().capabilities();
+  stages.no_profile = !options_.profile;
+  // A profiler run that fails on a device error is the board's; any other
+  // failure is PROFILE_FAILED with the measurement kept.
+  stages.profile = [&](const std::atomic<bool>& cancel_profile,
+                       v1::RoundResult* /*measured*/, v1::ProfileBundle* bundle,
+                       std::string* failure) -> absl::Status {
+    const std::string profile_root = work_dir + "/profile";
+    auto run_failed = [&](const std::string& what,
+                          const Child& c) -> absl::Status {
+      const AscendFailure f = ClassifyAscendFailure(Tail(c.stderr_path) +
+                                                    "\n" + Tail(c.stdout_path));
+      if (f.fault == AscendFault::kDevice) return DeviceError(what, f);
+      *failure = c.result.timed_out
+                     ? absl::StrCat(what, " did not finish within ",
+                                    absl::FormatDuration(options_.profile_timeout))
+                     : StageFailure(what, c.result);
+      return absl::OkStatus();
+    };
+    absl::StatusOr<v1::ProfileBundle> collected;
+    if (plan->profiler == "msprof") {
+      for (const std::string& group : plan->aic_metrics) {
+        const std::string out = absl::StrCat(profile_root, "/", group);
+        std::vector<std::string> quoted;
+        for (const std::string& a :
+             StageArgv(*command, work_dir, "profile", out, seed)) {
+          quoted.push_back(ShellQuote(a));
         }
-        break;
-      default:
-        break;
+        std::vector<std::string> argv = {
+            options_.msprof, "--application=" + absl::StrJoin(quoted, " "),
+            "--output=" + out, "--aic-metrics=" + group};
+        absl::StatusOr<Child> prof =
+            RunChild(argv, work_dir, "profile_" + group, out, work_dir,
+                     options_.profile_timeout, cancel_profile);
+        if (!prof.ok()) {
+          *failure = absl::StrCat("msprof: ", prof.status().message());
+          return absl::OkStatus();
+        }
+        if (prof->result.cancelled) return absl::OkStatus();
+        if (!StageOk(prof->result)) {
+          return run_failed(absl::StrCat("profile (msprof ", group, ")"),
+                            *prof);
+        }
+      }
+      collected = CollectMsprof(profile_root, plan->aic_metrics);
+    } else {
+      TF_ASSIGN_OR_RETURN(
+          Child prof,
+          RunChild(StageArgv(*command, work_dir, "profile", profile_root, seed),
+                   work_dir, "profile", profile_root, profile_root,
+                   options_.profile_timeout, cancel_profile));
+      if (prof.result.cancelled) return absl::OkStatus();
+      if (!StageOk(prof.result)) {
+        return run_failed(absl::StrCat("profile (", plan->profiler, ")"), prof);
+      }
+      collected = plan->profiler == "torch_npu" ? CollectTorchNpu(profile_root)
+                                                : CollectPypto(profile_root);
     }
-    result.set_outcome(otherwise);
-    result.set_detail(StageFailure(stage, c.result));
-    return eval;
+    if (!collected.ok()) {
+      *failure = std::string(collected.status().message());
+      return absl::OkStatus();
+    }
+    *bundle = *std::move(collected);
+    return absl::OkStatus();
   };
-
-  // 1. precision: compile + one launch, output and host reference.
-  TF_ASSIGN_OR_RETURN(Child prec,
-                      RunChild(StageArgv(*command, work_dir, "precision",
-                                         work_dir + "/precision", seed),
-                               work_dir, "precision", work_dir + "/precision",
-                               work_dir, options_.precision_timeout, cancel));
-  result.set_build_s(absl::ToDoubleSeconds(prec.result.wall));
-  if (!StageOk(prec.result)) {
-    return failed("precision", prec, options_.precision_timeout,
-                  v1::OUTCOME_RUN_CRASHED);
-  }
-  *result.mutable_precision() =
-      ComparePrecision(prec.out_dir + "/output.bin",
-                       prec.out_dir + "/reference.bin", op.tolerances());
-  if (!result.precision().passed()) {
-    DeviceOk();
-    result.set_outcome(v1::OUTCOME_PRECISION_FAILED);
-    result.set_detail(absl::StrCat("precision: ", result.precision().detail()));
-    return eval;
-  }
-
-  // 2. timed run.
-  int warmup = 0, samples = 0;
-  ResolvePolicy(work.measurement(), &warmup, &samples);
-  std::vector<std::string> run_argv =
-      StageArgv(*command, work_dir, "run", work_dir + "/run", seed);
-  for (std::string a : {std::string("--warmup"), absl::StrCat(warmup),
-                        std::string("--samples"), absl::StrCat(samples)}) {
-    run_argv.push_back(std::move(a));
-  }
-  TF_ASSIGN_OR_RETURN(Child run,
-                      RunChild(run_argv, work_dir, "run", work_dir + "/run",
-                               work_dir, options_.run_timeout, cancel));
-  result.set_run_s(absl::ToDoubleSeconds(run.result.wall));
-  if (!StageOk(run.result)) {
-    return failed("run", run, options_.run_timeout, v1::OUTCOME_RUN_CRASHED);
+  TF_ASSIGN_OR_RETURN(eval, RunStages(stages, work, cancel));
+  // A stage that failed: what its messages say decides whose fault it is
+  // (agent/ascend_errors.h). A device error is the board's.
+  if (result.outcome() == v1::OUTCOME_RUN_CRASHED ||
+      result.outcome() == v1::OUTCOME_BUILD_FAILED ||
+      result.outcome() == v1::OUTCOME_RUN_TIMEOUT) {
+    const AscendFailure f = ClassifyAscendFailure(result.detail());
+    if (f.fault == AscendFault::kDevice) return DeviceError("evaluation", f);
+    if (result.outcome() != v1::OUTCOME_RUN_TIMEOUT &&
+        (f.fault == AscendFault::kUbOverflow ||
+         f.fault == AscendFault::kGridLimit ||
+         f.fault == AscendFault::kCompile)) {
+      result.set_outcome(v1::OUTCOME_BUILD_FAILED);
+      result.set_detail(absl::StrCat(
+          f.summary, f.fault == AscendFault::kCompile
+                         ? std::string()
+                         : absl::StrCat(" [", f.evidence, "]")));
+    }
   }
   DeviceOk();
-  absl::StatusOr<std::vector<double>> timing =
-      ReadTimingSamples(run.out_dir + "/timing_us.txt");
-  if (!timing.ok()) {
-    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
-    result.set_detail(absl::StrCat("run wrote no usable timing: ",
-                                   timing.status().message()));
-    return eval;
-  }
-  if (timing->size() != static_cast<size_t>(warmup + samples)) {
-    result.set_outcome(v1::OUTCOME_RUN_CRASHED);
-    result.set_detail(absl::StrCat("run wrote ", timing->size(),
-                                   " timing samples, expected warmup ", warmup,
-                                   " + samples ", samples));
-    return eval;
-  }
-  *result.mutable_measurement() = Summarize(
-      *std::move(timing), warmup, /*simulated=*/false,
-      absl::StrCat(
-          "warmup=", warmup, " samples=", samples,
-          " median/p20/p80 of the samples the operator's run stage timed on ",
-          chip_.name, " device ", device_id_,
-          " (ASCEND_RT_VISIBLE_DEVICES=", device_id_, ")"));
-  result.set_outcome(v1::OUTCOME_OK);
-  result.set_detail(
-      absl::StrCat("ok: median ", result.measurement().median_us(), " us"));
-  if (!options_.profile) return eval;
-
-  // 3. profile.
-  const std::string profile_root = work_dir + "/profile";
-  absl::StatusOr<v1::ProfileBundle> bundle;
-  if (plan->profiler == "msprof") {
-    for (const std::string& group : plan->aic_metrics) {
-      const std::string out = absl::StrCat(profile_root, "/", group);
-      std::vector<std::string> app =
-          StageArgv(*command, work_dir, "profile", out, seed);
-      std::vector<std::string> quoted;
-      for (const std::string& a : app) quoted.push_back(ShellQuote(a));
-      std::vector<std::string> argv = {
-          options_.msprof, "--application=" + absl::StrJoin(quoted, " "),
-          "--output=" + out, "--aic-metrics=" + group};
-      absl::StatusOr<Child> prof =
-          RunChild(argv, work_dir, "profile_" + group, out, work_dir,
-                   options_.profile_timeout, cancel);
-      if (!prof.ok()) {
-        result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
-        result.set_detail(absl::StrCat("msprof: ", prof.status().message()));
-        return eval;
-      }
-      if (!StageOk(prof->result)) {
-        return failed(absl::StrCat("profile (msprof ", group, ")"), *prof,
-                      options_.profile_timeout, v1::OUTCOME_PROFILE_FAILED);
-      }
-    }
-    bundle = CollectMsprof(profile_root, plan->aic_metrics);
-  } else {
-    std::vector<std::string> argv =
-        StageArgv(*command, work_dir, "profile", profile_root, seed);
-    TF_ASSIGN_OR_RETURN(
-        Child prof, RunChild(argv, work_dir, "profile", profile_root,
-                             profile_root, options_.profile_timeout, cancel));
-    if (!StageOk(prof.result)) {
-      return failed(absl::StrCat("profile (", plan->profiler, ")"), prof,
-                    options_.profile_timeout, v1::OUTCOME_PROFILE_FAILED);
-    }
-    bundle = plan->profiler == "torch_npu" ? CollectTorchNpu(profile_root)
-                                           : CollectPypto(profile_root);
-  }
-  if (!bundle.ok()) {
-    result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
-    result.set_detail(absl::StrCat("profile: ", bundle.status().message()));
-    return eval;
-  }
-  const v1::BoardInfo& me = info();
-  const std::string bundle_id =
-      absl::StrCat(SafeComponent(work.sweep_id()), ".r", work.round_id(), ".e",
-                   work.epoch(), ".", SafeComponent(me.board_id()));
-  bundle->set_bundle_id(bundle_id);
-  bundle->set_sweep_id(work.sweep_id());
-  bundle->set_round_id(work.round_id());
-  bundle->set_epoch(work.epoch());
-  bundle->set_board_id(me.board_id());
-  bundle->set_board_kind(kKind);
-  bundle->set_chip(chip_.name);
-  bundle->set_simulated(false);
-  bundle->set_profiler(plan->profiler);
-  *bundle->mutable_measurement() = result.measurement();
-  *bundle->mutable_capabilities() = me.capabilities();
-  *bundle->mutable_params() = work.params();
-  bundle->set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
-  result.set_bundle_id(bundle_id);
-  eval.bundle = *std::move(bundle);
   return eval;
 }
 

@@ -12,15 +12,21 @@
 // that command (the BackendEntry proto has no profiler field; see
 // docs/ascend.md) and leaves them in the argv, so the program sees them too.
 //
-// Evaluate, each step a child process (RunProcess: no shell, own process
+// Evaluate runs the shared evaluation pipeline (agent/stage_runner.h,
+// RunStages), each step a child process (RunProcess: no shell, own process
 // group, timeout, cancel) with ASCEND_RT_VISIBLE_DEVICES=<device> and
-// TILE_FWK_DEVICE_ID=<device> in its environment:
-//   1. `--stage precision` (options.precision_timeout, 300 s default): the
-//      program compiles and launches the kernel once and writes
-//      DIR/output.bin and the host reference DIR/reference.bin; the farm
-//      compares them (ComparePrecision with the manifest's tolerances).
-//   2. `--stage run --warmup W --samples S`: DIR/timing_us.txt → Summarize.
-//   3. profile, by the operator's profiler:
+// TILE_FWK_DEVICE_ID=<device> in its environment, on the operator stage
+// contract (docs/operators.md):
+//   1. `--stage build` (options.precision_timeout, 300 s default): the
+//      program compiles the kernel and launches it once;
+//   2. `--stage reference` (same limit): DIR/reference.bin on the host;
+//   3. `--stage run --warmup W --samples S --output 0|1` blocks
+//      (options.run_timeout each): the first writes DIR/output.bin, which
+//      the farm compares with the reference (ComparePrecision with the
+//      manifest's tolerances), every block DIR/timing_us.txt. A/B rounds
+//      alternate the candidate with the parent's parameters in ABBA blocks,
+//      as on every board kind.
+//   4. profile, by the operator's profiler:
 //      msprof   — `msprof --application="<program> --stage profile ..."
 //                 --output=<dir>/<group> --aic-metrics=<group>`, one run per
 //                 metric group, PipeUtilization first; bundled:

@@ -14,7 +14,6 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "agent/ncu.h"
-#include "agent/precision.h"
 #include "agent/process_runner.h"
 #include "agent/stage_runner.h"
 #include "agent/variant_build.h"
@@ -107,11 +106,6 @@ class CudaBoardImpl : public Board {
   }
 
  private:
-  struct Stage {
-    std::string out_dir;
-    ProcessResult result;
-  };
-
   // Whether `work` runs in the persistent runner (as CpuBoard::UseRunner).
   bool UseRunner(const v1::WorkItem& work) const {
     if (runner_ == nullptr) return false;
@@ -126,12 +120,6 @@ class CudaBoardImpl : public Board {
   // Evaluate without the runner's bookkeeping.
   absl::StatusOr<Evaluation> EvaluateVariant(const v1::WorkItem& work,
                                              const std::atomic<bool>& cancel);
-  absl::StatusOr<Stage> RunStage(const std::string& binary,
-                                 const std::string& work_dir,
-                                 const std::string& stage,
-                                 std::vector<std::string> extra, uint64_t seed,
-                                 const std::atomic<bool>& cancel,
-                                 bool in_runner) const;
   // ncu profile + CSV exports into <work_dir>/profile; returns the bundle
   // files, or the reason profiling gave no profile.
   void Profile(const std::string& binary, const std::string& work_dir,
@@ -213,37 +201,6 @@ absl::StatusOr<BuildRequest> CudaBoardImpl::MakeBuildRequest(
       req.extra_include_dirs.push_back(common.string());
   }
   return req;
-}
-
-absl::StatusOr<CudaBoardImpl::Stage> CudaBoardImpl::RunStage(
-    const std::string& binary, const std::string& work_dir,
-    const std::string& stage, std::vector<std::string> extra, uint64_t seed,
-    const std::atomic<bool>& cancel, bool in_runner) const {
-  Stage s;
-  s.out_dir = absl::StrCat(work_dir, "/", stage);
-  TF_RETURN_IF_ERROR(MakeDirs(s.out_dir));
-  ProcessSpec spec;
-  spec.argv = {binary,
-               "--stage",
-               stage,
-               "--params",
-               work_dir + "/params.json",
-               "--workload",
-               work_dir + "/workload.json",
-               "--out",
-               s.out_dir,
-               "--seed",
-               absl::StrCat(seed)};
-  for (std::string& a : extra) spec.argv.push_back(std::move(a));
-  spec.cwd = work_dir;
-  spec.env = StageEnv();
-  spec.stdout_path = absl::StrCat(work_dir, "/logs/", stage, ".stdout");
-  spec.stderr_path = absl::StrCat(work_dir, "/logs/", stage, ".stderr");
-  spec.timeout = options_.stage_timeout;
-  spec.cancel = &cancel;
-  TF_ASSIGN_OR_RETURN(s.result,
-                      in_runner ? runner_->Run(spec) : RunProcess(spec));
-  return s;
 }
 
 void CudaBoardImpl::Profile(const std::string& binary,
@@ -393,65 +350,14 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
   const std::string work_dir =
       WorkDirFor(options_.work_root + "/" + local_name_, work);
   TF_RETURN_IF_ERROR(PrepareWorkDir(work_dir, work));
-  TF_RETURN_IF_ERROR(MakeDirs(work_dir + "/logs"));
   const std::string& bin = build->binary;
   const double build_wait_s = lap();
 
-  // check: can this variant run this workload on this device?
-  absl::StatusOr<Stage> check_or =
-      RunStage(bin, work_dir, "build", {}, seed, cancel, in_runner);
-  if (!check_or.ok() && in_runner) {
-    result.set_outcome(v1::OUTCOME_BUILD_FAILED);
-    result.set_detail(std::string(check_or.status().message()));
-    return eval;
-  }
-  TF_ASSIGN_OR_RETURN(Stage check, std::move(check_or));
-  if (check.result.cancelled) return cancelled();
-  if (!StageOk(check.result)) {
-    result.set_outcome(check.result.timed_out        ? v1::OUTCOME_RUN_TIMEOUT
-                       : check.result.exit_code == 2 ? v1::OUTCOME_BUILD_FAILED
-                                                     : v1::OUTCOME_RUN_CRASHED);
-    result.set_detail(StageFailure("variant check", check.result));
-    return eval;
-  }
-  const double check_s = lap();
-
-  // reference: computed once per operator build inputs, workload and seed
-  // and kept beside the build cache. It never depends on the variant's
-  // parameters (docs/operators.md), and for a large workload it costs
-  // seconds of fp64 host work per round (softmax 8192^2: about 3 s).
-  std::string reference_bin;
-  absl::StatusOr<std::string> ref_entry =
-      ReferenceCacheEntry(*req, work_dir, seed, options_.cache_dir, cancel);
-  if (!ref_entry.ok()) return cancelled();
-  std::error_code ec;
-  if (!ref_entry->empty() &&
-      std::filesystem::is_regular_file(*ref_entry + "/reference.bin", ec)) {
-    reference_bin = *ref_entry + "/reference.bin";
-  } else {
-    TF_ASSIGN_OR_RETURN(Stage ref, RunStage(bin, work_dir, "reference", {},
-                                            seed, cancel, in_runner));
-    if (ref.result.cancelled) return cancelled();
-    if (!StageOk(ref.result)) {
-      result.set_outcome(ref.result.timed_out ? v1::OUTCOME_RUN_TIMEOUT
-                                              : v1::OUTCOME_RUN_CRASHED);
-      result.set_detail(
-          ref.result.timed_out
-              ? absl::StrCat("reference timed out after ",
-                             absl::FormatDuration(options_.stage_timeout))
-              : StageFailure("reference", ref.result));
-      return eval;
-    }
-    reference_bin = ref.out_dir + "/reference.bin";
-    spdlog::info("{}: reference computed in {:.2f} s{}", info_.board_id(),
-                 absl::ToDoubleSeconds(ref.result.wall),
-                 ref_entry->empty() ? " (not cached: no key)" : "");
-    if (!ref_entry->empty()) PublishReference(reference_bin, *ref_entry);
-  }
-
-  const double reference_s = lap();
-
-  // run (and, A/B, the parent variant's binary alternately)
+  // The shared pipeline (agent/stage_runner.h): the variant's device check
+  // (its build stage), the reference (cached per operator build inputs,
+  // workload and seed: it never depends on the variant's parameters, and
+  // softmax 8192^2 costs seconds of fp64 host work), the timed run blocks
+  // (A/B against the parent variant's binary), then ncu.
   StagePlan plan;
   plan.command = {bin};
   plan.work_dir = work_dir;
@@ -469,6 +375,10 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
   } else {
     plan.policy_note += "; one process per stage";
   }
+  absl::StatusOr<std::string> ref_entry =
+      ReferenceCacheEntry(*req, work_dir, seed, options_.cache_dir, cancel);
+  if (!ref_entry.ok()) return cancelled();
+  plan.reference_cache = *ref_entry;
   if (work.has_reference()) {
     absl::Status parent = UseParentVariant(
         MakeBuildRequest(op, work.reference_params(), in_runner), cancel,
@@ -476,64 +386,51 @@ absl::StatusOr<Evaluation> CudaBoardImpl::EvaluateVariant(
     if (absl::IsCancelled(parent)) return cancelled();
     TF_RETURN_IF_ERROR(parent);
   }
-  TF_ASSIGN_OR_RETURN(bool measured, MeasureRunStage(plan, work, reference_bin,
-                                                     cancel, &result));
-  if (!measured) return eval;
-  const double measure_s = lap();
-  absl::StatusOr<std::string> note =
-      ReadFile(work_dir + "/run/timing_note.txt");
-  result.mutable_measurement()->set_policy(absl::StrCat(
-      result.measurement().policy(), "; ",
-      note.ok() ? std::string(absl::StripTrailingAsciiWhitespace(*note))
-                : "no timing note"));
-
-  // profile
-  v1::ProfileBundle bundle;
+  plan.board_id = info_.board_id();
+  plan.board_kind = kKind;
+  plan.chip = info_.chip();
+  plan.profiler = "ncu";
+  plan.capabilities = info_.capabilities();
   std::string gap;
-  Profile(bin, work_dir, seed, cancel, &bundle, &gap, in_runner);
-  if (cancel.load()) return cancelled();
-  const double profile_s = lap();
-  if (note.ok()) {
-    v1::ProfileFile* f = bundle.add_files();
-    f->set_path("timing_note.txt");
-    f->set_content(*note);
+  plan.profile = [&](const std::atomic<bool>& cancel_profile,
+                     v1::RoundResult* measured, v1::ProfileBundle* bundle,
+                     std::string* /*failure*/) {
+    // The harness's timing note (device, clocks, protocol) joins the policy
+    // and the bundle; without ncu the bundle says why it holds no profile,
+    // and the outcome stays OK (the timing is a valid measurement).
+    absl::StatusOr<std::string> note =
+        ReadFile(work_dir + "/run/timing_note.txt");
+    measured->mutable_measurement()->set_policy(absl::StrCat(
+        measured->measurement().policy(), "; ",
+        note.ok() ? std::string(absl::StripTrailingAsciiWhitespace(*note))
+                  : "no timing note"));
+    Profile(bin, work_dir, seed, cancel_profile, bundle, &gap, in_runner);
+    if (note.ok()) {
+      v1::ProfileFile* f = bundle->add_files();
+      f->set_path("timing_note.txt");
+      f->set_content(*note);
+    }
+    if (!gap.empty()) {
+      v1::ProfileFile* f = bundle->add_files();
+      f->set_path("ncu_unavailable.txt");
+      f->set_content(absl::StrCat("EVIDENCE GAP (ncu): ", gap, "\n"));
+    }
+    return absl::OkStatus();
+  };
+  TF_ASSIGN_OR_RETURN(eval, RunStages(plan, work, cancel, std::move(eval)));
+  if (result.outcome() == v1::OUTCOME_OK) {
+    result.set_detail(
+        absl::StrCat("ok: median ", result.measurement().median_us(), " us on ",
+                     gpu_.name, build->cache_hit ? " (build cache hit)" : "",
+                     gap.empty() ? "" : absl::StrCat("; no profile: ", gap)));
   }
-  if (!gap.empty()) {
-    v1::ProfileFile* f = bundle.add_files();
-    f->set_path("ncu_unavailable.txt");
-    f->set_content(absl::StrCat("EVIDENCE GAP (ncu): ", gap, "\n"));
-  }
-  const std::string bundle_id =
-      absl::StrCat(SafeComponent(work.sweep_id()), ".r", work.round_id(), ".e",
-                   work.epoch(), ".", SafeComponent(info_.board_id()));
-  bundle.set_bundle_id(bundle_id);
-  bundle.set_sweep_id(work.sweep_id());
-  bundle.set_round_id(work.round_id());
-  bundle.set_epoch(work.epoch());
-  bundle.set_board_id(info_.board_id());
-  bundle.set_board_kind(kKind);
-  bundle.set_chip(info_.chip());
-  bundle.set_simulated(false);
-  bundle.set_profiler("ncu");
-  *bundle.mutable_measurement() = result.measurement();
-  *bundle.mutable_capabilities() = info_.capabilities();
-  *bundle.mutable_params() = work.params();
-  bundle.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
-  result.set_bundle_id(bundle_id);
-  result.set_outcome(v1::OUTCOME_OK);
-  result.set_detail(
-      absl::StrCat("ok: median ", result.measurement().median_us(), " us on ",
-                   gpu_.name, build->cache_hit ? " (build cache hit)" : "",
-                   gap.empty() ? "" : absl::StrCat("; no profile: ", gap)));
-  eval.bundle = std::move(bundle);
-  // measure = the run blocks (run_s, of which timed_s in timed launches) plus
-  // the precision check and the parent's preparation.
+  // Where the round went; the run blocks' share is run_s, of which timed_s
+  // in timed launches.
   spdlog::info(
-      "{}: round {} phases: build/prep {:.3f} s, check {:.3f} s, reference "
-      "{:.3f} s, measure {:.3f} s (blocks {:.3f} s, timed {:.3f} s), profile "
-      "{:.3f} s, bundle {:.3f} s",
-      info_.board_id(), work.round_id(), build_wait_s, check_s, reference_s,
-      measure_s, result.run_s(), result.timed_s(), profile_s, lap());
+      "{}: round {} phases: build/prep {:.3f} s, stages {:.3f} s (blocks "
+      "{:.3f} s, timed {:.3f} s)",
+      info_.board_id(), work.round_id(), build_wait_s, lap(), result.run_s(),
+      result.timed_s());
   return eval;
 }
 

@@ -33,6 +33,16 @@ struct Stage {
   ProcessResult result;
 };
 
+// The stage contract's exit code for an internal error (docs/operators.md).
+constexpr int kStageExitInternal = 3;
+
+absl::Duration StageTimeout(const StagePlan& plan, const std::string& stage) {
+  const bool setup = stage == "build" || stage == "reference";
+  return setup && plan.setup_timeout > absl::ZeroDuration()
+             ? plan.setup_timeout
+             : plan.timeout;
+}
+
 // Runs `stage` of plan.command; its outputs go to <work_dir>/<out_name>
 // (default: the stage's name), its logs to <work_dir>/logs/<out_name>.*.
 absl::StatusOr<Stage> RunOne(const StagePlan& plan, const std::string& stage,
@@ -58,7 +68,7 @@ absl::StatusOr<Stage> RunOne(const StagePlan& plan, const std::string& stage,
   spec.env = plan.env;
   spec.stdout_path = absl::StrCat(plan.work_dir, "/logs/", name, ".stdout");
   spec.stderr_path = absl::StrCat(plan.work_dir, "/logs/", name, ".stderr");
-  spec.timeout = plan.timeout;
+  spec.timeout = StageTimeout(plan, stage);
   spec.cancel = &cancel;
   TF_ASSIGN_OR_RETURN(s.result, plan.runner != nullptr
                                      ? plan.runner->Run(spec)
@@ -342,11 +352,12 @@ absl::StatusOr<Evaluation> RunStages(const StagePlan& plan,
                                              " round ", work.round_id(),
                                              " cancelled (lease revoked)"));
   };
-  auto timeout = [&](const std::string& stage) {
+  auto timeout = [&](const std::string& stage, const std::string& what) {
     result.set_outcome(v1::OUTCOME_RUN_TIMEOUT);
-    result.set_detail(absl::StrCat(stage, " did not finish within ",
-                                   absl::FormatDuration(plan.timeout),
-                                   "; its process group was killed"));
+    result.set_detail(
+        absl::StrCat(what, " did not finish within ",
+                     absl::FormatDuration(StageTimeout(plan, stage)),
+                     "; its process group was killed"));
     return eval;
   };
   // Runs a stage; a program that cannot start is the variant's fault when
@@ -371,13 +382,15 @@ absl::StatusOr<Evaluation> RunStages(const StagePlan& plan,
       result.set_build_s(absl::ToDoubleSeconds(build->result.wall));
     }
     if (build->result.cancelled) return cancelled();
+    if (build->result.timed_out) return timeout("build", "build check");
     if (!StageOk(build->result)) {
-      // The program's own parameter check refused the variant.
-      result.set_outcome(v1::OUTCOME_BUILD_FAILED);
-      result.set_detail(build->result.timed_out
-                            ? absl::StrCat("build check timed out after ",
-                                           absl::FormatDuration(plan.timeout))
-                            : StageFailure("build check", build->result));
+      // A refusal (the program's own parameter check, a compile error) is
+      // the variant's; a signal or an internal error (exit 3) is a crash.
+      const bool crashed = build->result.term_signal != 0 ||
+                           build->result.exit_code == kStageExitInternal;
+      result.set_outcome(crashed ? v1::OUTCOME_RUN_CRASHED
+                                 : v1::OUTCOME_BUILD_FAILED);
+      result.set_detail(StageFailure("build check", build->result));
       return eval;
     }
   }
@@ -392,7 +405,7 @@ absl::StatusOr<Evaluation> RunStages(const StagePlan& plan,
     if (outcome_set) return eval;
     TF_RETURN_IF_ERROR(ref.status());
     if (ref->result.cancelled) return cancelled();
-    if (ref->result.timed_out) return timeout("reference");
+    if (ref->result.timed_out) return timeout("reference", "reference");
     if (!StageOk(ref->result)) {
       result.set_outcome(v1::OUTCOME_RUN_CRASHED);
       result.set_detail(StageFailure("reference", ref->result));
@@ -409,35 +422,56 @@ absl::StatusOr<Evaluation> RunStages(const StagePlan& plan,
       MeasureRunStage(plan, work, reference_bin, cancel, &result));
   if (!measured) return eval;
 
+  if (plan.no_profile) {
+    result.set_outcome(v1::OUTCOME_OK);
+    result.set_detail(absl::StrCat("ok: median ",
+                                   result.measurement().median_us(), " us",
+                                   plan.simulated ? " (simulated)" : ""));
+    return eval;
+  }
+
   // profile: a failure here keeps the measurement.
-  int warmup = 0, samples = 0;
-  ResolvePolicy(work.measurement(), &warmup, &samples);
-  std::vector<std::string> prof_args = {"--samples", absl::StrCat(samples),
-                                        "--warmup", absl::StrCat(warmup)};
-  if (plan.pass_flush_cache) {
-    prof_args.push_back("--flush_cache");
-    prof_args.push_back(work.measurement().flush_cache() ? "1" : "0");
-  }
-  for (const std::string& a : plan.run_extra_args) prof_args.push_back(a);
-  absl::StatusOr<Stage> prof = run_one("profile", prof_args);
-  if (outcome_set) return eval;
-  TF_RETURN_IF_ERROR(prof.status());
-  if (prof->result.cancelled) return cancelled();
-  if (!StageOk(prof->result)) {
-    result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
-    result.set_detail(prof->result.timed_out
-                          ? absl::StrCat("profile timed out after ",
-                                         absl::FormatDuration(plan.timeout))
-                          : StageFailure("profile", prof->result));
-    return eval;
-  }
-  absl::StatusOr<v1::ProfileBundle> bundle =
-      plan.read_profile ? plan.read_profile(prof->out_dir)
-                        : ReadFilesIntoBundle(prof->out_dir);
-  if (!bundle.ok()) {
-    result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
-    result.set_detail(absl::StrCat("profile: ", bundle.status().message()));
-    return eval;
+  absl::StatusOr<v1::ProfileBundle> bundle;
+  if (plan.profile) {
+    v1::ProfileBundle files;
+    std::string failure;
+    TF_RETURN_IF_ERROR(plan.profile(cancel, &result, &files, &failure));
+    if (cancel.load()) return cancelled();
+    if (!failure.empty()) {
+      result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
+      result.set_detail(absl::StrCat("profile: ", failure));
+      return eval;
+    }
+    bundle = std::move(files);
+  } else {
+    int warmup = 0, samples = 0;
+    ResolvePolicy(work.measurement(), &warmup, &samples);
+    std::vector<std::string> prof_args = {"--samples", absl::StrCat(samples),
+                                          "--warmup", absl::StrCat(warmup)};
+    if (plan.pass_flush_cache) {
+      prof_args.push_back("--flush_cache");
+      prof_args.push_back(work.measurement().flush_cache() ? "1" : "0");
+    }
+    for (const std::string& a : plan.run_extra_args) prof_args.push_back(a);
+    absl::StatusOr<Stage> prof = run_one("profile", prof_args);
+    if (outcome_set) return eval;
+    TF_RETURN_IF_ERROR(prof.status());
+    if (prof->result.cancelled) return cancelled();
+    if (!StageOk(prof->result)) {
+      result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
+      result.set_detail(prof->result.timed_out
+                            ? absl::StrCat("profile timed out after ",
+                                           absl::FormatDuration(plan.timeout))
+                            : StageFailure("profile", prof->result));
+      return eval;
+    }
+    bundle = plan.read_profile ? plan.read_profile(prof->out_dir)
+                               : ReadFilesIntoBundle(prof->out_dir);
+    if (!bundle.ok()) {
+      result.set_outcome(v1::OUTCOME_PROFILE_FAILED);
+      result.set_detail(absl::StrCat("profile: ", bundle.status().message()));
+      return eval;
+    }
   }
   const std::string bundle_id =
       absl::StrCat(SafeComponent(work.sweep_id()), ".r", work.round_id(), ".e",

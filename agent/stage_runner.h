@@ -5,9 +5,11 @@
 // or a call into the board's persistent runner (StagePlan.runner, the same
 // contract; agent/variant_runner.h)
 // following the stage contract of docs/operators.md. Boards differ only in
-// how they get the program (sim: a shipped binary; cpu/cuda: BuildVariant),
-// the environment they give it (pinning, device isolation) and how they read
-// the profile folder; those come in through StagePlan.
+// how they get the program (sim: a shipped binary; cpu/cuda: BuildVariant;
+// ascend: the manifest's command), the environment they give it (pinning,
+// device isolation) and how they profile (the program's profile stage read
+// back, or the board's own profiler around it: ncu, msprof); those come in
+// through StagePlan.
 //
 // Outcomes: a stage killed by a signal or exiting non-zero → RUN_CRASHED
 // (with the signal name and stderr tail), a stage past its timeout →
@@ -64,6 +66,9 @@ struct StagePlan {
   std::string work_dir;              // prepared by PrepareWorkDir
   uint64_t seed = 0;
   absl::Duration timeout = absl::Minutes(2);  // per stage
+  // The build and reference stages' limit, where it differs (a program
+  // that compiles its kernel in its build stage); zero = timeout.
+  absl::Duration setup_timeout = absl::ZeroDuration();
   std::vector<std::pair<std::string, std::string>> env;
   bool run_build_stage = true;  // the program's own `build` check first
   // Extra args of the run and profile stages (beyond --warmup/--samples).
@@ -103,11 +108,25 @@ struct StagePlan {
   std::function<absl::StatusOr<v1::ProfileBundle>(
       const std::string& profile_dir)>
       read_profile;
+  // Non-null: the board profiles the measured variant itself (a profiler
+  // that wraps a process: ncu, msprof), in place of the program's profile
+  // stage and read_profile. It fills *bundle's files, or sets *failure
+  // (PROFILE_FAILED, the measurement kept); it may annotate
+  // result->measurement(). A non-OK status is the board's failure.
+  std::function<absl::Status(const std::atomic<bool>& cancel,
+                             v1::RoundResult* result,
+                             v1::ProfileBundle* bundle, std::string* failure)>
+      profile;
+  // No profile at all: a good measurement is OK without a bundle.
+  bool no_profile = false;
 };
 
 // Runs the stages for `work` into `eval` (whose result may already hold
-// build_s). See the header comment for outcomes. The run stage is timed by
-// MeasureRunStage.
+// build_s). See the header comment for outcomes. The program's build check
+// follows the stage contract (docs/operators.md): exit 2 (and any other
+// refusal) → BUILD_FAILED, exit 3 (internal error, e.g. a CUDA error) or a
+// signal → RUN_CRASHED, past its limit → RUN_TIMEOUT. The run stage is timed
+// by MeasureRunStage.
 absl::StatusOr<Evaluation> RunStages(const StagePlan& plan,
                                      const v1::WorkItem& work,
                                      const std::atomic<bool>& cancel,

@@ -284,7 +284,7 @@ TEST_F(AscendBoardTest, EvaluatesEndToEndWithMsprofBundle) {
   // Isolation: every child saw device 3 only.
   std::string log = MustRead(log_);
   EXPECT_TRUE(absl::StrContains(
-      log, "stage=precision ASCEND_RT_VISIBLE_DEVICES=3 TILE_FWK_DEVICE_ID=3"))
+      log, "stage=build ASCEND_RT_VISIBLE_DEVICES=3 TILE_FWK_DEVICE_ID=3"))
       << log;
   EXPECT_TRUE(absl::StrContains(
       log, "msprof aic-metrics=PipeUtilization ASCEND_RT_VISIBLE_DEVICES=3"));
@@ -382,6 +382,37 @@ TEST_F(AscendBoardTest, FailureModesMapToOutcomes) {
         absl::StrContains(log, absl::StrCat("ASCEND_RT_VISIBLE_DEVICES=", i)))
         << cases[i].mode;
   }
+}
+
+// A/B on the ascend board as on every kind: the parent's parameters run in
+// the same lease, in ABBA blocks, and the result is the paired comparison;
+// only the candidate's first block is judged against the reference.
+TEST_F(AscendBoardTest, AbTimesTheParentInTheSameLease) {
+  std::unique_ptr<Board> board = FirstBoard();
+  ASSERT_NE(board, nullptr);
+  work_.set_has_reference(true);
+  work_.set_reference_round(2);
+  *work_.mutable_reference_params() = work_.params();
+  v1::ParamValue slower;
+  slower.set_int_value(128);  // the stand-in's run stage scales by block_m
+  (*work_.mutable_reference_params())["block_m"] = slower;
+  work_.mutable_measurement()->set_mode(v1::MEASUREMENT_MODE_AB);
+  absl::StatusOr<Evaluation> eval = board->Evaluate(work_, cancel_);
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  const v1::RoundResult& r = eval->result;
+  ASSERT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+  EXPECT_TRUE(r.measurement().paired()) << r.measurement().policy();
+  EXPECT_EQ(r.measurement().reference_round(), 2);
+  EXPECT_GE(r.measurement().pairs(), 2);
+  // The parent (block_m 128) times at twice the candidate (64): a gain of
+  // about one half.
+  EXPECT_GT(r.measurement().reference().median_us(),
+            1.5 * r.measurement().median_us());
+  EXPECT_GT(r.measurement().gain(), 0.4);
+  const fs::path parent_params =
+      fs::path(options_.work_root) / "ascend3" / "sweep-asc" / "round_3" /
+      "epoch_1" / "parent" / "params.json";
+  EXPECT_TRUE(absl::StrContains(MustRead(parent_params.string()), "128"));
 }
 
 TEST_F(AscendBoardTest, DeviceErrorIsTheBoardsAndTwiceQuarantines) {
