@@ -14,7 +14,8 @@
 #   the device image has no Debian dev packages).
 # On the device:        TF_CARRY_DIR=<carried folder> bash scripts/device-farm.sh
 #   TF_FARM_MODES="runner process" (default) picks the modes,
-#   TF_FARM_SPECS="cuda_gemm cuda_softmax" (default) the sweeps, TF_DEVICE_TEST=0
+#   TF_FARM_SPECS="cuda_gemm cuda_softmax" (default) the sweeps (SPEC:STRATEGY
+#   overrides the example's strategy, e.g. cuda_gemm:hybrid), TF_DEVICE_TEST=0
 #   skips cuda_board_test, TF_FARM_KERNELS=1 also runs device-cuda.sh's
 #   kernel references (cuBLAS, D2D copy). Results under $OUT.
 set -uo pipefail
@@ -76,14 +77,19 @@ fi
 farm_log="$out/farm.txt"
 : > "$farm_log"
 for mode in ${TF_FARM_MODES:-runner process}; do
-  for spec in ${TF_FARM_SPECS:-cuda_gemm cuda_softmax}; do
-    name=${spec}_$mode
+  for entry in ${TF_FARM_SPECS:-cuda_gemm cuda_softmax}; do
+    # SPEC or SPEC:STRATEGY (the example's own strategy otherwise).
+    spec=${entry%%:*}
+    strategy=${entry#"$spec"}
+    strategy=${strategy#:}
+    name=${spec}_$mode${strategy:+_$strategy}
     data=/tmp/tunefarm-device-$name
     rm -rf "$data" && mkdir -p "$data"
     sed -e 's/max_rounds: [0-9]*/max_rounds: 400/' \
         -e 's/max_rounds_without_gain: [0-9]*/max_rounds_without_gain: 400/' \
         -e "s/flush_cache: true}/flush_cache: true, isolation: $mode}/" \
         -e "s/^name: \(.*\)/name: \1-$mode/" \
+        -e "${strategy:+s/strategy: {name: [a-z]*/strategy: {name: $strategy/}" \
         "examples/$spec.yaml" > "$data/spec.yaml"
     echo "=== $name ($(date -u +%FT%TZ))" >> "$farm_log"
     start=$(date +%s)
