@@ -58,6 +58,32 @@ json TimeOrNull(const v1::Round& r) {
   return HasTime(r) ? json(r.result().measurement().median_us()) : json();
 }
 
+// The interval around a round's time, [low, high] in µs: for A/B rounds
+// the paired gain's interval applied to the parent timed in the same lease
+// (what the keep rule judged); otherwise the median's 95% interval from its
+// p20..p80 spread and sample count (keep_rule.h's estimate). Null without a
+// time, or without a spread to estimate it from.
+json IntervalOrNull(const v1::Round& r) {
+  if (!HasTime(r)) return json();
+  const v1::Measurement& m = r.result().measurement();
+  if (m.paired() && m.pairs() > 0 && m.gain_upper() >= m.gain_lower()) {
+    const double ref = m.reference().median_us() > 0 ? m.reference().median_us()
+                                                     : r.parent_us();
+    if (ref > 0) {
+      return json::array(
+          {ref * (1 - m.gain_upper()), ref * (1 - m.gain_lower())});
+    }
+  }
+  if (m.samples() > 1 && m.p80_us() > m.p20_us()) {
+    // p20..p80 of a normal is 1.683 sigma; a median's standard error is
+    // 1.2533 sigma / sqrt(n).
+    const double se = 1.2533 * (m.p80_us() - m.p20_us()) / 1.6832 /
+                      std::sqrt(static_cast<double>(m.samples()));
+    return json::array({m.median_us() - 1.96 * se, m.median_us() + 1.96 * se});
+  }
+  return json();
+}
+
 std::string GoalText(const v1::Goal& goal) {
   std::vector<std::string> parts;
   if (goal.speedup() > 0) {
@@ -302,6 +328,7 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
          {"board", r.board_id()},
          {"outcome", OutcomeName(r)},
          {"time_us", TimeOrNull(r)},
+         {"interval_us", IntervalOrNull(r)},
          {"parent_us", r.parent_us() > 0 ? json(r.parent_us()) : json()},
          {"change_pct", change_pct},
          {"decision", DecisionName(r.decision())},

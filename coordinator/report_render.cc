@@ -551,6 +551,24 @@ std::string ProgressSvg(const json& report) {
         "\" fill=\"none\" stroke=\"#2a8a2a\" stroke-width=\"2\"/>\n");
   }
 
+  // Each round's interval (report.cc: the A/B gain's, or the median's),
+  // a thin vertical bar behind its mark; rounds without one have none.
+  for (const json& r : rounds) {
+    auto it = r.find("interval_us");
+    if (it == r.end() || !it->is_array() || it->size() != 2 ||
+        !(*it)[0].is_number() || !(*it)[1].is_number()) {
+      continue;
+    }
+    const double lo = std::clamp((*it)[0].get<double>(), 0.0, y_max);
+    const double hi = std::clamp((*it)[1].get<double>(), 0.0, y_max);
+    const double px = x(I(r, "round"));
+    absl::StrAppend(&svg, "<path d=\"M", Num(px), " ", Num(y(lo)), " V",
+                    Num(y(hi)), " M", Num(px - 3), " ", Num(y(lo)), " H",
+                    Num(px + 3), " M", Num(px - 3), " ", Num(y(hi)), " H",
+                    Num(px + 3),
+                    "\" stroke=\"#9bb7d9\" stroke-width=\"1\"/>\n");
+  }
+
   // One mark per round.
   for (const json& r : rounds) {
     const std::string decision = S(r, "decision");
@@ -609,8 +627,12 @@ std::string ProgressSvg(const json& report) {
       "\" y=\"", Num(kTop + 69), "\">failed (no time)</text>\n", "<line x1=\"",
       Num(lx), "\" y1=\"", Num(kTop + 85), "\" x2=\"", Num(lx + 10), "\" y2=\"",
       Num(kTop + 85), "\" stroke=\"#2a8a2a\" stroke-width=\"2\"/>\n<text x=\"",
-      Num(lx + 18), "\" y=\"", Num(kTop + 89),
-      "\">best so far</text>\n</g>\n</svg>\n");
+      Num(lx + 18), "\" y=\"", Num(kTop + 89), "\">best so far</text>\n",
+      "<path d=\"M", Num(lx + 5), " ", Num(kTop + 99), " V", Num(kTop + 113),
+      " M", Num(lx + 2), " ", Num(kTop + 99), " H", Num(lx + 8), " M",
+      Num(lx + 2), " ", Num(kTop + 113), " H", Num(lx + 8),
+      "\" stroke=\"#9bb7d9\" stroke-width=\"1\"/>\n<text x=\"", Num(lx + 18),
+      "\" y=\"", Num(kTop + 110), "\">interval</text>\n</g>\n</svg>\n");
   return svg;
 }
 
