@@ -85,7 +85,7 @@ def main():
     seeds = [int(s) for s in a.seeds.split(",")]
     boards = a.boards.split(",")
     if a.smoke:
-        seeds, boards, a.rounds = seeds[:1], ["sim"], min(a.rounds, 8)
+        seeds, boards, a.rounds = seeds[:1], ["sim"], min(a.rounds, 5)
     examples = {"sim": "sim_matmul.yaml", "cpu": "cpu_gemm.yaml"}
     line = {}
     work = tempfile.mkdtemp(prefix="diagnosis_ab_")
