@@ -227,6 +227,9 @@ absl::Status ParseWorkloads(const YAML::Node& node, v1::SweepSpec* spec) {
                       absl::StrCat("expected a list of workloads, got ",
                                    yamlf::Describe(node)));
   }
+  if (node.size() == 0) {
+    return FieldError("workloads", "must name at least one workload");
+  }
   if (node.size() > kMaxWorkloads) {
     return FieldError("workloads",
                       absl::StrCat("has ", node.size(),

@@ -444,6 +444,7 @@ TEST_F(MultiWorkloadSpecTest, BadSpecsNameWhatIsWrong) {
   ExpectError("[small, mid]", "workload: small\n",
               "workloads: name either workload or workloads, not both");
   ExpectError("small", "", "workloads: expected a list of workloads");
+  ExpectError("[]", "", "workloads: must name at least one workload");
   absl::StatusOr<v1::SweepSpec> s = Check(
       "name: x\nteam: qa\noperator: shapes\nobjective: per_workload\n"
       "goal: {speedup: 2}\n");
