@@ -74,6 +74,8 @@ struct Trace {
   int proposed = 0;             // evaluations proposed (baseline included)
   bool exhausted = false;       // the strategy stopped before the budget
   double measured_best = kInf;  // fastest OK round, kept or not
+  // Per stage tag: rounds finished and rounds kept (which technique paid).
+  std::map<std::string, std::pair<int, int>> stages;
 };
 
 double EvalSeconds(const v1::RoundResult& r, const SimOptions& o) {
@@ -151,6 +153,11 @@ Trace Simulate(const v1::OperatorManifest& op, Board& board, Strategy& strategy,
     }
     t.best.push_back(best_us);
     t.time.push_back(now);
+    if (id != 0) {
+      auto& [finished, kept] = t.stages[r.stage()];
+      ++finished;
+      kept += r.decision() == v1::DECISION_KEPT;
+    }
     if (r.result().outcome() == v1::OUTCOME_OK) {
       t.measured_best =
           std::min(t.measured_best, r.result().measurement().median_us());
@@ -537,6 +544,23 @@ int main(int argc, char** argv) {
           if (t.proposed < so.budget && t.best.back() > opt * 1.05) {
             cell.unspent_off5 = true;
           }
+        }
+        if (getenv("SEARCH_BENCH_DEBUG") != nullptr) {
+          std::map<std::string, std::pair<int, int>> sum;
+          for (const Job& job : work) {
+            if (job.variant != v || job.k != k) continue;
+            for (const auto& [stage, fk] : job.trace.stages) {
+              sum[stage].first += fk.first;
+              sum[stage].second += fk.second;
+            }
+          }
+          std::string line;
+          for (const auto& [stage, fk] : sum) {
+            absl::StrAppend(&line, " ", stage, " ", fk.first, "/", fk.second);
+          }
+          std::fprintf(stderr, "%s %s K=%d rounds/kept by stage:%s\n",
+                       res.name.c_str(), variants[v].label.c_str(), k,
+                       line.c_str());
         }
         cell.t5[k] = Median(t5);
         cell.t1[k] = Median(t1);

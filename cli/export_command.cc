@@ -61,24 +61,26 @@ int RunExport(FarmClient& client, const ExportOptions& options) {
       return Fail(
           absl::Status(st.code(), absl::StrCat(id, ": ", st.message())));
     }
-    absl::StatusOr<TunedEntry> entry = EntryFromSweep(sweep, rounds, boards);
-    if (!entry.ok()) {
+    absl::StatusOr<std::vector<TunedEntry>> entries =
+        EntriesFromSweep(sweep, rounds, boards);
+    if (!entries.ok()) {
       std::cerr << "tunefarm export: skipped " << id << ": "
-                << entry.status().message() << "\n";
+                << entries.status().message() << "\n";
       continue;
     }
     ++exported;
     TuningDb one;
-    one.entries.push_back(*entry);
+    one.entries = *entries;
+    const TunedEntry& entry = entries->front();
     // The manifest default on the backend: the lookup's last fallback.
     if (catalog.ok()) {
-      absl::StatusOr<const v1::OperatorManifest*> op = catalog->Find(entry->op);
+      absl::StatusOr<const v1::OperatorManifest*> op = catalog->Find(entry.op);
       if (op.ok()) {
         OperatorDefault def;
-        def.op = entry->op;
-        def.backend = entry->backend;
+        def.op = entry.op;
+        def.backend = entry.backend;
         def.params =
-            ParamsToJson(DefaultParams(ProjectManifest(**op, entry->backend)));
+            ParamsToJson(DefaultParams(ProjectManifest(**op, entry.backend)));
         def.source_hash = (*op)->source_hash();
         def.date_unix_ms = now_ms;
         one.defaults.push_back(std::move(def));

@@ -228,6 +228,7 @@ int FarmClient::Status(const std::string& sweep_id) {
       std::cout << "  baseline from: " << sweep.spec().baseline_source()
                 << "\n";
     }
+    PrintWorkloads(sweep);
     return kExitOk;
   }
   v1::ListSweepsRequest request;
@@ -387,8 +388,9 @@ int FarmClient::Rounds(const std::string& sweep_id) {
     }
     if (!header) {
       std::cout << absl::StrFormat(
-          "%5s %6s %-36s %-18s %-16s %11s %-11s %s\n", "ROUND", "PARENT",
-          "CHANGE", "BOARD", "OUTCOME", "MEDIAN_US", "DECISION", "HOTSPOT");
+          "%5s %-12s %6s %-36s %-18s %-16s %11s %-11s %s\n", "ROUND",
+          "WORKLOAD", "PARENT", "CHANGE", "BOARD", "OUTCOME", "MEDIAN_US",
+          "DECISION", "HOTSPOT");
       header = true;
     }
     PrintRounds(page);
@@ -403,6 +405,29 @@ int FarmClient::Rounds(const std::string& sweep_id) {
   std::cout << "\n(* simulated board: modelled time, not a measurement; r "
                "replayed: recorded by someone else in a measured space)\n";
   return kExitOk;
+}
+
+void FarmClient::PrintWorkloads(const v1::Sweep& sweep) {
+  if (sweep.spec().workloads().empty()) return;
+  std::cout << "  objective: "
+            << (sweep.spec().objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG
+                    ? "one_config (weighted geometric mean over the "
+                      "workloads)"
+                    : "per_workload")
+            << "\n";
+  for (const v1::WorkloadProgress& w : sweep.workload_progress()) {
+    std::string best = "no passing baseline yet";
+    if (w.best_round() >= 0 && w.best_us() > 0) {
+      best = absl::StrFormat(
+          "baseline %.2f µs, best round %d at %.2f µs (%.2fx)", w.baseline_us(),
+          w.best_round(), w.best_us(), w.baseline_us() / w.best_us());
+    }
+    std::cout << "  workload " << w.workload() << ": " << best << ", "
+              << w.rounds_finished() << " rounds finished"
+              << (w.done() ? absl::StrCat("; done: ", w.termination_detail())
+                           : std::string())
+              << "\n";
+  }
 }
 
 void FarmClient::PrintRounds(const v1::ListRoundsResponse& response) {
@@ -425,9 +450,10 @@ void FarmClient::PrintRounds(const v1::ListRoundsResponse& response) {
                           r.diagnosis().hotspots(0).share() * 100);
     }
     std::cout << absl::StrFormat(
-        "%5d %6s %-36s %-18s %-16s %11s %-11s %s\n", r.round_id(),
+        "%5d %-12s %6s %-36s %-18s %-16s %11s %-11s %s\n", r.round_id(),
+        r.workload().empty() ? "-" : r.workload(),
         r.parent_round() < 0 ? "-" : absl::StrCat(r.parent_round()),
-        r.round_id() == 0 ? "baseline" : DescribeChanges(r.changes()),
+        r.parent_round() < 0 ? "baseline" : DescribeChanges(r.changes()),
         r.board_id().empty() ? "-" : r.board_id(), outcome, median,
         Lower(v1::Decision_Name(r.decision()), "DECISION_"), hotspot);
   }
@@ -533,7 +559,9 @@ int FarmClient::Summary(const std::string& sweep_id) {
           : " (measured)";
   std::cout << "\n== " << s.sweep_id() << " " << StateName(s.state()) << ": "
             << s.termination_detail() << "\n";
-  if (response.has_best() && response.speedup() > 0) {
+  if (!s.spec().workloads().empty()) {
+    PrintWorkloads(s);
+  } else if (response.has_best() && response.speedup() > 0) {
     std::cout << absl::StrFormat(
         "   best configuration: %s\n   best time: %.2f µs (round %d)%s\n"
         "   baseline: %.2f µs\n   speedup over the baseline: %.2fx%s\n",

@@ -79,6 +79,8 @@ class FarmClient {
 
  private:
   int Fail(const absl::Status& status, const std::string& what);
+  // A multi-workload sweep's objective and each workload's best.
+  void PrintWorkloads(const v1::Sweep& sweep);
   void PrintRounds(const v1::ListRoundsResponse& page);
   // After a submit: a warning on stderr when no registered board matches
   // the sweep's boards selector (it would wait for one).

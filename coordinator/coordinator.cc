@@ -18,6 +18,7 @@
 #include "coordinator/report.h"
 #include "coordinator/saturation.h"
 #include "coordinator/spec.h"
+#include "coordinator/workloads.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
 #include "storage/lineage.h"
@@ -30,6 +31,8 @@ struct Coordinator::SweepRuntime {
   v1::OperatorManifest projected;
   const v1::OperatorManifest* op = nullptr;
   std::unique_ptr<Strategy> strategy;
+  // PER_WORKLOAD sweeps: one strategy per workload (its own lineage).
+  std::vector<std::unique_ptr<Strategy>> workload_strategies;
   std::vector<v1::Round> rounds;  // index == round_id
   bool finished = false;
   // No round below this index is QUEUED: the queue is searched from here,
@@ -118,6 +121,12 @@ bool ParseLeaseId(const std::string& lease_id, std::string* sweep_id,
 }
 
 std::string Us(double us) { return absl::StrFormat("%.1f µs", us); }
+
+// " [workload]" for a round of a multi-workload sweep, "" otherwise.
+std::string WorkloadTag(const v1::Round& round) {
+  return round.workload().empty() ? std::string()
+                                  : absl::StrCat(" [", round.workload(), "]");
+}
 
 // A round against its parent in words: a gain is 1 - candidate / parent, so
 // "-155%" read as a time change looked like a speed-up; say which way.
@@ -305,6 +314,12 @@ absl::StatusOr<Coordinator::SweepRuntime*> Coordinator::LoadRuntime(
   rt->projected = ProjectManifest(*op, sweep.spec().boards().kind());
   rt->op = &rt->projected;
   TF_ASSIGN_OR_RETURN(rt->strategy, NewStrategy(sweep.spec(), *rt->op));
+  if (sweep.spec().objective() == v1::WORKLOAD_OBJECTIVE_PER_WORKLOAD) {
+    for (int i = 0; i < sweep.spec().workloads_size(); ++i) {
+      TF_ASSIGN_OR_RETURN(rt->workload_strategies.emplace_back(),
+                          NewStrategy(sweep.spec(), *rt->op));
+    }
+  }
   SweepRuntime* raw = rt.get();
   sweeps_[sweep.sweep_id()] = std::move(rt);
   return raw;
@@ -545,29 +560,41 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
   sweep.set_state(v1::SWEEP_STATE_QUEUED);
   sweep.set_submitted_unix_ms(clock_->NowUnixMs());
   sweep.set_best_round(-1);
-  sweep.set_next_round_id(1);
+  sweep.set_next_round_id(WorkloadCount(spec));
+  for (const v1::Workload& workload : spec.workloads()) {
+    v1::WorkloadProgress* w = sweep.add_workload_progress();
+    w->set_workload(workload.name());
+    w->set_best_round(-1);
+  }
   sweep.set_idempotency_key(request.idempotency_key());
   sweep.set_simulated(spec.boards().kind() == "sim");
   Txn txn;
   TF_ASSIGN_OR_RETURN(SweepRuntime * s, LoadRuntime(sweep));
   txn.undo.push_back([this, id = sweep.sweep_id()] { sweeps_.erase(id); });
 
-  v1::Round baseline;
-  baseline.set_sweep_id(sweep.sweep_id());
-  baseline.set_round_id(0);
-  baseline.set_parent_round(-1);
-  *baseline.mutable_params() = spec.baseline_params();
-  baseline.set_stage("baseline");
-  baseline.set_state(v1::ROUND_STATE_QUEUED);
-  baseline.set_created_unix_ms(clock_->NowUnixMs());
-  s->rounds.push_back(baseline);
-  txn.writes.PutRound(baseline);
+  // One baseline round per workload (round i measures workload i).
+  for (int i = 0; i < WorkloadCount(spec); ++i) {
+    v1::Round baseline;
+    baseline.set_sweep_id(sweep.sweep_id());
+    baseline.set_round_id(i);
+    baseline.set_parent_round(-1);
+    *baseline.mutable_params() = spec.baseline_params();
+    baseline.set_stage("baseline");
+    baseline.set_state(v1::ROUND_STATE_QUEUED);
+    baseline.set_created_unix_ms(clock_->NowUnixMs());
+    if (IsMultiWorkload(spec)) {
+      baseline.set_workload(spec.workloads(i).name());
+      baseline.set_workload_index(i);
+    }
+    s->rounds.push_back(baseline);
+    txn.writes.PutRound(baseline);
+  }
   txn.writes.PutMeta(kNextSweepKey, absl::StrCat(next_sweep_number_ + 1));
   if (!idem_key.empty()) txn.writes.PutMeta(idem_key, sweep.sweep_id());
   AddEvent(txn, *s, v1::EVENT_KIND_SUBMITTED,
            absl::StrCat("sweep ", sweep.sweep_id(), " submitted by team ",
                         spec.team(), ": ", spec.operator_name(), " on ",
-                        spec.workload().name(), ", strategy ",
+                        absl::StrJoin(WorkloadNames(spec), ", "), ", strategy ",
                         spec.strategy().name()),
            nullptr);
   TF_RETURN_IF_ERROR(Commit(txn));
@@ -808,6 +835,7 @@ int64_t Coordinator::CandidatesInFlight(const SweepRuntime& s) const {
 
 v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
   if (s.finished) return nullptr;
+  if (IsMultiWorkload(s.sweep.spec())) return NextMultiWorkloadRound(txn, s);
   if (v1::Round* queued = FirstQueued(s); queued != nullptr) return queued;
   if (s.rounds.empty() || s.rounds[0].state() != v1::ROUND_STATE_DONE) {
     return nullptr;  // candidates need the baseline's measurement
@@ -877,9 +905,9 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
   }
   AddEvent(
       txn, s, v1::EVENT_KIND_ROUND_LEASED,
-      absl::StrCat("round ", round.round_id(), " (",
-                   round.round_id() == 0 ? std::string("baseline")
-                                         : DescribeChanges(round.changes()),
+      absl::StrCat("round ", round.round_id(), WorkloadTag(round), " (",
+                   round.parent_round() < 0 ? std::string("baseline")
+                                            : DescribeChanges(round.changes()),
                    ") on ", board.info.board_id(), ", epoch ", lease->epoch(),
                    prefetch ? " (prefetched)" : ""),
       &round);
@@ -896,7 +924,7 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
   work->set_sweep_id(s.sweep.sweep_id());
   work->set_round_id(round.round_id());
   *work->mutable_operator_() = *s.op;
-  *work->mutable_workload() = s.sweep.spec().workload();
+  *work->mutable_workload() = RoundWorkload(s.sweep.spec(), round);
   *work->mutable_params() = round.params();
   *work->mutable_measurement() = s.sweep.spec().measurement();
   if (round.remeasures() > 0) {
@@ -1315,7 +1343,11 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
     txn.writes.PutMeasurement(s->sweep.sweep_id(), round.round_id(),
                               request.epoch(), request.result().measurement());
   }
-  Decide(txn, *s, round);
+  if (IsMultiWorkload(s->sweep.spec())) {
+    DecideMultiWorkload(txn, *s, round);
+  } else {
+    Decide(txn, *s, round);
+  }
   txn.writes.PutRound(round);
   CheckTermination(txn, *s);
   TF_RETURN_IF_ERROR(Commit(txn));
@@ -1428,6 +1460,10 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
 
 void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
   if (s.finished) return;
+  if (IsMultiWorkload(s.sweep.spec())) {
+    CheckMultiWorkloadTermination(txn, s);
+    return;
+  }
   const v1::SweepSpec& spec = s.sweep.spec();
   if (s.sweep.best_round() >= 0 && s.sweep.best_us() > 0) {
     const double speedup = s.sweep.baseline_us() / s.sweep.best_us();
@@ -1516,6 +1552,13 @@ void Coordinator::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
       txn.writes.PutRound(r);
     }
   }
+  // Workloads still open end with the sweep.
+  for (v1::WorkloadProgress& w : *s.sweep.mutable_workload_progress()) {
+    if (w.done()) continue;
+    w.set_done(true);
+    w.set_termination(reason);
+    w.set_termination_detail(detail);
+  }
   s.sweep.set_state(state);
   s.sweep.set_termination(reason);
   s.sweep.set_termination_detail(detail);
@@ -1526,7 +1569,9 @@ void Coordinator::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
   }
   std::string summary = absl::StrCat("sweep ", s.sweep.sweep_id(), " ",
                                      v1::SweepState_Name(state), ": ", detail);
-  if (s.sweep.best_round() >= 0 && s.sweep.best_us() > 0) {
+  if (IsMultiWorkload(s.sweep.spec())) {
+    absl::StrAppend(&summary, "; ", WorkloadsSummary(s.sweep));
+  } else if (s.sweep.best_round() >= 0 && s.sweep.best_us() > 0) {
     absl::StrAppend(&summary,
                     absl::StrFormat("; best round %d at %.1f µs, %.2fx over "
                                     "the baseline%s",
@@ -2062,6 +2107,538 @@ void Coordinator::RecordHealthCheck(Txn& txn, BoardRuntime& board,
     });
   }
   txn.writes.PutBoard(board.info);
+}
+
+// --- multi-workload sweeps (coordinator/workloads.h) ------------------------
+
+v1::Round* Coordinator::NextMultiWorkloadRound(Txn& txn, SweepRuntime& s) {
+  if (v1::Round* queued = FirstQueued(s); queued != nullptr) return queued;
+  if (s.sweep.spec().objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG) {
+    return NextOneConfigRounds(txn, s);
+  }
+  return NextPerWorkloadRound(txn, s);
+}
+
+v1::Round* Coordinator::AddCandidateRound(Txn& txn, SweepRuntime& s,
+                                          const Candidate& c, int index,
+                                          int64_t parent_round) {
+  Touch(txn, s);  // before the round is added, so undo drops it
+  v1::Round round;
+  round.set_sweep_id(s.sweep.sweep_id());
+  round.set_round_id(static_cast<int64_t>(s.rounds.size()));
+  round.set_parent_round(parent_round);
+  *round.mutable_params() = c.params;
+  for (const v1::ParamChange& change : c.changes) *round.add_changes() = change;
+  round.set_stage(c.stage);
+  round.set_state(v1::ROUND_STATE_QUEUED);
+  round.set_created_unix_ms(clock_->NowUnixMs());
+  round.set_workload(s.sweep.spec().workloads(index).name());
+  round.set_workload_index(index);
+  s.sweep.set_next_round_id(round.round_id() + 1);
+  txn.writes.PutRound(round);
+  s.rounds.push_back(std::move(round));
+  return &s.rounds.back();
+}
+
+v1::Round* Coordinator::NextPerWorkloadRound(Txn& txn, SweepRuntime& s) {
+  const v1::SweepSpec& spec = s.sweep.spec();
+  const int n = spec.workloads_size();
+  std::vector<int64_t> created(n, 0), in_flight(n, 0);
+  for (const v1::Round& r : s.rounds) {
+    if (r.parent_round() < 0 || r.workload_index() >= n) continue;
+    ++created[r.workload_index()];
+    if (r.state() == v1::ROUND_STATE_QUEUED ||
+        r.state() == v1::ROUND_STATE_LEASED) {
+      ++in_flight[r.workload_index()];
+    }
+  }
+  // Boards go to the open workload with the fewest rounds, then spec order.
+  std::vector<int> order(n);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&created](int a, int b) {
+    return created[a] < created[b];
+  });
+  for (int i : order) {
+    const v1::WorkloadProgress& w = s.sweep.workload_progress(i);
+    if (w.done() || w.best_round() < 0 ||
+        created[i] >= spec.budget().max_rounds()) {
+      continue;
+    }
+    const std::vector<v1::Round> lineage = WorkloadHistory(s.rounds, i);
+    SearchHistory history{s.op, &spec, &lineage, w.best_round()};
+    std::vector<Candidate> proposed =
+        s.workload_strategies[i]->Propose(history, 1);
+    if (proposed.empty()) {
+      if (in_flight[i] == 0) {
+        Exhaustion why = s.workload_strategies[i]->Exhausted(history);
+        FinishWorkload(txn, s, i, why.reason, std::move(why.detail));
+        if (s.finished) return nullptr;
+      }
+      continue;
+    }
+    Touch(txn, s);
+    s.sweep.set_candidates_proposed(s.sweep.candidates_proposed() + 1);
+    return AddCandidateRound(txn, s, proposed.front(), i,
+                             proposed.front().parent_round);
+  }
+  return nullptr;
+}
+
+v1::Round* Coordinator::NextOneConfigRounds(Txn& txn, SweepRuntime& s) {
+  const v1::SweepSpec& spec = s.sweep.spec();
+  const size_t n = static_cast<size_t>(spec.workloads_size());
+  if (s.sweep.best_round() < 0) return nullptr;  // every baseline first
+  const int64_t configs = static_cast<int64_t>(s.rounds.size() / n) - 1;
+  if (configs >= spec.budget().max_rounds()) return nullptr;
+  const std::vector<v1::Round> history_rounds = ConfigHistory(spec, s.rounds);
+  SearchHistory history{s.op, &spec, &history_rounds, s.sweep.best_round()};
+  std::vector<Candidate> proposed = s.strategy->Propose(history, 1);
+  if (proposed.empty()) {
+    if (configs == s.sweep.rounds_finished()) {
+      Exhaustion why = s.strategy->Exhausted(history);
+      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
+             std::move(why.detail));
+    }
+    return nullptr;
+  }
+  // The configuration's rounds, one per workload; each one's parent is
+  // the parent configuration's round of the same workload.
+  const size_t first = s.rounds.size();
+  Touch(txn, s);
+  s.sweep.set_candidates_proposed(s.sweep.candidates_proposed() + 1);
+  for (size_t i = 0; i < n; ++i) {
+    AddCandidateRound(txn, s, proposed.front(), static_cast<int>(i),
+                      proposed.front().parent_round + static_cast<int64_t>(i));
+  }
+  return &s.rounds[first];
+}
+
+void Coordinator::CancelRound(Txn& txn, SweepRuntime& s, v1::Round& round,
+                              const std::string& why) {
+  if (round.state() != v1::ROUND_STATE_QUEUED &&
+      round.state() != v1::ROUND_STATE_LEASED) {
+    return;
+  }
+  SaveRound(txn, s, round);
+  FreeBoard(txn, round.lease().board_id(), round.lease().lease_id());
+  round.set_state(v1::ROUND_STATE_CANCELLED);
+  round.set_decision_reason(absl::StrCat("not run: ", why));
+  txn.writes.PutRound(round);
+}
+
+void Coordinator::SummarizeWorkloads(SweepRuntime& s) {
+  std::vector<double> baselines, bests, weights;
+  int64_t best_round = -1;
+  for (int i = 0; i < s.sweep.workload_progress_size(); ++i) {
+    const v1::WorkloadProgress& w = s.sweep.workload_progress(i);
+    if (w.best_round() < 0 || w.best_us() <= 0) continue;
+    if (best_round < 0) best_round = w.best_round();
+    baselines.push_back(w.baseline_us());
+    bests.push_back(w.best_us());
+    weights.push_back(WorkloadWeight(s.sweep.spec(), i));
+  }
+  s.sweep.set_best_round(best_round);
+  s.sweep.set_baseline_us(WeightedGeomean(baselines, weights));
+  s.sweep.set_best_us(WeightedGeomean(bests, weights));
+}
+
+void Coordinator::DecideMultiWorkload(Txn& txn, SweepRuntime& s,
+                                      v1::Round& round) {
+  if (s.sweep.spec().objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG) {
+    DecideConfigRound(txn, s, round);
+  } else {
+    DecideWorkloadRound(txn, s, round);
+  }
+}
+
+void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
+                                      v1::Round& round) {
+  v1::WorkloadProgress& w =
+      *s.sweep.mutable_workload_progress(round.workload_index());
+  const v1::RoundResult& res = round.result();
+  const double median = res.measurement().median_us();
+  const std::string sim = res.measurement().simulated()  ? " [simulated]"
+                          : res.measurement().replayed() ? " [replayed]"
+                                                         : "";
+  const std::string what =
+      absl::StrCat("round ", round.round_id(), WorkloadTag(round), " (",
+                   round.parent_round() < 0 ? std::string("baseline")
+                                            : DescribeChanges(round.changes()),
+                   ") on ", round.board_id());
+  if (round.parent_round() < 0) {
+    round.set_decision(v1::DECISION_BASELINE);
+    if (res.outcome() != v1::OUTCOME_OK) {
+      round.set_decision_reason(absl::StrCat(
+          "baseline ", v1::Outcome_Name(res.outcome()), ": ", res.detail()));
+      AddEvent(
+          txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+          absl::StrCat(what, ": baseline failed, ", round.decision_reason()),
+          &round);
+      FinishWorkload(txn, s, round.workload_index(),
+                     v1::TERMINATION_BASELINE_FAILED, round.decision_reason());
+      return;
+    }
+    round.set_decision_reason("baseline");
+    w.set_baseline_us(median);
+    w.set_best_us(median);
+    w.set_best_round(round.round_id());
+    SummarizeWorkloads(s);
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+             absl::StrCat(what, ": ", Us(median), sim), &round);
+    return;
+  }
+  s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
+  w.set_rounds_finished(w.rounds_finished() + 1);
+  if (res.outcome() != v1::OUTCOME_OK) {
+    round.set_decision(v1::DECISION_REJECTED);
+    round.set_decision_reason(
+        absl::StrCat(v1::Outcome_Name(res.outcome()), ": ", res.detail()));
+    w.set_rounds_without_gain(w.rounds_without_gain() + 1);
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+             absl::StrCat(what, ": rejected, ", round.decision_reason()),
+             &round);
+    return;
+  }
+  const v1::Round& parent = s.rounds[round.parent_round()];
+  const double parent_us = parent.result().measurement().median_us();
+  round.set_parent_us(parent_us);
+  const GainVerdict v =
+      JudgeGain(res.measurement(), parent.result().measurement(),
+                s.sweep.spec().min_gain(), round.parent_round(), w.best_round(),
+                w.best_us());
+  if (v.keep) {
+    round.set_decision(v1::DECISION_KEPT);
+    round.set_decision_reason(
+        absl::StrFormat("kept: %s; parent round %d (%.1f µs)", v.reason,
+                        round.parent_round(), parent_us));
+    w.set_best_round(round.round_id());
+    w.set_best_us(median);
+    w.set_rounds_without_gain(0);
+    SummarizeWorkloads(s);
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+             absl::StrCat(what, ": ", Us(median), sim, ", kept (",
+                          VsParent(v.gain), ")"),
+             &round);
+    AddEvent(txn, s, v1::EVENT_KIND_BEST_IMPROVED,
+             absl::StrFormat("best of %s is now round %d: %.1f µs, %.2fx over "
+                             "its baseline%s",
+                             w.workload(), round.round_id(), median,
+                             w.baseline_us() / median, sim),
+             &round);
+    return;
+  }
+  if (v.inconclusive && round.remeasures() < kMaxRemeasures) {
+    s.sweep.set_rounds_finished(s.sweep.rounds_finished() - 1);
+    w.set_rounds_finished(w.rounds_finished() - 1);
+    round.set_remeasures(round.remeasures() + 1);
+    round.set_state(v1::ROUND_STATE_QUEUED);
+    s.queued_from =
+        std::min(s.queued_from, static_cast<size_t>(round.round_id()));
+    round.set_decision_reason(absl::StrCat("re-measuring: ", v.reason));
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
+             absl::StrCat(what, ": ", Us(median), sim, ", inconclusive (",
+                          VsParent(v.gain), "), measured again (",
+                          round.remeasures(), " of ", kMaxRemeasures, ")"),
+             &round);
+    return;
+  }
+  round.set_decision(v.inconclusive ? v1::DECISION_INCONCLUSIVE
+                                    : v1::DECISION_ROLLED_BACK);
+  round.set_decision_reason(absl::StrFormat(
+      "%s: %s; parent round %d (%.1f µs)",
+      v.inconclusive ? absl::StrCat("inconclusive after ", round.remeasures(),
+                                    " re-measurement(s)")
+                     : std::string("rolled back"),
+      v.reason, round.parent_round(), parent_us));
+  w.set_rounds_without_gain(w.rounds_without_gain() + 1);
+  AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+           absl::StrCat(what, ": ", Us(median), sim,
+                        v.inconclusive ? ", inconclusive (" : ", rolled back (",
+                        VsParent(v.gain), ")"),
+           &round);
+}
+
+void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
+                                    v1::Round& round) {
+  const v1::SweepSpec& spec = s.sweep.spec();
+  const int n = spec.workloads_size();
+  const int64_t first = round.round_id() - round.workload_index();
+  v1::WorkloadProgress& w =
+      *s.sweep.mutable_workload_progress(round.workload_index());
+  const v1::RoundResult& res = round.result();
+  const double median = res.measurement().median_us();
+  const std::string sim = res.measurement().simulated()  ? " [simulated]"
+                          : res.measurement().replayed() ? " [replayed]"
+                                                         : "";
+  const std::string what =
+      absl::StrCat("round ", round.round_id(), WorkloadTag(round), " (",
+                   round.parent_round() < 0 ? std::string("baseline")
+                                            : DescribeChanges(round.changes()),
+                   ") on ", round.board_id());
+  auto group_done = [&] {
+    for (int64_t i = first; i < first + n; ++i) {
+      if (s.rounds[i].state() != v1::ROUND_STATE_DONE) return false;
+    }
+    return true;
+  };
+  if (first == 0) {  // the baselines: one configuration needs them all
+    round.set_decision(v1::DECISION_BASELINE);
+    if (res.outcome() != v1::OUTCOME_OK) {
+      round.set_decision_reason(absl::StrCat(
+          "baseline ", v1::Outcome_Name(res.outcome()), ": ", res.detail()));
+      AddEvent(
+          txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+          absl::StrCat(what, ": baseline failed, ", round.decision_reason()),
+          &round);
+      Finish(txn, s, v1::SWEEP_STATE_FAILED, v1::TERMINATION_BASELINE_FAILED,
+             absl::StrCat("baseline of workload ", round.workload(), ": ",
+                          round.decision_reason()));
+      return;
+    }
+    round.set_decision_reason("baseline");
+    w.set_baseline_us(median);
+    w.set_best_us(median);
+    w.set_best_round(round.round_id());
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+             absl::StrCat(what, ": ", Us(median), sim), &round);
+    if (group_done()) {
+      SummarizeWorkloads(s);
+      s.sweep.set_best_round(0);
+    }
+    return;
+  }
+  std::vector<const v1::Round*> group, parent, best;
+  for (int i = 0; i < n; ++i) group.push_back(&s.rounds[first + i]);
+  if (res.outcome() != v1::OUTCOME_OK) {
+    // One workload failing rejects the configuration for all of them.
+    round.set_decision(v1::DECISION_REJECTED);
+    round.set_decision_reason(
+        absl::StrCat(v1::Outcome_Name(res.outcome()), ": ", res.detail()));
+    const std::string why =
+        absl::StrCat("the configuration failed on workload ", round.workload(),
+                     " (round ", round.round_id(), ")");
+    for (int i = 0; i < n; ++i) {
+      v1::Round& other = s.rounds[first + i];
+      if (&other == &round) continue;
+      if (other.state() == v1::ROUND_STATE_DONE) {
+        SaveRound(txn, s, other);
+        other.set_decision(v1::DECISION_REJECTED);
+        other.set_decision_reason(absl::StrCat("rejected: ", why));
+        txn.writes.PutRound(other);
+      } else {
+        CancelRound(txn, s, other, why);
+      }
+    }
+    s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
+    s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+             absl::StrCat(what, ": rejected, ", round.decision_reason()),
+             &round);
+    return;
+  }
+  round.set_parent_us(
+      s.rounds[round.parent_round()].result().measurement().median_us());
+  if (!group_done()) {
+    round.set_decision_reason(
+        "measured; judged once every workload of its configuration has a "
+        "result");
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+             absl::StrCat(what, ": ", Us(median), sim,
+                          ", waiting for the configuration's other workloads"),
+             &round);
+    return;
+  }
+  const int64_t parent_first = group.front()->parent_round();
+  const int64_t best_first = s.sweep.best_round();
+  for (int i = 0; i < n; ++i) {
+    parent.push_back(&s.rounds[parent_first + i]);
+    best.push_back(&s.rounds[best_first + i]);
+  }
+  const ConfigVerdict v = ScoreConfig(spec, group, parent, best);
+  s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
+  for (int i = 0; i < n; ++i) {
+    v1::Round& r = s.rounds[first + i];
+    if (&r != &round) SaveRound(txn, s, r);
+    r.set_decision(v.keep ? v1::DECISION_KEPT : v1::DECISION_ROLLED_BACK);
+    r.set_decision_reason(absl::StrFormat(
+        "%s: %s; parent configuration round %d",
+        v.keep ? "kept" : "rolled back", v.reason, parent_first));
+    if (&r != &round) txn.writes.PutRound(r);
+  }
+  const std::string config =
+      absl::StrCat("configuration of round ", first, " (",
+                   DescribeChanges(round.changes()), ")");
+  if (!v.keep) {
+    s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
+    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+             absl::StrCat(what, ": ", Us(median), sim, "; ", config,
+                          " rolled back: ", v.reason),
+             &round);
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    v1::WorkloadProgress& p = *s.sweep.mutable_workload_progress(i);
+    p.set_best_round(first + i);
+    p.set_best_us(s.rounds[first + i].result().measurement().median_us());
+  }
+  SummarizeWorkloads(s);
+  s.sweep.set_best_round(first);
+  s.sweep.set_rounds_without_gain(0);
+  AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+           absl::StrCat(what, ": ", Us(median), sim, "; ", config,
+                        " kept: ", v.reason),
+           &round);
+  AddEvent(txn, s, v1::EVENT_KIND_BEST_IMPROVED,
+           absl::StrFormat("best configuration is now round %d's: weighted "
+                           "geometric mean %.1f µs, %.2fx over the baselines%s",
+                           first, s.sweep.best_us(),
+                           s.sweep.baseline_us() / s.sweep.best_us(), sim),
+           &round);
+}
+
+void Coordinator::FinishWorkload(Txn& txn, SweepRuntime& s, int index,
+                                 v1::TerminationReason reason,
+                                 std::string detail) {
+  v1::WorkloadProgress& w = *s.sweep.mutable_workload_progress(index);
+  if (s.finished || w.done()) return;
+  Touch(txn, s);
+  w.set_done(true);
+  w.set_termination(reason);
+  w.set_termination_detail(detail);
+  // A workload that is done takes no more boards.
+  for (v1::Round& r : s.rounds) {
+    if (r.workload_index() == index) {
+      CancelRound(
+          txn, s, r,
+          absl::StrCat("workload ", w.workload(), " is done (", detail, ")"));
+    }
+  }
+  AddEvent(txn, s, v1::EVENT_KIND_WORKLOAD_DONE,
+           absl::StrCat("workload ", w.workload(), " done: ", detail,
+                        "; it takes no more boards"),
+           nullptr);
+  std::vector<std::string> details;
+  bool all_goal = true, any_best = false;
+  v1::TerminationReason first_other = v1::TERMINATION_UNSPECIFIED;
+  for (const v1::WorkloadProgress& p : s.sweep.workload_progress()) {
+    if (!p.done()) return;
+    details.push_back(absl::StrCat(p.workload(), ": ", p.termination_detail()));
+    any_best = any_best || p.best_round() >= 0;
+    if (p.termination() != v1::TERMINATION_GOAL_REACHED) {
+      all_goal = false;
+      if (first_other == v1::TERMINATION_UNSPECIFIED) {
+        first_other = p.termination();
+      }
+    }
+  }
+  Finish(txn, s, any_best ? v1::SWEEP_STATE_SUCCEEDED : v1::SWEEP_STATE_FAILED,
+         all_goal ? v1::TERMINATION_GOAL_REACHED : first_other,
+         absl::StrCat("every workload is done (", absl::StrJoin(details, "; "),
+                      ")"));
+}
+
+void Coordinator::CheckMultiWorkloadTermination(Txn& txn, SweepRuntime& s) {
+  const v1::SweepSpec& spec = s.sweep.spec();
+  if (spec.budget().time_limit_s() > 0 && s.sweep.started_unix_ms() > 0 &&
+      clock_->NowUnixMs() - s.sweep.started_unix_ms() >=
+          spec.budget().time_limit_s() * 1000) {
+    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_TIME_LIMIT,
+           absl::StrCat("time limit of ", spec.budget().time_limit_s(),
+                        " s reached"));
+    return;
+  }
+  if (spec.objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG) {
+    CheckOneConfigTermination(txn, s);
+    return;
+  }
+  for (int i = 0; i < s.sweep.workload_progress_size() && !s.finished; ++i) {
+    const v1::WorkloadProgress& w = s.sweep.workload_progress(i);
+    if (w.done() || w.best_round() < 0 || w.best_us() <= 0) continue;
+    const double speedup = w.baseline_us() / w.best_us();
+    if (spec.goal().speedup() > 0 && speedup >= spec.goal().speedup()) {
+      FinishWorkload(txn, s, i, v1::TERMINATION_GOAL_REACHED,
+                     absl::StrFormat("speedup %.2fx reached the goal of %.2fx",
+                                     speedup, spec.goal().speedup()));
+      continue;
+    }
+    if (spec.goal().target_us() > 0 && w.best_us() <= spec.goal().target_us()) {
+      FinishWorkload(txn, s, i, v1::TERMINATION_GOAL_REACHED,
+                     absl::StrFormat("%.1f µs reached the target of %.1f µs",
+                                     w.best_us(), spec.goal().target_us()));
+      continue;
+    }
+    const v1::Round& best = s.rounds[w.best_round()];
+    if (best.has_diagnosis()) {
+      if (std::optional<std::string> why =
+              SaturationOf(best.diagnosis(), spec.saturation())) {
+        FinishWorkload(txn, s, i, v1::TERMINATION_BOARD_SATURATED,
+                       absl::StrCat("board saturated on round ",
+                                    best.round_id(), ": ", *why));
+        continue;
+      }
+    }
+    if (w.rounds_finished() >= spec.budget().max_rounds()) {
+      FinishWorkload(txn, s, i, v1::TERMINATION_ROUND_BUDGET,
+                     absl::StrCat("round budget of ",
+                                  spec.budget().max_rounds(), " spent"));
+      continue;
+    }
+    if (w.rounds_without_gain() >= spec.budget().max_rounds_without_gain()) {
+      FinishWorkload(txn, s, i, v1::TERMINATION_NO_GAIN,
+                     absl::StrCat(w.rounds_without_gain(),
+                                  " rounds in a row without gain"));
+      continue;
+    }
+    bool in_flight = false;
+    for (const v1::Round& r : s.rounds) {
+      in_flight = in_flight || (r.workload_index() == i &&
+                                (r.state() == v1::ROUND_STATE_QUEUED ||
+                                 r.state() == v1::ROUND_STATE_LEASED));
+    }
+    if (in_flight) continue;
+    const std::vector<v1::Round> lineage = WorkloadHistory(s.rounds, i);
+    SearchHistory history{s.op, &spec, &lineage, w.best_round()};
+    if (s.workload_strategies[i]->Propose(history, 1).empty()) {
+      Exhaustion why = s.workload_strategies[i]->Exhausted(history);
+      FinishWorkload(txn, s, i, why.reason, std::move(why.detail));
+    }
+  }
+}
+
+void Coordinator::CheckOneConfigTermination(Txn& txn, SweepRuntime& s) {
+  const v1::SweepSpec& spec = s.sweep.spec();
+  if (s.sweep.best_round() < 0 || s.sweep.best_us() <= 0) return;
+  const double speedup = s.sweep.baseline_us() / s.sweep.best_us();
+  if (spec.goal().speedup() > 0 && speedup >= spec.goal().speedup()) {
+    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_GOAL_REACHED,
+           absl::StrFormat("weighted geometric mean speedup %.2fx reached the "
+                           "goal of %.2fx",
+                           speedup, spec.goal().speedup()));
+    return;
+  }
+  if (s.sweep.rounds_finished() >= spec.budget().max_rounds()) {
+    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_ROUND_BUDGET,
+           absl::StrCat("round budget of ", spec.budget().max_rounds(),
+                        " configuration(s) spent"));
+    return;
+  }
+  if (s.sweep.rounds_without_gain() >=
+      spec.budget().max_rounds_without_gain()) {
+    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_NO_GAIN,
+           absl::StrCat(s.sweep.rounds_without_gain(),
+                        " configurations in a row without gain"));
+    return;
+  }
+  const int64_t configs =
+      static_cast<int64_t>(s.rounds.size() / spec.workloads_size()) - 1;
+  if (configs > s.sweep.rounds_finished()) return;  // in flight
+  const std::vector<v1::Round> history_rounds = ConfigHistory(spec, s.rounds);
+  SearchHistory history{s.op, &spec, &history_rounds, s.sweep.best_round()};
+  if (s.strategy->Propose(history, 1).empty()) {
+    Exhaustion why = s.strategy->Exhausted(history);
+    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
+           std::move(why.detail));
+  }
 }
 
 }  // namespace tunefarm

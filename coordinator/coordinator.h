@@ -244,6 +244,30 @@ class Coordinator {
   void WriteReport(const v1::Sweep& sweep,
                    const std::vector<v1::Round>& rounds);
   void PublishBoardMetrics();
+
+  // Multi-workload sweeps (coordinator/workloads.h).
+  // NextRound of such a sweep: a queued round, else new candidates.
+  v1::Round* NextMultiWorkloadRound(Txn& txn, SweepRuntime& s);
+  // PER_WORKLOAD: the next round of the open workload with the fewest.
+  v1::Round* NextPerWorkloadRound(Txn& txn, SweepRuntime& s);
+  // ONE_CONFIG: a new configuration's rounds (one per workload); the first.
+  v1::Round* NextOneConfigRounds(Txn& txn, SweepRuntime& s);
+  v1::Round* AddCandidateRound(Txn& txn, SweepRuntime& s, const Candidate& c,
+                               int index, int64_t parent_round);
+  // Takes a queued or leased round out of play (its board freed).
+  void CancelRound(Txn& txn, SweepRuntime& s, v1::Round& round,
+                   const std::string& why);
+  // The sweep's best_round, baseline_us and best_us from its workloads'.
+  void SummarizeWorkloads(SweepRuntime& s);
+  void DecideMultiWorkload(Txn& txn, SweepRuntime& s, v1::Round& round);
+  void DecideWorkloadRound(Txn& txn, SweepRuntime& s, v1::Round& round);
+  void DecideConfigRound(Txn& txn, SweepRuntime& s, v1::Round& round);
+  // PER_WORKLOAD: workload `index` is done (its rounds not run are
+  // cancelled); the sweep ends with its last workload.
+  void FinishWorkload(Txn& txn, SweepRuntime& s, int index,
+                      v1::TerminationReason reason, std::string detail);
+  void CheckMultiWorkloadTermination(Txn& txn, SweepRuntime& s);
+  void CheckOneConfigTermination(Txn& txn, SweepRuntime& s);
   const v1::TeamQuota& QuotaOf(const std::string& team) const;
   // Whether `board` must run its kind's golden before any sweep work.
   bool HealthCheckDue(const BoardRuntime& board) const;

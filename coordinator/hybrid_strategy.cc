@@ -1,8 +1,10 @@
 #include "coordinator/hybrid_strategy.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -35,12 +37,44 @@ struct Dim {
   std::string name;
   std::string stage;  // tiling | pipeline | in_core
   std::vector<v1::ParamValue> ordered;
+  bool ordinal = false;  // numeric: neighbours are steps along the order
   absl::flat_hash_map<std::string, int> pos;
   // kernel[c][j]: probability of value j around centre c, and its CDF.
   std::vector<std::vector<double>> kernel, cdf;
 };
 
 using Config = std::vector<int>;  // one position per Dim
+
+// The techniques the hybrid's bandit shares the boards between.
+enum Technique {
+  kWalkTechnique = 0,
+  kRestartTechnique,
+  kModelTechnique,
+  kRecombineTechnique
+};
+constexpr int kTechniques = 4;
+constexpr const char* kTechniqueNames[kTechniques] = {"walk", "elite restart",
+                                                      "model", "recombine"};
+
+bool IsWalkStage(const std::string& s) {
+  return s == "tiling" || s == "pipeline" || s == "in_core";
+}
+
+// The technique that proposed a round, from its stage tag; -1 for rounds no
+// technique proposed (the baseline, other strategies' rounds).
+int TechniqueOf(const std::string& stage) {
+  if (IsWalkStage(stage)) return kWalkTechnique;
+  if (stage == kRestartStage) return kRestartTechnique;
+  if (stage == kGlobalStage || stage == kExploreStage) return kModelTechnique;
+  if (stage == kRecombineStage) return kRecombineTechnique;
+  return -1;
+}
+
+struct Finished {
+  double log_us = 0;
+  Config config;
+  int64_t round = -1;
+};
 
 struct Model {
   std::vector<Dim> dims;
@@ -49,16 +83,23 @@ struct Model {
   absl::flat_hash_set<uint64_t> visited_codes;
   absl::flat_hash_set<std::string> visited;
   bool codable = true;
-  std::vector<std::pair<double, Config>> ok;  // (log median, config)
+  std::vector<Finished> ok;  // fastest first
   std::vector<Config> failed;
   std::vector<Config> good, bad;
   Config best;  // empty when the best is not on the grid
   ParamMap parent;
   const v1::Diagnosis* diagnosis = nullptr;
   ConstraintSet constraints;
-  int walk_used = 0;  // walk rounds from the current best (not cancelled)
-  int global_since_best = 0;  // other rounds proposed after the best
-  int rounds = 0;             // rounds other than cancelled ones
+  int walk_used = 0;   // walk rounds from the current best (not cancelled)
+  int rounds = 0;      // rounds other than cancelled ones
+  int since_best = 0;  // finished rounds proposed after the best
+  // Inconclusive rounds (DECISION_INCONCLUSIVE) whose configuration has
+  // not been measured again, fastest first: candidates for a re-race.
+  std::vector<const v1::Round*> unraced;
+  double best_us = 0;  // the best round's median; 0 before one passed
+  // Every technique's use in round order (proposals of this call appended),
+  // and whether it gave a new best (a kept round; pending ones not yet).
+  std::vector<std::pair<int, bool>> uses;
 };
 
 ParamMap ToParams(const Model& m, const Config& c) {
@@ -100,11 +141,13 @@ bool Fresh(const Model& m, const Config& c) {
          m.constraints.Feasible(p);
 }
 
-bool IsWalkStage(const std::string& s) {
-  return s == "tiling" || s == "pipeline" || s == "in_core";
+int Distance(const Config& a, const Config& b) {
+  int d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d += a[i] != b[i];
+  return d;
 }
 
-void BuildKernels(Dim& d, bool ordinal, int components) {
+void BuildKernels(Dim& d, int components) {
   const int k = static_cast<int>(d.ordered.size());
   // The bandwidth narrows slowly as good configurations accumulate (Scott's
   // rule's n^-1/5), never below half a step.
@@ -115,7 +158,7 @@ void BuildKernels(Dim& d, bool ordinal, int components) {
   for (int c = 0; c < k; ++c) {
     double sum = 0;
     for (int j = 0; j < k; ++j) {
-      const double w = ordinal
+      const double w = d.ordinal
                            ? std::exp(-0.5 * ((j - c) / bw) * ((j - c) / bw))
                            : (j == c ? 1.0 : 1.0 / k);
       d.kernel[c][j] = w;
@@ -134,15 +177,13 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
   Model m;
   const v1::OperatorManifest& op = *h.op;
   m.constraints = ConstraintsOf(op);
-  std::vector<bool> ordinal;
   for (const v1::ParameterDomain& p : op.parameters()) {
     Dim d;
     d.name = p.name();
     d.stage = p.stage().empty() ? "tiling" : p.stage();
     if (!IsWalkStage(d.stage)) d.stage = "in_core";
     d.ordered = OrderedValues(p);
-    ordinal.push_back(
-        std::all_of(d.ordered.begin(), d.ordered.end(), IsNumber));
+    d.ordinal = std::all_of(d.ordered.begin(), d.ordered.end(), IsNumber);
     for (int i = 0; i < static_cast<int>(d.ordered.size()); ++i) {
       d.pos.emplace(ParamValueToString(d.ordered[i]), i);
     }
@@ -157,6 +198,7 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
   }
   if (best != nullptr) {
     m.parent = best->params();
+    m.best_us = best->result().measurement().median_us();
     if (best->diagnosis().suggestions_size() > 0 && o.use_diagnosis) {
       m.diagnosis = &best->diagnosis();
     }
@@ -168,36 +210,60 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
   }
   if (!ToConfig(m, m.parent, &m.best)) m.best.clear();
   m.codable = SpaceSize(op) < (uint64_t{1} << 62);
+  std::vector<Config> pending;
   if (h.rounds != nullptr) {
     for (const v1::Round& r : *h.rounds) {
       Config on_grid;
-      if (m.codable && ToConfig(m, r.params(), &on_grid)) {
+      const bool grid = ToConfig(m, r.params(), &on_grid);
+      if (m.codable && grid) {
         m.visited_codes.insert(Code(m, on_grid));
       } else {
         m.visited.insert(ParamsKey(r.params()));
       }
       if (r.state() == v1::ROUND_STATE_CANCELLED) continue;
       ++m.rounds;
+      const int technique = TechniqueOf(r.stage());
+      if (technique >= 0) {
+        m.uses.emplace_back(technique, r.state() == v1::ROUND_STATE_DONE &&
+                                           r.decision() == v1::DECISION_KEPT);
+      }
       if (r.parent_round() == h.best_round && h.best_round >= 0 &&
           IsWalkStage(r.stage()) && r.changes_size() == 1) {
         ++m.walk_used;
-      } else if (r.round_id() > h.best_round) {
-        ++m.global_since_best;
       }
-      if (r.state() != v1::ROUND_STATE_DONE) continue;
-      Config c;
-      if (!ToConfig(m, r.params(), &c)) continue;
+      if (r.state() != v1::ROUND_STATE_DONE) {
+        if (grid) pending.push_back(std::move(on_grid));
+        continue;
+      }
+      if (r.round_id() > h.best_round) ++m.since_best;
+      if (!grid) continue;
       const double median = r.result().measurement().median_us();
       if (r.result().outcome() == v1::OUTCOME_OK && median > 0) {
-        m.ok.emplace_back(std::log(median), std::move(c));
+        m.ok.push_back({std::log(median), std::move(on_grid), r.round_id()});
       } else {
-        m.failed.push_back(std::move(c));
+        m.failed.push_back(std::move(on_grid));
       }
     }
   }
-  std::stable_sort(m.ok.begin(), m.ok.end(), [](const auto& a, const auto& b) {
-    return a.first < b.first;
-  });
+  if (h.rounds != nullptr) {
+    absl::flat_hash_map<std::string, int> times;
+    for (const v1::Round& r : *h.rounds) ++times[ParamsKey(r.params())];
+    for (const v1::Round& r : *h.rounds) {
+      if (r.state() == v1::ROUND_STATE_DONE &&
+          r.decision() == v1::DECISION_INCONCLUSIVE &&
+          times[ParamsKey(r.params())] == 1) {
+        m.unraced.push_back(&r);
+      }
+    }
+    std::stable_sort(m.unraced.begin(), m.unraced.end(),
+                     [](const v1::Round* a, const v1::Round* b) {
+                       return a->result().measurement().median_us() <
+                              b->result().measurement().median_us();
+                     });
+  }
+  std::stable_sort(
+      m.ok.begin(), m.ok.end(),
+      [](const Finished& a, const Finished& b) { return a.log_us < b.log_us; });
   const int n_ok = static_cast<int>(m.ok.size());
   const int n_good =
       n_ok == 0
@@ -205,12 +271,14 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
           : std::clamp(static_cast<int>(std::ceil(o.gamma_pct / 100.0 * n_ok)),
                        1, kMaxGood);
   for (int i = 0; i < n_ok; ++i) {
-    (i < n_good ? m.good : m.bad).push_back(m.ok[i].second);
+    (i < n_good ? m.good : m.bad).push_back(m.ok[i].config);
   }
   for (const Config& c : m.failed) m.bad.push_back(c);
-  for (size_t i = 0; i < m.dims.size(); ++i) {
-    BuildKernels(m.dims[i], ordinal[i], static_cast<int>(m.good.size()));
-  }
+  // Rounds in flight count as slow (a constant liar, as Optuna's TPE with
+  // constant_liar): the next proposals move away from them instead of
+  // piling onto the same good region while their results are out.
+  for (Config& c : pending) m.bad.push_back(std::move(c));
+  for (Dim& d : m.dims) BuildKernels(d, static_cast<int>(m.good.size()));
   return m;
 }
 
@@ -252,7 +320,7 @@ class HybridStrategy : public Strategy {
  public:
   explicit HybridStrategy(HybridOptions o) : o_(o) {}
   std::string_view name() const override {
-    return o_.walk > 0 ? kHybridStrategyName : kTpeStrategyName;
+    return o_.bandit ? kHybridStrategyName : kTpeStrategyName;
   }
 
   std::vector<Candidate> Propose(const SearchHistory& h, int n) override {
@@ -272,12 +340,17 @@ class HybridStrategy : public Strategy {
       std::optional<Candidate> c = ProposeOne(h, m, rng);
       if (!c.has_value()) break;
       Config on_grid;
-      if (m.codable && ToConfig(m, c->params, &on_grid)) {
+      const bool grid = ToConfig(m, c->params, &on_grid);
+      if (m.codable && grid) {
         m.visited_codes.insert(Code(m, on_grid));
       } else {
         m.visited.insert(ParamsKey(c->params));
       }
+      if (grid) m.bad.push_back(std::move(on_grid));  // the constant liar
       ++m.rounds;
+      if (const int t = TechniqueOf(c->stage); t >= 0) {
+        m.uses.emplace_back(t, false);
+      }
       out.push_back(*std::move(c));
     }
     return out;
@@ -301,44 +374,178 @@ class HybridStrategy : public Strategy {
 
   bool ModelReady(const Model& m) const {
     return static_cast<int>(m.ok.size()) >= std::max(1, o_.startup) &&
-           !m.good.empty();
+           !m.good.empty() && m.rounds >= o_.startup;
   }
 
   double Score(const Model& m, const Config& c) const {
     return LogDensity(m, m.good, c) - LogDensity(m, m.bad, c);
   }
 
+  // The technique with the highest score among `open` ones: OpenTuner's
+  // AUC bandit. A technique's credit is the area under its curve of new
+  // bests over its last uses in the window (recent uses weigh more), plus
+  // an exploration bonus c * sqrt(2 ln N / n). Rounds in flight count as
+  // uses without a new best yet, so one batch spreads over the techniques.
+  // A technique not used in the window goes first.
+  int PickTechnique(const Model& m, const std::array<bool, kTechniques>& open,
+                    std::string* why) const {
+    const size_t window = static_cast<size_t>(std::max(1, o_.bandit_window));
+    const size_t from = m.uses.size() > window ? m.uses.size() - window : 0;
+    std::array<int, kTechniques> uses{};
+    std::array<double, kTechniques> area{};
+    for (size_t i = from; i < m.uses.size(); ++i) {
+      const auto [t, gained] = m.uses[i];
+      ++uses[t];
+      if (gained) area[t] += uses[t];
+    }
+    const double total = static_cast<double>(m.uses.size() - from);
+    int pick = -1;
+    double pick_score = -INFINITY;
+    for (int t = 0; t < kTechniques; ++t) {
+      if (!open[t]) continue;
+      if (uses[t] == 0) {
+        *why = absl::StrCat("bandit: ", kTechniqueNames[t],
+                            " not used in the last ", window, " rounds");
+        return t;
+      }
+      const double n = uses[t];
+      const double auc = area[t] / (n * (n + 1) / 2);
+      const double score =
+          auc + o_.bandit_c_pct / 100.0 * std::sqrt(2 * std::log(total) / n);
+      if (score > pick_score) {
+        pick_score = score;
+        pick = t;
+        *why = absl::StrFormat(
+            "bandit: %s scores %.2f (new-best credit %.2f over its last %d "
+            "uses)",
+            kTechniqueNames[t], score, auc, uses[t]);
+      }
+    }
+    return pick;
+  }
+
   std::optional<Candidate> ProposeOne(const SearchHistory& h, Model& m,
                                       std::mt19937_64& rng) const {
-    // The walk: a burst right after each new best, then its share of the
-    // rounds until every single change of the best has been tried.
-    const bool walk_turn =
-        o_.walk > 0 && !m.best.empty() &&
-        (m.walk_used < o_.walk ||
-         (o_.walk_share_pct > 0 &&
-          (m.walk_used - o_.walk) * (100 - o_.walk_share_pct) <
-              m.global_since_best * o_.walk_share_pct));
-    if (walk_turn) {
-      if (std::optional<Candidate> c = Walk(h, m)) {
+    if (std::optional<Candidate> c = Rerace(h, m)) return c;
+    if (!o_.bandit) {  // tpe: the model alone
+      if (ModelReady(m)) {
+        if (std::optional<Candidate> c = Tpe(h, m, rng, "")) return c;
+      }
+      return Uniform(h, m, rng, "");
+    }
+    // Until the model has its `startup` finished rounds, uniform draws look
+    // at the whole space first (as the peers' random start or initial
+    // population): single changes of an early best refine a configuration
+    // that is mostly still far from good. The diagnosis' suggestions for the
+    // best go first all the same.
+    const bool started = ModelReady(m);
+    if (!started && m.diagnosis == nullptr && o_.startup > 0) {
+      return Uniform(h, m, rng,
+                     absl::StrCat("start-up: ", m.ok.size(), " of ", o_.startup,
+                                  " finished rounds before the "
+                                  "model and the bandit"));
+    }
+    // A burst of walk rounds right after each new best (the diagnosis'
+    // suggestions first), then the bandit shares the boards.
+    if (!m.best.empty() && m.walk_used < o_.walk) {
+      if (std::optional<Candidate> c =
+              Walk(h, m, m.best,
+                   absl::StrCat("walk round ", m.walk_used + 1, " of ", o_.walk,
+                                " after a new best"))) {
         ++m.walk_used;
         return c;
       }
     }
-    if (ModelReady(m) && m.rounds >= o_.startup) {
-      if (std::optional<Candidate> c = Tpe(h, m, rng)) {
-        ++m.global_since_best;
+    // Elite restarts once the best stalls or has no single change left.
+    const bool stalled =
+        o_.restart_after > 0 && m.since_best >= o_.restart_after;
+    std::array<bool, kTechniques> open = {!m.best.empty(), stalled, true,
+                                          m.ok.size() >= 2};
+    while (true) {
+      std::string why;
+      const int t = PickTechnique(m, open, &why);
+      if (t < 0) break;
+      std::optional<Candidate> c;
+      if (t == kWalkTechnique) {
+        c = Walk(h, m, m.best, why);
+        if (!c.has_value()) open[kRestartTechnique] = !m.best.empty();
+      } else if (t == kRestartTechnique) {
+        c = Restart(h, m, stalled, why);
+      } else if (t == kRecombineTechnique) {
+        c = Recombine(h, m, rng, why);
+      } else if (ModelReady(m)) {
+        c = Tpe(h, m, rng, why);
+      } else {
+        c = Uniform(h, m, rng, why);
+      }
+      if (c.has_value()) return c;
+      open[t] = false;
+    }
+    return Uniform(h, m, rng, "");
+  }
+
+  // A re-race: an inconclusive round (only noise stood between its
+  // estimate and min_gain) measured once more, now against the current
+  // best, when its median beats the best's by min_gain. At most once per
+  // configuration (the only proposals that repeat a tried configuration).
+  std::optional<Candidate> Rerace(const SearchHistory& h, Model& m) const {
+    if (m.best_us <= 0 || h.best_round < 0) return std::nullopt;
+    const double min_gain = h.spec != nullptr ? h.spec->min_gain() : 0;
+    for (auto it = m.unraced.begin(); it != m.unraced.end(); ++it) {
+      const v1::Round& r = **it;
+      const double us = r.result().measurement().median_us();
+      if (us <= 0 || us > m.best_us * (1 - min_gain)) continue;
+      m.unraced.erase(it);
+      return Make(
+          h, m, r.params(), kRerace,
+          absl::StrFormat("re-race of inconclusive round %d (%.1f µs, below "
+                          "the best's %.1f µs) against the current best",
+                          r.round_id(), us, m.best_us));
+    }
+    return std::nullopt;
+  }
+
+  // An elite restart: the walk from the fastest other configuration that
+  // still has untried single changes; when the best stalled, at least two
+  // parameters from it, so that the walk leaves its neighbourhood.
+  std::optional<Candidate> Restart(const SearchHistory& h, const Model& m,
+                                   bool stalled, const std::string& why) const {
+    constexpr int kElites = 16;
+    int tried = 0;
+    for (size_t i = 0; i < m.ok.size() && tried < kElites; ++i) {
+      const Finished& e = m.ok[i];
+      if (Distance(e.config, m.best) < (stalled ? 2 : 1)) continue;
+      ++tried;
+      std::optional<Candidate> c = Walk(
+          h, m, e.config,
+          absl::StrFormat("%s; elite restart from round %d (the %d%s fastest "
+                          "configuration%s)",
+                          why, e.round, i + 1,
+                          i == 0   ? "st"
+                          : i == 1 ? "nd"
+                          : i == 2 ? "rd"
+                                   : "th",
+                          stalled ? absl::StrFormat(", %d rounds without a "
+                                                    "new best",
+                                                    m.since_best)
+                                  : ", every single change of the best tried"));
+      if (c.has_value()) {
+        c->stage = kRestartStage;
         return c;
       }
     }
-    ++m.global_since_best;
-    return Uniform(h, m, rng);
+    return std::nullopt;
   }
 
-  // One change from the best: the diagnosis' suggestions first, then
-  // neighbours one or two steps away, by the model's score when it is
-  // ready, nearest first otherwise.
-  std::optional<Candidate> Walk(const SearchHistory& h, const Model& m) const {
-    if (m.diagnosis != nullptr) {
+  // One change from `centre`: from the best, the diagnosis' suggestions
+  // first; then neighbours, by the model's score when it is ready, nearest
+  // first otherwise.
+  std::optional<Candidate> Walk(const SearchHistory& h, const Model& m,
+                                const Config& centre,
+                                const std::string& why) const {
+    const std::string prefix = why.empty() ? "" : absl::StrCat(why, "; ");
+    const bool from_best = centre == m.best;
+    if (m.diagnosis != nullptr && from_best) {
       std::vector<const v1::Suggestion*> sorted;
       for (const v1::Suggestion& s : m.diagnosis->suggestions()) {
         sorted.push_back(&s);
@@ -351,7 +558,7 @@ class HybridStrategy : public Strategy {
         for (size_t i = 0; i < m.dims.size(); ++i) {
           const Dim& d = m.dims[i];
           if (d.name != s->parameter()) continue;
-          const int from = m.best[i];
+          const int from = centre[i];
           int given = -1;
           if (s->has_value()) {
             auto at = d.pos.find(ParamValueToString(s->value()));
@@ -360,14 +567,15 @@ class HybridStrategy : public Strategy {
           const int to = SuggestedPosition(*s, from, given,
                                            static_cast<int>(d.ordered.size()));
           if (to < 0) continue;
-          Config c = m.best;
+          Config c = centre;
           c[i] = to;
           if (!Fresh(m, c)) continue;
-          return Make(h, m, ToParams(m, c), d.stage,
-                      absl::StrFormat("walk from the best: analyzer suggests "
-                                      "%s %s (rule %s, confidence %.2f: %s)",
-                                      s->direction(), s->parameter(), s->rule(),
-                                      s->confidence(), s->evidence()));
+          return Make(
+              h, m, ToParams(m, c), d.stage,
+              absl::StrFormat("%swalk from the best: analyzer suggests "
+                              "%s %s (rule %s, confidence %.2f: %s)",
+                              prefix, s->direction(), s->parameter(), s->rule(),
+                              s->confidence(), s->evidence()));
         }
       }
     }
@@ -377,9 +585,9 @@ class HybridStrategy : public Strategy {
     for (size_t i = 0; i < m.dims.size(); ++i) {
       const Dim& d = m.dims[i];
       for (int to = 0; to < static_cast<int>(d.ordered.size()); ++to) {
-        const int step = to - m.best[i];
+        const int step = to - centre[i];
         if (step == 0) continue;
-        Config c = m.best;
+        Config c = centre;
         c[i] = to;
         if (!Fresh(m, c)) continue;
         const double tie =
@@ -395,22 +603,70 @@ class HybridStrategy : public Strategy {
     }
     if (best_i < 0) return std::nullopt;
     const Dim& d = m.dims[best_i];
-    const int step = best_to - m.best[best_i];
-    Config c = m.best;
+    const int step = best_to - centre[best_i];
+    Config c = centre;
     c[best_i] = best_to;
     const std::string move = absl::StrFormat(
         "%s %d step%s %s", d.name, std::abs(step),
         std::abs(step) > 1 ? "s" : "", step > 0 ? "up" : "down");
+    const std::string where = from_best ? "walk from the best" : "walk";
     return Make(h, m, ToParams(m, c), d.stage,
-                model ? absl::StrFormat("walk from the best: %s, the single "
-                                        "change the model rates best (score "
-                                        "%.2f)",
-                                        move, best_rank)
-                      : absl::StrCat("walk from the best: ", move));
+                model ? absl::StrFormat("%s%s: %s, the single change the "
+                                        "model rates best (score %.2f)",
+                                        prefix, where, move, best_rank)
+                      : absl::StrCat(prefix, where, ": ", move));
+  }
+
+  // Recombination, as a genetic algorithm's crossover: two of the fastest
+  // finished configurations (the fastest quarter, at least 2, at most 16)
+  // mixed parameter by parameter, then each parameter mutated with
+  // probability 1/dims (one step along a numeric domain, any value of
+  // another).
+  std::optional<Candidate> Recombine(const SearchHistory& h, const Model& m,
+                                     std::mt19937_64& rng,
+                                     const std::string& why) const {
+    const int n_ok = static_cast<int>(m.ok.size());
+    if (n_ok < 2) return std::nullopt;
+    const int elite = std::clamp((n_ok + 3) / 4, 2, 16);
+    const int dims = static_cast<int>(m.dims.size());
+    constexpr int kDraws = 200;
+    for (int draw = 0; draw < kDraws; ++draw) {
+      const int a = Below(rng, elite);
+      int b = Below(rng, elite - 1);
+      if (b >= a) ++b;
+      const Config& x = m.ok[a].config;
+      const Config& y = m.ok[b].config;
+      Config c(dims);
+      int mutated = 0;
+      for (int i = 0; i < dims; ++i) {
+        c[i] = (rng() & 1) ? x[i] : y[i];
+        if (Below(rng, dims) != 0) continue;
+        const int size = static_cast<int>(m.dims[i].ordered.size());
+        if (size < 2) continue;
+        const int before = c[i];
+        if (m.dims[i].ordinal) {
+          c[i] = std::clamp(c[i] + ((rng() & 1) ? 1 : -1), 0, size - 1);
+        } else {
+          c[i] = Below(rng, size);
+        }
+        mutated += c[i] != before;
+      }
+      if (!Fresh(m, c)) continue;
+      return Make(
+          h, m, ToParams(m, c), kRecombineStage,
+          absl::StrFormat(
+              "%srecombination of rounds %d and %d (the %d. and "
+              "%d. fastest)%s",
+              why.empty() ? "" : absl::StrCat(why, "; "), m.ok[a].round,
+              m.ok[b].round, a + 1, b + 1,
+              mutated > 0 ? absl::StrFormat(", %d mutated", mutated) : ""));
+    }
+    return std::nullopt;
   }
 
   std::optional<Candidate> Tpe(const SearchHistory& h, const Model& m,
-                               std::mt19937_64& rng) const {
+                               std::mt19937_64& rng,
+                               const std::string& why) const {
     std::optional<Config> pick;
     double pick_score = -INFINITY;
     int scored = 0;
@@ -430,9 +686,10 @@ class HybridStrategy : public Strategy {
     if (!pick.has_value()) return std::nullopt;
     return Make(
         h, m, ToParams(m, *pick), kGlobalStage,
-        absl::StrFormat("model (TPE over %d finished rounds, %d "
+        absl::StrFormat("%smodel (TPE over %d finished rounds, %d "
                         "good): the best density ratio among %d "
                         "untried draws (log ratio %.2f)",
+                        why.empty() ? "" : absl::StrCat(why, "; "),
                         static_cast<int>(m.ok.size() + m.failed.size()),
                         static_cast<int>(m.good.size()), scored, pick_score));
   }
@@ -440,7 +697,9 @@ class HybridStrategy : public Strategy {
   // Uniform over the untried feasible configurations (rejection sampling,
   // then an enumeration when the space is small enough).
   std::optional<Candidate> Uniform(const SearchHistory& h, const Model& m,
-                                   std::mt19937_64& rng) const {
+                                   std::mt19937_64& rng,
+                                   const std::string& why) const {
+    const std::string prefix = why.empty() ? "" : absl::StrCat(why, "; ");
     Config c(m.dims.size());
     for (int draw = 0; draw < kUniformDraws; ++draw) {
       for (size_t i = 0; i < m.dims.size(); ++i) {
@@ -448,7 +707,9 @@ class HybridStrategy : public Strategy {
       }
       if (Fresh(m, c)) {
         return Make(h, m, ToParams(m, c), kExploreStage,
-                    "uniform draw among the untried feasible configurations");
+                    absl::StrCat(prefix,
+                                 "uniform draw among the untried feasible "
+                                 "configurations"));
       }
     }
     const uint64_t space = SpaceSize(*h.op);
@@ -463,7 +724,9 @@ class HybridStrategy : public Strategy {
       }
       if (Fresh(m, c)) {
         return Make(h, m, ToParams(m, c), kExploreStage,
-                    "one of the last untried feasible configurations");
+                    absl::StrCat(prefix,
+                                 "one of the last untried feasible "
+                                 "configurations"));
       }
     }
     return std::nullopt;
@@ -476,8 +739,8 @@ class HybridStrategy : public Strategy {
 
 const std::vector<std::string>& HybridOptionNames() {
   static const auto* names = new std::vector<std::string>{
-      "candidates",    "gamma_pct", "startup",
-      "use_diagnosis", "walk",      "walk_share_pct"};
+      "bandit_c_pct",  "bandit_window", "candidates",    "gamma_pct",
+      "restart_after", "startup",       "use_diagnosis", "walk"};
   return *names;
 }
 
@@ -485,6 +748,7 @@ absl::StatusOr<HybridOptions> HybridOptionsFromSpec(
     const v1::StrategySpec& spec, bool walk) {
   HybridOptions o;
   o.seed = spec.seed();
+  o.bandit = walk;
   if (!walk) o.walk = 0;
   int use_diagnosis = 1;
   struct Field {
@@ -498,7 +762,9 @@ absl::StatusOr<HybridOptions> HybridOptionsFromSpec(
       {"use_diagnosis", {&use_diagnosis, 0, 1}}};
   if (walk) {
     fields["walk"] = {&o.walk, 0, 100000};
-    fields["walk_share_pct"] = {&o.walk_share_pct, 0, 99};
+    fields["restart_after"] = {&o.restart_after, 0, 100000};
+    fields["bandit_window"] = {&o.bandit_window, 1, 100000};
+    fields["bandit_c_pct"] = {&o.bandit_c_pct, 0, 1000};
   }
   const std::map<std::string, std::string> sorted(spec.options().begin(),
                                                   spec.options().end());

@@ -12,33 +12,55 @@
 //           `startup` uniform draws. Failures teach it the constraints it
 //           was not given: a failed configuration's neighbourhood scores
 //           low.
-//   hybrid  the walk, then tpe: up to `walk` one-change moves from the
-//           current best (the best round's diagnosis suggestions first,
-//           then neighbours one or two steps away, ranked by the model)
-//           are in flight or finished per best; a new best starts a new
-//           walk. Every other board, and the budget after the walk around
-//           the best stalls, goes to tpe.
+//   hybrid  a bandit over three techniques, as OpenTuner's AUC bandit:
+//           the walk (one change from the current best: the best round's
+//           diagnosis suggestions first, then the single change the model
+//           rates best; an elite restart walks from the fastest other
+//           configuration instead when the best has no single change left
+//           or `restart_after` finished rounds brought no new best), the
+//           model (tpe), and recombination (a genetic algorithm's
+//           crossover of two of the fastest configurations, plus
+//           mutation). Each new best first gets `walk` walk rounds; every
+//           other board goes to the technique with the best recent record
+//           of new bests (the area under its curve over its last uses in
+//           the last `bandit_window` rounds) plus an exploration bonus.
+//
+// Inconclusive rounds are re-raced: when an inconclusive round's median
+// beats the current best's by min_gain, its configuration is proposed once
+// more (stage "rerace", parent the best), so that the keep rule judges it
+// again against the best with fresh samples. This is the one exception to
+// "never repeat a configuration", at most once per configuration.
+//
+// Batches: rounds in flight count as slow in the model (a constant liar,
+// as Optuna's constant_liar) and as uses without a gain in the bandit, so
+// K boards proposed on the same information spread over the space and over
+// the techniques instead of piling onto one region.
 //
 // Rounds carry their lineage: the parent is the best round; walk rounds are
 // tagged with the parameter's stage (tiling, pipeline, in_core) and change
-// one parameter; model rounds are tagged "global" ("explore" while the
-// model starts up) and their rationale says how many parameters they move
-// at once.
+// one parameter; elite restarts are tagged "restart", recombinations
+// "recombine", model rounds "global" ("explore" while the model starts up);
+// the rationale says which technique and why, and how many parameters a
+// round moves at once.
 //
 // Neither stops while an untried feasible configuration remains: when the
-// model's draws keep hitting tried configurations, uniform draws follow,
-// and for spaces of up to 2^22 configurations an enumeration finds what is
-// left. Only configurations that satisfy the constraints are proposed.
+// techniques' draws keep hitting tried configurations, uniform draws
+// follow, and for spaces of up to 2^22 configurations an enumeration finds
+// what is left. Only configurations that satisfy the constraints are
+// proposed.
 //
 // Stateless and deterministic: every proposal is a function of the history
 // and the seed (the generator is seeded from seed and the history length),
 // so a restarted coordinator proposes the same.
 //
 // Options (StrategySpec.options): startup (uniform draws before the model,
-// default 10), gamma_pct (the good fraction in percent, default 15), walk
-// (walk rounds per best, hybrid only, default 4; 0 = none), candidates
-// (draws scored per proposal, default 64), use_diagnosis (1 = walk from the
-// diagnosis' suggestions first, default 1).
+// default 10), gamma_pct (the good fraction in percent, default 15),
+// candidates (draws scored per proposal, default 64), use_diagnosis (1 =
+// walk from the diagnosis' suggestions first, default 1); hybrid only: walk
+// (walk rounds right after each new best before the bandit, default 4),
+// restart_after (default 20; 0 = restart only when the best has no single
+// change left), bandit_window (default 50), bandit_c_pct (the exploration
+// weight in percent, default 30).
 //
 // Thread-safety: none needed; Propose is a pure function of its arguments.
 #ifndef TUNEFARM_COORDINATOR_HYBRID_STRATEGY_H_
@@ -60,12 +82,22 @@ inline constexpr char kTpeStrategyName[] = "tpe";
 // Round.stage of model rounds, and of uniform draws before the model.
 inline constexpr char kGlobalStage[] = "global";
 inline constexpr char kExploreStage[] = "explore";
+// Round.stage of recombination rounds and of walk rounds from an elite
+// other than the best (elite restart).
+inline constexpr char kRecombineStage[] = "recombine";
+inline constexpr char kRestartStage[] = "restart";
+// Round.stage of a re-race: an inconclusive round's configuration measured
+// again against the current best.
+inline constexpr char kRerace[] = "rerace";
 
 struct HybridOptions {
   int startup = 10;
   int gamma_pct = 15;
-  int walk = 4;  // 0 = pure tpe
-  int walk_share_pct = 50;
+  bool bandit = true;      // hybrid; false = tpe (the model alone)
+  int walk = 4;            // walk rounds right after each new best
+  int restart_after = 20;  // 0 = no elite restart while the best has moves
+  int bandit_window = 50;
+  int bandit_c_pct = 30;
   int candidates = 64;
   bool use_diagnosis = true;
   uint64_t seed = 1;

@@ -9,9 +9,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/params.h"
 #include "coordinator/report_render.h"
+#include "coordinator/workloads.h"
 #include "storage/lineage.h"
 
 namespace tunefarm {
@@ -56,6 +58,32 @@ bool HasTime(const v1::Round& r) {
 
 json TimeOrNull(const v1::Round& r) {
   return HasTime(r) ? json(r.result().measurement().median_us()) : json();
+}
+
+// The interval around a round's time, [low, high] in µs: for A/B rounds
+// the paired gain's interval applied to the parent timed in the same lease
+// (what the keep rule judged); otherwise the median's 95% interval from its
+// p20..p80 spread and sample count (keep_rule.h's estimate). Null without a
+// time, or without a spread to estimate it from.
+json IntervalOrNull(const v1::Round& r) {
+  if (!HasTime(r)) return json();
+  const v1::Measurement& m = r.result().measurement();
+  if (m.paired() && m.pairs() > 0 && m.gain_upper() >= m.gain_lower()) {
+    const double ref = m.reference().median_us() > 0 ? m.reference().median_us()
+                                                     : r.parent_us();
+    if (ref > 0) {
+      return json::array(
+          {ref * (1 - m.gain_upper()), ref * (1 - m.gain_lower())});
+    }
+  }
+  if (m.samples() > 1 && m.p80_us() > m.p20_us()) {
+    // p20..p80 of a normal is 1.683 sigma; a median's standard error is
+    // 1.2533 sigma / sqrt(n).
+    const double se = 1.2533 * (m.p80_us() - m.p20_us()) / 1.6832 /
+                      std::sqrt(static_cast<double>(m.samples()));
+    return json::array({m.median_us() - 1.96 * se, m.median_us() + 1.96 * se});
+  }
+  return json();
 }
 
 std::string GoalText(const v1::Goal& goal) {
@@ -143,6 +171,75 @@ json MovedSignals(const v1::Diagnosis& base, const v1::Diagnosis& best) {
   return moved;
 }
 
+// Multi-workload sweeps: one section per workload (its baseline, its best
+// round, how its lineage ended).
+json WorkloadSections(const v1::Sweep& sweep,
+                      const std::map<int64_t, const v1::Round*>& by_id,
+                      std::set<int64_t>* on_path) {
+  const v1::SweepSpec& spec = sweep.spec();
+  auto find = [&by_id](int64_t id) -> const v1::Round* {
+    auto it = by_id.find(id);
+    return it == by_id.end() || !HasTime(*it->second) ? nullptr : it->second;
+  };
+  std::vector<v1::Round> rounds;
+  for (const auto& [id, r] : by_id) rounds.push_back(*r);
+  json out = json::array();
+  for (int i = 0; i < spec.workloads_size(); ++i) {
+    const v1::Workload& w = spec.workloads(i);
+    const v1::WorkloadProgress* p = i < sweep.workload_progress_size()
+                                        ? &sweep.workload_progress(i)
+                                        : nullptr;
+    std::vector<std::string> dims;
+    for (const auto& [k, v] :
+         std::map<std::string, int64_t>(w.dims().begin(), w.dims().end())) {
+      dims.push_back(absl::StrCat(k, "=", v));
+    }
+    const v1::Round* baseline = find(i);
+    const v1::Round* best =
+        p != nullptr && p->best_round() >= 0 ? find(p->best_round()) : nullptr;
+    json kept = json::array();
+    if (best != nullptr) {
+      absl::StatusOr<std::vector<int64_t>> path =
+          KeptPathTo(rounds, best->round_id());
+      if (path.ok()) {
+        for (int64_t id : *path) {
+          kept.push_back(id);
+          on_path->insert(id);
+        }
+      }
+    }
+    const double speedup = baseline != nullptr && best != nullptr
+                               ? baseline->result().measurement().median_us() /
+                                     best->result().measurement().median_us()
+                               : 0;
+    json b;
+    if (best != nullptr) {
+      b = MeasuredRound(*best);
+      b["speedup"] = speedup;
+      b["config"] = ParamsKey(best->params());
+    }
+    int64_t rounds_of = 0;
+    for (const v1::Round& r : rounds) {
+      rounds_of += r.workload_index() == i ? 1 : 0;
+    }
+    out.push_back(
+        {{"name", w.name()},
+         {"dtype", w.dtype()},
+         {"dims", absl::StrJoin(dims, ",")},
+         {"weight", WorkloadWeight(spec, i)},
+         {"baseline", baseline != nullptr ? MeasuredRound(*baseline) : json()},
+         {"best", std::move(b)},
+         {"rounds", rounds_of},
+         {"rounds_finished", p != nullptr ? p->rounds_finished() : 0},
+         {"done", p != nullptr && p->done()},
+         {"ended_because", p != nullptr ? p->termination_detail() : ""},
+         {"goal_met",
+          p != nullptr && p->termination() == v1::TERMINATION_GOAL_REACHED},
+         {"kept_path", std::move(kept)}});
+  }
+  return out;
+}
+
 const char* const kProblemKinds[] = {"build_failed",   "precision_failed",
                                      "run_timeout",    "run_crashed",
                                      "profile_failed", "board_fault"};
@@ -158,16 +255,26 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
     auto it = by_id.find(id);
     return it == by_id.end() ? nullptr : it->second;
   };
-  absl::StatusOr<std::vector<int64_t>> path =
-      KeptPathTo(rounds, sweep.best_round());
+  const bool multi = IsMultiWorkload(spec);
   std::vector<int64_t> kept_path;
-  if (path.ok()) kept_path = *std::move(path);
-  const std::set<int64_t> on_path(kept_path.begin(), kept_path.end());
+  std::set<int64_t> on_path;
+  json workloads;
+  if (multi) {
+    // Every workload's kept path: the rounds table marks them all.
+    workloads = WorkloadSections(sweep, by_id, &on_path);
+    kept_path.assign(on_path.begin(), on_path.end());
+  } else {
+    absl::StatusOr<std::vector<int64_t>> path =
+        KeptPathTo(rounds, sweep.best_round());
+    if (path.ok()) kept_path = *std::move(path);
+    on_path.insert(kept_path.begin(), kept_path.end());
+  }
 
-  const v1::Round* baseline = find(0);
+  // A multi-workload sweep has no one baseline and best: its sections do.
+  const v1::Round* baseline = multi ? nullptr : find(0);
   if (baseline != nullptr && !HasTime(*baseline)) baseline = nullptr;
   const v1::Round* best =
-      sweep.best_round() >= 0 ? find(sweep.best_round()) : nullptr;
+      !multi && sweep.best_round() >= 0 ? find(sweep.best_round()) : nullptr;
   if (best != nullptr && !HasTime(*best)) best = nullptr;
   const double speedup = sweep.best_us() > 0 && sweep.baseline_us() > 0
                              ? sweep.baseline_us() / sweep.best_us()
@@ -203,7 +310,9 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
                                : sweep.submitted_unix_ms();
   const v1::Goal& goal = spec.goal();
   bool goal_met = false;
-  if (best != nullptr) {
+  if (multi) {
+    goal_met = sweep.termination() == v1::TERMINATION_GOAL_REACHED;
+  } else if (best != nullptr) {
     goal_met = (goal.speedup() > 0 && speedup >= goal.speedup()) ||
                (goal.target_us() > 0 && sweep.best_us() <= goal.target_us());
   }
@@ -219,8 +328,8 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
       {"name", spec.name()},
       {"team", spec.team()},
       {"operator", spec.operator_name()},
-      {"workload", spec.workload().name()},
-      {"dtype", spec.workload().dtype()},
+      {"workload", absl::StrJoin(WorkloadNames(spec), ", ")},
+      {"dtype", multi ? spec.workloads(0).dtype() : spec.workload().dtype()},
       {"strategy", spec.strategy().name()},
       {"seed", spec.strategy().seed()},
       {"board_kind", spec.boards().kind()},
@@ -248,6 +357,12 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
       {"operator_source_hash", spec.operator_source_hash()},
   };
 
+  if (multi) {
+    report["objective"] = spec.objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG
+                              ? "one_config"
+                              : "per_workload";
+    report["workloads"] = std::move(workloads);
+  }
   report["baseline"] = baseline != nullptr ? MeasuredRound(*baseline) : json();
   if (best != nullptr) {
     json b = MeasuredRound(*best);
@@ -274,10 +389,11 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
   json problems = json::array();
   std::map<std::string, int> problem_counts;
   for (const char* kind : kProblemKinds) problem_counts[kind] = 0;
-  double best_so_far = 0;
+  std::map<int, double> best_by_workload;  // per workload's lineage
   for (const v1::Round& r : rounds) {
     const bool timed = HasTime(r);
     const double t = r.result().measurement().median_us();
+    double& best_so_far = best_by_workload[r.workload_index()];
     if (timed &&
         (r.decision() == v1::DECISION_BASELINE ||
          r.decision() == v1::DECISION_KEPT) &&
@@ -297,11 +413,13 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
         {{"round", r.round_id()},
          {"parent", r.parent_round()},
          {"stage", r.stage()},
+         {"workload", r.workload()},
          {"change",
-          r.round_id() == 0 ? "baseline" : DescribeChanges(r.changes())},
+          r.parent_round() < 0 ? "baseline" : DescribeChanges(r.changes())},
          {"board", r.board_id()},
          {"outcome", OutcomeName(r)},
          {"time_us", TimeOrNull(r)},
+         {"interval_us", IntervalOrNull(r)},
          {"parent_us", r.parent_us() > 0 ? json(r.parent_us()) : json()},
          {"change_pct", change_pct},
          {"decision", DecisionName(r.decision())},

@@ -225,6 +225,68 @@ absl::StatusOr<std::string> Render(const json& report, Fn fn) {
 // --- Markdown
 // -----------------------------------------------------------------
 
+// Multi-workload sweeps: how each workload's lineage went.
+std::string WorkloadSectionsMarkdown(const json& report,
+                                     const std::string& sim) {
+  const bool one_config = report.value("objective", "") == "one_config";
+  std::string md = absl::StrCat(
+      "## Workloads\n\n",
+      one_config
+          ? "Objective **one_config**: one configuration for every "
+            "workload, judged by the weighted geometric mean of its "
+            "per-workload time ratios.\n\n"
+          : "Objective **per_workload**: each workload has its own lineage "
+            "and best configuration.\n\n",
+      "| workload | dims | weight | baseline µs", sim, " | best µs", sim,
+      " | speedup | best round | ended because |\n",
+      "|---|---|---|---|---|---|---|---|\n");
+  for (const json& w : report.at("workloads")) {
+    const json& base = w.at("baseline");
+    const json& best = w.at("best");
+    absl::StrAppend(
+        &md, "| ", Cell(S(w, "name")), " | ", Cell(S(w, "dims")), " | ",
+        absl::StrFormat("%g", D(w, "weight")), " | ",
+        base.is_null() ? "-" : Us(D(base, "time_us")), " | ",
+        best.is_null() ? "-" : Us(D(best, "time_us")), " | ",
+        best.is_null() ? "-" : absl::StrFormat("%.2fx", D(best, "speedup")),
+        " | ", best.is_null() ? "-" : absl::StrCat(I(best, "round")), " | ",
+        Cell(S(w, "ended_because")), " |\n");
+  }
+  absl::StrAppend(&md, "\n");
+  for (const json& w : report.at("workloads")) {
+    const json& base = w.at("baseline");
+    const json& best = w.at("best");
+    absl::StrAppend(&md, "### Workload ", S(w, "name"), " (", S(w, "dtype"),
+                    ", ", S(w, "dims"), ")\n\n");
+    if (base.is_null() || best.is_null()) {
+      absl::StrAppend(&md,
+                      "No configuration passed: ", Cell(S(w, "ended_because")),
+                      "\n\n");
+      continue;
+    }
+    std::vector<std::string> path;
+    for (const json& id : w.at("kept_path")) {
+      path.push_back(absl::StrCat(id.get<int64_t>()));
+    }
+    absl::StrAppend(
+        &md, "| | baseline | best |\n|---|---|---|\n", "| round | ",
+        I(base, "round"), " | ", I(best, "round"), " |\n", "| median µs", sim,
+        " | ", Us(D(base, "time_us")), " | ", Us(D(best, "time_us")), " |\n",
+        "| p20 – p80 µs", sim, " | ",
+        absl::StrFormat("%.2f – %.2f", D(base, "p20_us"), D(base, "p80_us")),
+        " | ",
+        absl::StrFormat("%.2f – %.2f", D(best, "p20_us"), D(best, "p80_us")),
+        " |\n", "| speedup | 1.00x | ",
+        absl::StrFormat("**%.2fx**", D(best, "speedup")), " |\n", "| board | ",
+        Cell(S(base, "board")), " | ", Cell(S(best, "board")), " |\n\n",
+        "Best configuration: `", S(best, "config"), "`. ",
+        I(w, "rounds_finished"), " candidate round(s) judged; kept path: ",
+        path.empty() ? "-" : absl::StrJoin(path, " → "),
+        ". Ended: ", Cell(S(w, "ended_because")), "\n\n");
+  }
+  return md;
+}
+
 std::string Markdown(const json& report) {
   const json& o = report.at("overview");
   const bool simulated = B(report, "simulated");
@@ -293,11 +355,18 @@ std::string Markdown(const json& report) {
       "| minimum gain | ", absl::StrFormat("%.1f%%", D(o, "min_gain") * 100),
       " |\n\n");
 
-  // Baseline vs best.
+  // Baseline vs best: one section per workload when there are several.
   const json& base = report.at("baseline");
   const json& best = report.at("best");
-  absl::StrAppend(&md, "## Baseline vs best\n\n");
-  if (best.is_null() || base.is_null()) {
+  const bool multi = report.contains("workloads");
+  if (multi) {
+    absl::StrAppend(&md, WorkloadSectionsMarkdown(report, sim));
+  } else {
+    absl::StrAppend(&md, "## Baseline vs best\n\n");
+  }
+  if (multi) {
+    // Each workload's section above.
+  } else if (best.is_null() || base.is_null()) {
     absl::StrAppend(
         &md, "No configuration passed: ", Cell(S(o, "ended_because")), "\n\n");
   } else {
@@ -401,11 +470,13 @@ std::string Markdown(const json& report) {
                       rounds.size(), decisions["kept"],
                       decisions["rolled_back"], decisions["rejected"],
                       decisions["pending"]),
-      "| round | parent | change | board | outcome | time µs", sim,
-      " | change | decision | hotspot | reason |\n",
+      multi ? "| round | workload " : "| round ",
+      "| parent | change | board | outcome | time µs", sim,
+      " | change | decision | hotspot | reason |\n", multi ? "|---" : "",
       "|---|---|---|---|---|---|---|---|---|---|\n");
   for (const json& r : rounds) {
     absl::StrAppend(&md, "| ", I(r, "round"), " | ",
+                    multi ? Cell(r.value("workload", "")) + " | " : "",
                     I(r, "parent") < 0 ? "-" : absl::StrCat(I(r, "parent")),
                     " | ", Cell(S(r, "change")), " | ", Cell(S(r, "board")),
                     " | ", Cell(S(r, "outcome")), " | ",
@@ -551,6 +622,24 @@ std::string ProgressSvg(const json& report) {
         "\" fill=\"none\" stroke=\"#2a8a2a\" stroke-width=\"2\"/>\n");
   }
 
+  // Each round's interval (report.cc: the A/B gain's, or the median's),
+  // a thin vertical bar behind its mark; rounds without one have none.
+  for (const json& r : rounds) {
+    auto it = r.find("interval_us");
+    if (it == r.end() || !it->is_array() || it->size() != 2 ||
+        !(*it)[0].is_number() || !(*it)[1].is_number()) {
+      continue;
+    }
+    const double lo = std::clamp((*it)[0].get<double>(), 0.0, y_max);
+    const double hi = std::clamp((*it)[1].get<double>(), 0.0, y_max);
+    const double px = x(I(r, "round"));
+    absl::StrAppend(&svg, "<path d=\"M", Num(px), " ", Num(y(lo)), " V",
+                    Num(y(hi)), " M", Num(px - 3), " ", Num(y(lo)), " H",
+                    Num(px + 3), " M", Num(px - 3), " ", Num(y(hi)), " H",
+                    Num(px + 3),
+                    "\" stroke=\"#9bb7d9\" stroke-width=\"1\"/>\n");
+  }
+
   // One mark per round.
   for (const json& r : rounds) {
     const std::string decision = S(r, "decision");
@@ -609,8 +698,12 @@ std::string ProgressSvg(const json& report) {
       "\" y=\"", Num(kTop + 69), "\">failed (no time)</text>\n", "<line x1=\"",
       Num(lx), "\" y1=\"", Num(kTop + 85), "\" x2=\"", Num(lx + 10), "\" y2=\"",
       Num(kTop + 85), "\" stroke=\"#2a8a2a\" stroke-width=\"2\"/>\n<text x=\"",
-      Num(lx + 18), "\" y=\"", Num(kTop + 89),
-      "\">best so far</text>\n</g>\n</svg>\n");
+      Num(lx + 18), "\" y=\"", Num(kTop + 89), "\">best so far</text>\n",
+      "<path d=\"M", Num(lx + 5), " ", Num(kTop + 99), " V", Num(kTop + 113),
+      " M", Num(lx + 2), " ", Num(kTop + 99), " H", Num(lx + 8), " M",
+      Num(lx + 2), " ", Num(kTop + 113), " H", Num(lx + 8),
+      "\" stroke=\"#9bb7d9\" stroke-width=\"1\"/>\n<text x=\"", Num(lx + 18),
+      "\" y=\"", Num(kTop + 110), "\">interval</text>\n</g>\n</svg>\n");
   return svg;
 }
 
@@ -855,6 +948,45 @@ absl::Status ValidateReport(const json& report) {
                                       {"board", Type::kString},
                                       {"detail", Type::kString}});
                                }));
+  if (report.contains("workloads")) {  // multi-workload sweeps only
+    TF_RETURN_IF_ERROR(CheckFields(
+        report, "report",
+        {{"objective", Type::kString}, {"workloads", Type::kArray}}));
+    TF_RETURN_IF_ERROR(CheckEach(
+        report, "report", "workloads",
+        [](const json& w, const std::string& path) -> absl::Status {
+          TF_RETURN_IF_ERROR(CheckFields(w, path,
+                                         {{"name", Type::kString},
+                                          {"dtype", Type::kString},
+                                          {"dims", Type::kString},
+                                          {"weight", Type::kNumber},
+                                          {"baseline", Type::kObjectOrNull},
+                                          {"best", Type::kObjectOrNull},
+                                          {"rounds", Type::kInteger},
+                                          {"rounds_finished", Type::kInteger},
+                                          {"done", Type::kBool},
+                                          {"ended_because", Type::kString},
+                                          {"goal_met", Type::kBool},
+                                          {"kept_path", Type::kArray}}));
+          if (!w.at("baseline").is_null()) {
+            TF_RETURN_IF_ERROR(
+                CheckMeasured(w.at("baseline"), path + ".baseline"));
+          }
+          if (!w.at("best").is_null()) {
+            TF_RETURN_IF_ERROR(CheckMeasured(w.at("best"), path + ".best"));
+            TF_RETURN_IF_ERROR(CheckFields(
+                w.at("best"), path + ".best",
+                {{"speedup", Type::kNumber}, {"config", Type::kString}}));
+          }
+          for (const json& id : w.at("kept_path")) {
+            if (!id.is_number_integer()) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat(path, ".kept_path: expected integers"));
+            }
+          }
+          return absl::OkStatus();
+        }));
+  }
   if (report.contains("pictures")) {
     TF_RETURN_IF_ERROR(CheckFields(report.at("pictures"), "report.pictures",
                                    {{"progress_svg", Type::kString},

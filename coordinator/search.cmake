@@ -1,8 +1,9 @@
-# Sweep specs, search strategies and the keep rule (included from
-# coordinator/CMakeLists.txt).
+# Sweep specs, search strategies, the keep rule and multi-workload scoring
+# (included from coordinator/CMakeLists.txt).
 add_library(tunefarm_search STATIC
   ${CMAKE_CURRENT_LIST_DIR}/spec.cc
   ${CMAKE_CURRENT_LIST_DIR}/keep_rule.cc
+  ${CMAKE_CURRENT_LIST_DIR}/workloads.cc
   ${CMAKE_CURRENT_LIST_DIR}/saturation.cc
   ${CMAKE_CURRENT_LIST_DIR}/strategy.cc
   ${CMAKE_CURRENT_LIST_DIR}/strategy_util.cc

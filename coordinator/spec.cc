@@ -16,6 +16,7 @@
 #include "coordinator/guided_strategy.h"
 #include "coordinator/hybrid_strategy.h"
 #include "coordinator/saturation.h"
+#include "coordinator/workloads.h"
 #include "ops/yaml_fields.h"
 #include "tuning_db/database.h"
 #include "tuning_db/warm_start.h"
@@ -188,30 +189,90 @@ absl::Status CheckStringMap(
   return absl::OkStatus();
 }
 
-absl::Status ParseWorkload(const YAML::Node& node, v1::Workload* out) {
+absl::Status ParseWorkload(const YAML::Node& node, const std::string& path,
+                           v1::Workload* out) {
   if (node.IsScalar()) {
     out->set_name(node.Scalar());
     return absl::OkStatus();
   }
-  TF_RETURN_IF_ERROR(
-      yamlf::CheckMap(node, "workload", {"name", "dtype", "dims"}));
+  TF_RETURN_IF_ERROR(yamlf::CheckMap(node, path, {"name", "dtype", "dims"}));
   if (Has(node, "name")) {
-    TF_ASSIGN_OR_RETURN(*out->mutable_name(),
-                        yamlf::GetString(Get(node, "name"), "workload.name"));
+    TF_ASSIGN_OR_RETURN(
+        *out->mutable_name(),
+        yamlf::GetString(Get(node, "name"), Child(path, "name")));
   }
   if (Has(node, "dtype")) {
-    TF_ASSIGN_OR_RETURN(*out->mutable_dtype(),
-                        yamlf::GetString(Get(node, "dtype"), "workload.dtype"));
+    TF_ASSIGN_OR_RETURN(
+        *out->mutable_dtype(),
+        yamlf::GetString(Get(node, "dtype"), Child(path, "dtype")));
   }
-  if (!Has(node, "dims")) return FieldError("workload.dims", "is required");
+  const std::string dims_path = Child(path, "dims");
+  if (!Has(node, "dims")) return FieldError(dims_path, "is required");
   const YAML::Node dims = Get(node, "dims");
-  TF_RETURN_IF_ERROR(yamlf::CheckOpenMap(dims, "workload.dims"));
-  if (dims.size() == 0) return FieldError("workload.dims", "must not be empty");
+  TF_RETURN_IF_ERROR(yamlf::CheckOpenMap(dims, dims_path));
+  if (dims.size() == 0) return FieldError(dims_path, "must not be empty");
   for (auto it = dims.begin(); it != dims.end(); ++it) {
     const std::string& key = it->first.Scalar();
     TF_ASSIGN_OR_RETURN(int64_t v,
-                        yamlf::GetInt(it->second, Child("workload.dims", key)));
+                        yamlf::GetInt(it->second, Child(dims_path, key)));
     (*out->mutable_dims())[key] = v;
+  }
+  return absl::OkStatus();
+}
+
+// `workloads:` a list of workload names or inline shapes.
+absl::Status ParseWorkloads(const YAML::Node& node, v1::SweepSpec* spec) {
+  if (!node.IsSequence()) {
+    return FieldError("workloads",
+                      absl::StrCat("expected a list of workloads, got ",
+                                   yamlf::Describe(node)));
+  }
+  if (node.size() == 0) {
+    return FieldError("workloads", "must name at least one workload");
+  }
+  if (node.size() > kMaxWorkloads) {
+    return FieldError("workloads",
+                      absl::StrCat("has ", node.size(),
+                                   " entries; the limit is ", kMaxWorkloads));
+  }
+  for (size_t i = 0; i < node.size(); ++i) {
+    TF_RETURN_IF_ERROR(ParseWorkload(
+        node[i], absl::StrCat("workloads[", i, "]"), spec->add_workloads()));
+  }
+  return absl::OkStatus();
+}
+
+// `objective: per_workload`, or `{name: one_config, weights: {w: 2, ...}}`.
+absl::Status ParseObjective(const YAML::Node& node, v1::SweepSpec* spec) {
+  std::string name;
+  if (node.IsScalar()) {
+    name = node.Scalar();
+  } else {
+    TF_RETURN_IF_ERROR(yamlf::CheckMap(node, "objective", {"name", "weights"}));
+    if (Has(node, "name")) {
+      TF_ASSIGN_OR_RETURN(
+          name, yamlf::GetString(Get(node, "name"), "objective.name"));
+    }
+    if (Has(node, "weights")) {
+      const YAML::Node weights = Get(node, "weights");
+      TF_RETURN_IF_ERROR(yamlf::CheckOpenMap(weights, "objective.weights"));
+      for (auto it = weights.begin(); it != weights.end(); ++it) {
+        const std::string& key = it->first.Scalar();
+        TF_ASSIGN_OR_RETURN(
+            double w,
+            yamlf::GetDouble(it->second, Child("objective.weights", key)));
+        (*spec->mutable_workload_weights())[key] = w;
+      }
+    }
+  }
+  if (name == "per_workload") {
+    spec->set_objective(v1::WORKLOAD_OBJECTIVE_PER_WORKLOAD);
+  } else if (name == "one_config") {
+    spec->set_objective(v1::WORKLOAD_OBJECTIVE_ONE_CONFIG);
+  } else {
+    return FieldError(
+        node.IsScalar() ? "objective" : "objective.name",
+        absl::StrCat("must be per_workload or one_config, got ", Quote(name)));
   }
   return absl::OkStatus();
 }
@@ -310,11 +371,11 @@ absl::Status ParseSaturation(const YAML::Node& node,
 }
 
 absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
-  TF_RETURN_IF_ERROR(
-      yamlf::CheckMap(doc, "",
-                      {"name", "team", "operator", "workload", "goal",
-                       "strategy", "budget", "min_gain", "boards",
-                       "measurement", "baseline", "priority", "saturation"}));
+  TF_RETURN_IF_ERROR(yamlf::CheckMap(
+      doc, "",
+      {"name", "team", "operator", "workload", "workloads", "objective", "goal",
+       "strategy", "budget", "min_gain", "boards", "measurement", "baseline",
+       "priority", "saturation"}));
 
   if (Has(doc, "name")) {
     TF_ASSIGN_OR_RETURN(*spec->mutable_name(),
@@ -329,8 +390,14 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
                         yamlf::GetString(Get(doc, "operator"), "operator"));
   }
   if (Has(doc, "workload")) {
-    TF_RETURN_IF_ERROR(
-        ParseWorkload(Get(doc, "workload"), spec->mutable_workload()));
+    TF_RETURN_IF_ERROR(ParseWorkload(Get(doc, "workload"), "workload",
+                                     spec->mutable_workload()));
+  }
+  if (Has(doc, "workloads")) {
+    TF_RETURN_IF_ERROR(ParseWorkloads(Get(doc, "workloads"), spec));
+  }
+  if (Has(doc, "objective")) {
+    TF_RETURN_IF_ERROR(ParseObjective(Get(doc, "objective"), spec));
   }
   if (Has(doc, "goal")) {
     const YAML::Node goal = Get(doc, "goal");
@@ -392,11 +459,10 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
   m->set_flush_cache(kDefaultFlushCache);
   if (Has(doc, "measurement")) {
     const YAML::Node node = Get(doc, "measurement");
-    TF_RETURN_IF_ERROR(
-        yamlf::CheckMap(node, "measurement",
-                        {"warmup", "samples", "flush_cache", "mode",
-                         "target_rel_spread", "max_samples", "confidence",
-                         "isolation"}));
+    TF_RETURN_IF_ERROR(yamlf::CheckMap(
+        node, "measurement",
+        {"warmup", "samples", "flush_cache", "mode", "target_rel_spread",
+         "max_samples", "confidence", "isolation"}));
     if (Has(node, "warmup")) {
       TF_ASSIGN_OR_RETURN(
           int64_t v, yamlf::GetIntInRange(Get(node, "warmup"),
@@ -429,9 +495,9 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
       }
     }
     if (Has(node, "isolation")) {
-      TF_ASSIGN_OR_RETURN(std::string v,
-                          yamlf::GetString(Get(node, "isolation"),
-                                           "measurement.isolation"));
+      TF_ASSIGN_OR_RETURN(
+          std::string v,
+          yamlf::GetString(Get(node, "isolation"), "measurement.isolation"));
       if (v == "runner") {
         m->set_isolation(v1::ISOLATION_RUNNER);
       } else if (v == "process") {
@@ -506,9 +572,11 @@ std::string JoinWorkloadNames(const v1::OperatorManifest& op) {
 }
 
 absl::Status ValidateWorkloadField(const v1::OperatorManifest& op,
-                                   v1::Workload* w) {
+                                   v1::Workload* w,
+                                   const std::string& path = "workload") {
   if (w->dims().empty()) {
     if (w->name().empty()) {
+      if (path != "workload") return FieldError(path, "names no workload");
       if (op.workloads().empty()) {
         return FieldError("workload",
                           absl::StrCat("is required: operator ", op.name(),
@@ -521,7 +589,7 @@ absl::Status ValidateWorkloadField(const v1::OperatorManifest& op,
       if (known.name() == w->name()) {
         if (!w->dtype().empty() && w->dtype() != known.dtype()) {
           return FieldError(
-              "workload.dtype",
+              Child(path, "dtype"),
               absl::StrCat("workload ", known.name(), " is ", known.dtype(),
                            ", not ", Quote(w->dtype())));
         }
@@ -529,14 +597,110 @@ absl::Status ValidateWorkloadField(const v1::OperatorManifest& op,
         return absl::OkStatus();
       }
     }
-    return FieldError(
-        "workload",
-        absl::StrCat("unknown workload ", Quote(w->name()), " of operator ",
-                     op.name(), "; known: ", JoinWorkloadNames(op)));
+    return FieldError(path, absl::StrCat("unknown workload ", Quote(w->name()),
+                                         " of operator ", op.name(),
+                                         "; known: ", JoinWorkloadNames(op)));
   }
-  if (w->name().empty()) return FieldError("workload.name", "is required");
-  if (w->dtype().empty()) return FieldError("workload.dtype", "is required");
-  return ValidateWorkload(*w, "workload");
+  if (w->name().empty()) return FieldError(Child(path, "name"), "is required");
+  if (w->dtype().empty()) {
+    return FieldError(Child(path, "dtype"), "is required");
+  }
+  return ValidateWorkload(*w, path);
+}
+
+// `workloads:` and `objective:` (docs/sweep-spec.md, "Several workloads").
+absl::Status ValidateWorkloads(const v1::OperatorManifest& op,
+                               v1::SweepSpec* spec) {
+  if (spec->workloads().empty()) {
+    if (spec->objective() != v1::WORKLOAD_OBJECTIVE_UNSPECIFIED) {
+      return FieldError("objective", "needs a list of workloads (workloads:)");
+    }
+    if (!spec->workload_weights().empty()) {
+      return FieldError("objective.weights",
+                        "needs a list of workloads (workloads:)");
+    }
+    return ValidateWorkloadField(op, spec->mutable_workload());
+  }
+  if (spec->has_workload()) {
+    return FieldError("workloads",
+                      "name either workload or workloads, not both");
+  }
+  if (spec->workloads_size() > static_cast<int>(kMaxWorkloads)) {
+    return FieldError("workloads",
+                      absl::StrCat("has ", spec->workloads_size(),
+                                   " entries; the limit is ", kMaxWorkloads));
+  }
+  std::map<std::string, int> seen;
+  for (int i = 0; i < spec->workloads_size(); ++i) {
+    const std::string path = absl::StrCat("workloads[", i, "]");
+    v1::Workload* w = spec->mutable_workloads(i);
+    TF_RETURN_IF_ERROR(ValidateWorkloadField(op, w, path));
+    // Two entries for one name would share a lineage and a database key.
+    auto [it, added] = seen.emplace(w->name(), i);
+    if (!added) {
+      return FieldError(path,
+                        absl::StrCat("duplicate workload ", Quote(w->name()),
+                                     " (also workloads[", it->second, "])"));
+    }
+    for (int j = 0; j < i; ++j) {
+      const v1::Workload& other = spec->workloads(j);
+      if (other.dtype() == w->dtype() &&
+          std::map<std::string, int64_t>(other.dims().begin(),
+                                         other.dims().end()) ==
+              std::map<std::string, int64_t>(w->dims().begin(),
+                                             w->dims().end())) {
+        return FieldError(
+            path, absl::StrCat("duplicate workload: ", Quote(w->name()),
+                               " has the dtype and dims of workloads[", j,
+                               "] (", Quote(other.name()), ")"));
+      }
+    }
+  }
+  if (spec->objective() == v1::WORKLOAD_OBJECTIVE_UNSPECIFIED) {
+    spec->set_objective(v1::WORKLOAD_OBJECTIVE_PER_WORKLOAD);
+  }
+  if (!v1::WorkloadObjective_IsValid(spec->objective())) {
+    return FieldError("objective",
+                      absl::StrCat("unknown objective ", spec->objective()));
+  }
+  const auto& weights = spec->workload_weights();
+  if (spec->objective() != v1::WORKLOAD_OBJECTIVE_ONE_CONFIG) {
+    if (!weights.empty()) {
+      return FieldError("objective.weights",
+                        "only objective one_config weighs workloads");
+    }
+    return absl::OkStatus();
+  }
+  std::map<std::string, double> sorted(weights.begin(), weights.end());
+  for (const auto& [name, weight] : sorted) {
+    if (!seen.contains(name)) {
+      return FieldError(
+          Child("objective.weights", name),
+          absl::StrCat("is not a workload of this sweep; "
+                       "workloads: ",
+                       absl::StrJoin(WorkloadNames(*spec), ", ")));
+    }
+    if (!std::isfinite(weight) || weight <= 0 || weight > kMaxWorkloadWeight) {
+      return FieldError(Child("objective.weights", name),
+                        absl::StrCat("must be a finite number > 0 and <= ",
+                                     kMaxWorkloadWeight, ", got ", weight));
+    }
+  }
+  for (const v1::Workload& w : spec->workloads()) {
+    if (!weights.contains(w.name())) {
+      return FieldError(
+          "objective.weights",
+          absl::StrCat("no weight for workload ", Quote(w.name()),
+                       ": one_config needs a weight (> 0) for every workload"));
+    }
+  }
+  if (spec->goal().target_us() != 0) {
+    return FieldError("goal.target_us",
+                      "one time cannot be the goal of several workloads: "
+                      "objective one_config takes goal.speedup (of the "
+                      "weighted geometric mean)");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateStrategy(v1::StrategySpec* s) {
@@ -651,9 +815,11 @@ absl::Status ResolveBaselineFromDb(const v1::OperatorManifest& op,
       spec->baseline_db_json(),
       absl::StrCat("baseline.from_db ", spec->baseline_from_db()));
   if (!db.ok()) return absl::InvalidArgumentError(db.status().message());
-  WarmStart ws =
-      ResolveWarmStart(*db, spec->baseline_from_db(), op, spec->boards().kind(),
-                       spec->boards().chip(), spec->workload());
+  WarmStart ws = ResolveWarmStart(
+      *db, spec->baseline_from_db(), op, spec->boards().kind(),
+      spec->boards().chip(),
+      // Several workloads: the first one's (one baseline).
+      spec->workloads().empty() ? spec->workload() : spec->workloads(0));
   for (const auto& [name, value] : ws.params) {
     spec->mutable_baseline_params()->insert({name, value});  // overrides win
   }
@@ -818,7 +984,7 @@ absl::StatusOr<v1::SweepSpec> ValidateSweepSpec(
   if (!found.ok()) return FieldError("operator", found.status().message());
   const v1::OperatorManifest& op = **found;
 
-  TF_RETURN_IF_ERROR(ValidateWorkloadField(op, spec.mutable_workload()));
+  TF_RETURN_IF_ERROR(ValidateWorkloads(op, &spec));
 
   const v1::Goal& goal = spec.goal();
   if (goal.speedup() == 0 && goal.target_us() == 0) {

@@ -12,6 +12,9 @@
 //   workload: square_2k       # a workload of the operator, or inline
 //                             # {name:, dtype:, dims: {m: .., ...}};
 //                             # default: the operator's first workload
+//   workloads: [a, {name: b, dtype: fp32, dims: {..}}]   # instead of
+//                             # workload: several (coordinator/workloads.h)
+//   objective: per_workload   # or {name: one_config, weights: {a: 1, b: 2}}
 //   goal: {speedup: 3.0, target_us: 40}   # at least one; speedup > 1,
 //                                         # target_us > 0
 //   strategy: {name: random, seed: 7, options: {}}   # grid | random; or just

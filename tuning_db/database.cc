@@ -203,48 +203,92 @@ std::string TunedEntry::Key() const {
                       DimsText(dims));
 }
 
-absl::StatusOr<TunedEntry> EntryFromSweep(
-    const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
-    const std::vector<v1::BoardInfo>& boards) {
-  const v1::Round* best = nullptr;
-  for (const v1::Round& r : rounds) {
-    if (r.round_id() == sweep.best_round()) best = &r;
-  }
-  if (sweep.best_round() < 0 || best == nullptr ||
-      best->result().outcome() != v1::OUTCOME_OK ||
-      !(best->result().measurement().median_us() > 0)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "sweep ", sweep.sweep_id(), " has no passing configuration to export (",
-        sweep.termination_detail().empty() ? v1::SweepState_Name(sweep.state())
-                                           : sweep.termination_detail(),
-        ")"));
-  }
+namespace {
+
+// The entry of `best`, a passing round measuring `workload`.
+TunedEntry EntryOf(const v1::Sweep& sweep, const v1::Round& best,
+                   const v1::Workload& workload, double baseline_us,
+                   const std::vector<v1::BoardInfo>& boards) {
   const v1::SweepSpec& spec = sweep.spec();
-  const v1::Measurement& m = best->result().measurement();
+  const v1::Measurement& m = best.result().measurement();
   TunedEntry e;
   e.op = spec.operator_name();
   e.backend = spec.boards().kind();
   e.device = spec.boards().chip();
   for (const v1::BoardInfo& b : boards) {
-    if (b.board_id() == best->board_id()) e.device = b.chip();
+    if (b.board_id() == best.board_id()) e.device = b.chip();
   }
-  e.dtype = spec.workload().dtype();
-  for (const auto& [k, v] : spec.workload().dims()) e.dims[k] = v;
-  e.workload = spec.workload().name();
-  e.params = ParamsToJson(best->params());
+  e.dtype = workload.dtype();
+  for (const auto& [k, v] : workload.dims()) e.dims[k] = v;
+  e.workload = workload.name();
+  e.params = ParamsToJson(best.params());
   e.time_us = m.median_us();
   e.p20_us = m.p20_us();
   e.p80_us = m.p80_us();
   e.samples = m.samples();
-  e.baseline_us = sweep.baseline_us();
+  e.baseline_us = baseline_us;
   e.simulated = m.simulated();
   e.replayed = m.replayed();
   e.sweep_id = sweep.sweep_id();
-  e.round = best->round_id();
-  e.board = best->board_id();
-  e.date_unix_ms = best->finished_unix_ms();
+  e.round = best.round_id();
+  e.board = best.board_id();
+  e.date_unix_ms = best.finished_unix_ms();
   e.source_hash = spec.operator_source_hash();
   return e;
+}
+
+const v1::Round* PassingRound(const std::vector<v1::Round>& rounds,
+                              int64_t id) {
+  if (id < 0) return nullptr;
+  for (const v1::Round& r : rounds) {
+    if (r.round_id() != id) continue;
+    return r.result().outcome() == v1::OUTCOME_OK &&
+                   r.result().measurement().median_us() > 0
+               ? &r
+               : nullptr;
+  }
+  return nullptr;
+}
+
+absl::Status NothingToExport(const v1::Sweep& sweep) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "sweep ", sweep.sweep_id(), " has no passing configuration to export (",
+      sweep.termination_detail().empty() ? v1::SweepState_Name(sweep.state())
+                                         : sweep.termination_detail(),
+      ")"));
+}
+
+}  // namespace
+
+absl::StatusOr<TunedEntry> EntryFromSweep(
+    const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
+    const std::vector<v1::BoardInfo>& boards) {
+  const v1::Round* best = PassingRound(rounds, sweep.best_round());
+  if (best == nullptr) return NothingToExport(sweep);
+  return EntryOf(sweep, *best, sweep.spec().workload(), sweep.baseline_us(),
+                 boards);
+}
+
+absl::StatusOr<std::vector<TunedEntry>> EntriesFromSweep(
+    const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
+    const std::vector<v1::BoardInfo>& boards) {
+  const v1::SweepSpec& spec = sweep.spec();
+  if (spec.workloads().empty()) {
+    absl::StatusOr<TunedEntry> e = EntryFromSweep(sweep, rounds, boards);
+    if (!e.ok()) return e.status();
+    return std::vector<TunedEntry>{*std::move(e)};
+  }
+  std::vector<TunedEntry> out;
+  for (int i = 0;
+       i < spec.workloads_size() && i < sweep.workload_progress_size(); ++i) {
+    const v1::WorkloadProgress& w = sweep.workload_progress(i);
+    const v1::Round* best = PassingRound(rounds, w.best_round());
+    if (best == nullptr) continue;
+    out.push_back(
+        EntryOf(sweep, *best, spec.workloads(i), w.baseline_us(), boards));
+  }
+  if (out.empty()) return NothingToExport(sweep);
+  return out;
 }
 
 nlohmann::json TuningDbToJson(const TuningDb& db_in) {

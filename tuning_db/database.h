@@ -77,6 +77,14 @@ absl::StatusOr<TunedEntry> EntryFromSweep(
     const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
     const std::vector<v1::BoardInfo>& boards);
 
+// Every entry a sweep gives: its best round's, or for a multi-workload
+// sweep (SweepSpec.workloads) each workload's best round's (with that
+// workload's dims and baseline), skipping workloads without a passing one.
+// FAILED_PRECONDITION when there is none.
+absl::StatusOr<std::vector<TunedEntry>> EntriesFromSweep(
+    const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
+    const std::vector<v1::BoardInfo>& boards);
+
 nlohmann::json TuningDbToJson(const TuningDb& db);
 std::string TuningDbText(const TuningDb& db);  // pretty JSON, newline-ended
 // INVALID_ARGUMENT naming `source` and the bad field (wrong format name, a

@@ -34,3 +34,11 @@ add_executable(paging_test ${CMAKE_CURRENT_LIST_DIR}/paging_test.cc)
 target_link_libraries(paging_test PRIVATE
   coordinator_test_harness tunefarm_cli GTest::gtest_main)
 gtest_discover_tests(paging_test DISCOVERY_TIMEOUT 60)
+
+# Issue 17: multi-workload sweeps (per_workload, one_config), their recovery
+# and their spec errors (domain core).
+add_executable(multi_workload_test
+  ${CMAKE_CURRENT_LIST_DIR}/multi_workload_test.cc)
+target_link_libraries(multi_workload_test PRIVATE
+  coordinator_test_harness GTest::gtest_main GTest::gmock)
+gtest_discover_tests(multi_workload_test DISCOVERY_TIMEOUT 60)

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -122,6 +123,27 @@ int RunSequential(Sweep& s, const Objective& f, int budget) {
   return n;
 }
 
+int CountStage(const Sweep& s, const std::string& stage) {
+  int n = 0;
+  for (const v1::Round& r : s.rounds) n += r.stage() == stage;
+  return n;
+}
+
+// Runs on one round at a time until a candidate of `stage` is proposed
+// (then its rationale) or `rounds` rounds went by (nullopt).
+std::optional<std::string> NextRationaleOf(Sweep& s, const Objective& f,
+                                           const std::string& stage,
+                                           int rounds) {
+  std::unique_ptr<Strategy> st = Make(s);
+  for (int i = 0; i < rounds; ++i) {
+    for (const Candidate& c : st->Propose(s.view(), 1)) {
+      if (c.stage == stage) return c.rationale;
+      s.Finish(s.Add(c), f);
+    }
+  }
+  return std::nullopt;
+}
+
 TEST(HybridStrategy, FindsTheBowlsMinimumAndKeepsLineage) {
   for (const char* name : {"hybrid", "tpe"}) {
     Sweep s(Toy(8), name, 7);
@@ -138,8 +160,9 @@ TEST(HybridStrategy, FindsTheBowlsMinimumAndKeepsLineage) {
                 static_cast<int>(
                     DiffParams(s.rounds[r.parent_round()].params(), r.params())
                         .size()));
-      EXPECT_THAT(r.stage(), ::testing::AnyOf("tiling", "pipeline", "in_core",
-                                              "global", "explore"));
+      EXPECT_THAT(r.stage(),
+                  ::testing::AnyOf("tiling", "pipeline", "in_core", "global",
+                                   "explore", "recombine", "restart"));
       if (r.stage() == "tiling" || r.stage() == "pipeline" ||
           r.stage() == "in_core") {
         EXPECT_EQ(r.changes_size(), 1) << "walk rounds change one parameter";
@@ -274,6 +297,129 @@ TEST(HybridStrategy, WalkTriesTheDiagnosisSuggestionFirst) {
   c = ignoring->Propose(s.view(), 1);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_THAT(c[0].rationale, ::testing::Not(HasSubstr("analyzer")));
+}
+
+TEST(HybridStrategy, ABatchSpreadsOverTheTechniques) {
+  // 16 boards free at once after 30 finished rounds: the bandit counts each
+  // proposal of the batch as a use without a gain yet, so one technique
+  // does not take every board.
+  Sweep s(Toy(8), "hybrid", 4);
+  RunSequential(s, Bowl, 30);
+  std::unique_ptr<Strategy> st = Make(s);
+  std::vector<Candidate> c = st->Propose(s.view(), 16);
+  ASSERT_EQ(c.size(), 16u);
+  std::map<std::string, int> by_technique;
+  for (const Candidate& cand : c) {
+    const bool walk = cand.stage == "tiling" || cand.stage == "pipeline" ||
+                      cand.stage == "in_core" || cand.stage == "restart";
+    ++by_technique[walk                      ? "walk"
+                   : cand.stage == "explore" ? "global"
+                                             : cand.stage];
+    EXPECT_THAT(cand.rationale, ::testing::AnyOf(HasSubstr("bandit: "),
+                                                 HasSubstr("after a new best")))
+        << cand.stage;
+  }
+  EXPECT_GE(by_technique.size(), 3u);
+  for (const auto& [technique, n] : by_technique) {
+    EXPECT_LE(n, 10) << technique << " took " << n << " of 16 boards";
+  }
+}
+
+TEST(HybridStrategy, RecombinesTwoFastConfigurations) {
+  Sweep s(Toy(8), "hybrid", 6);
+  RunSequential(s, Bowl, 60);
+  EXPECT_GT(CountStage(s, "recombine"), 0);
+  // The rationale names both parents.
+  const std::optional<std::string> why =
+      NextRationaleOf(s, Bowl, "recombine", 12);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_THAT(*why, ::testing::ContainsRegex(
+                        "recombination of rounds [0-9]+ and [0-9]+ \\(the "
+                        "[0-9]+\\. and [0-9]+\\. fastest\\)"));
+}
+
+TEST(HybridStrategy, RestartsFromAnEliteWhenStuck) {
+  // Two basins: the baseline (all 0) sits in the shallow one, a local
+  // optimum for single changes; the deep one is at a = b = 7. Once the best
+  // stops moving for restart_after finished rounds, walk rounds start from
+  // the fastest configuration at least two parameters from the best.
+  const Objective f = [](const ParamMap& p) -> std::optional<double> {
+    const double a = Get(p, "a"), b = Get(p, "b"), c = Get(p, "c"),
+                 d = Get(p, "d");
+    return std::min(100 + a * a + b * b,
+                    60 + 4 * ((a - 7) * (a - 7) + (b - 7) * (b - 7))) +
+           c * c + d * d;
+  };
+  Sweep s(Toy(8), "hybrid", 9);
+  (*s.spec.mutable_strategy()->mutable_options())["restart_after"] = "10";
+  RunSequential(s, f, 120);
+  EXPECT_GT(CountStage(s, "restart"), 0);
+  for (const v1::Round& r : s.rounds) {
+    if (r.stage() == "restart") EXPECT_GE(r.parent_round(), 0);
+  }
+  // The rationale of a restart names the elite and why.
+  const std::optional<std::string> why = NextRationaleOf(s, f, "restart", 40);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_THAT(*why, HasSubstr("elite restart from round "));
+}
+
+TEST(HybridStrategy, ReracesAnInconclusiveRoundOnceAgainstTheBest) {
+  Sweep s(Toy(8), "hybrid", 3);
+  s.spec.set_min_gain(0.02);
+  s.Baseline(Bowl);  // all 0: 225 µs
+  // Two inconclusive rounds: one 20% faster than the best (worth a second
+  // race), one 0.5% faster (below min_gain: not).
+  auto inconclusive = [&](int64_t a, double us) {
+    Candidate c;
+    c.parent_round = 0;
+    c.params = s.spec.baseline_params();
+    c.params["a"] = IntParam(a);
+    c.changes = DiffParams(s.spec.baseline_params(), c.params);
+    c.stage = "tiling";
+    v1::Round& r = s.Add(c);
+    r.set_state(v1::ROUND_STATE_DONE);
+    r.mutable_result()->set_outcome(v1::OUTCOME_OK);
+    r.mutable_result()->mutable_measurement()->set_median_us(us);
+    r.set_decision(v1::DECISION_INCONCLUSIVE);
+    return r.round_id();
+  };
+  const int64_t fast = inconclusive(3, 180);
+  inconclusive(1, 224);
+  std::unique_ptr<Strategy> st = Make(s);
+  std::vector<Candidate> c = st->Propose(s.view(), 1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].stage, "rerace");
+  EXPECT_EQ(ParamsKey(c[0].params), ParamsKey(s.rounds[fast].params()));
+  EXPECT_EQ(c[0].parent_round, 0);
+  EXPECT_THAT(c[0].rationale,
+              HasSubstr(absl::StrCat("re-race of inconclusive round ", fast)));
+  s.Add(c[0]);
+  // Once raced (here still in flight), never again; nor the other one.
+  for (int i = 0; i < 20; ++i) {
+    for (const Candidate& next : st->Propose(s.view(), 1)) {
+      EXPECT_NE(next.stage, "rerace") << next.rationale;
+      s.Finish(s.Add(next), Bowl);
+    }
+  }
+}
+
+TEST(HybridStrategy, StartsWithUniformDrawsBeforeTheModel) {
+  Sweep s(Toy(8), "hybrid", 5);
+  std::unique_ptr<Strategy> st = Make(s);
+  s.Baseline(Bowl);
+  // startup (10) finished rounds, the baseline included.
+  for (int i = 0; i < 9; ++i) {
+    std::vector<Candidate> c = st->Propose(s.view(), 1);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].stage, "explore") << i;
+    EXPECT_THAT(c[0].rationale, HasSubstr("start-up: "));
+    s.Finish(s.Add(c[0]), Bowl);
+  }
+  // Then the walk's burst from the best, and the bandit.
+  std::vector<Candidate> c = st->Propose(s.view(), 1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_THAT(c[0].rationale, ::testing::AnyOf(HasSubstr("after a new best"),
+                                               HasSubstr("bandit: ")));
 }
 
 TEST(HybridStrategy, OptionsAreChecked) {

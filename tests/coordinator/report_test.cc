@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -262,6 +263,15 @@ Fixture MakeFixture() {
     }
     f.rounds.push_back(r);
   }
+  // Round 4 was timed A/B against its parent in the same lease.
+  v1::Measurement* ab = f.rounds[4].mutable_result()->mutable_measurement();
+  ab->set_paired(true);
+  ab->mutable_reference()->set_median_us(80);
+  ab->set_gain(0.375);
+  ab->set_gain_lower(0.30);
+  ab->set_gain_upper(0.45);
+  ab->set_pairs(20);
+  ab->set_confidence(0.95);
   *f.rounds[0].mutable_diagnosis() = Diag("memory", 0.82, 0.61, 0.12, 98);
   *f.rounds[1].mutable_diagnosis() = Diag("memory", 0.85, 0.45, 0.08, 78);
   *f.rounds[4].mutable_diagnosis() = Diag("compute", 0.93, 0.22, 0.03, 49);
@@ -322,6 +332,19 @@ TEST_F(ReportTest, ModelIsBuiltFromTheStoredRecords) {
   ASSERT_TRUE(md.ok()) << md.status();
   EXPECT_EQ(response->markdown(), *md);
 
+  // Each round's interval: the A/B gain's on the parent's time for round 4
+  // (80 µs x (1 - [0.45, 0.30])), the median's 95% interval from its
+  // p20..p80 spread over 50 samples otherwise, none without a time.
+  const json& rounds = report->at("rounds");
+  ASSERT_EQ(rounds.size(), 8u);
+  EXPECT_NEAR(rounds[4].at("interval_us")[0].get<double>(), 44.0, 1e-9);
+  EXPECT_NEAR(rounds[4].at("interval_us")[1].get<double>(), 56.0, 1e-9);
+  const double half = 1.96 * 1.2533 * 1.6 / 1.6832 / std::sqrt(50.0);
+  EXPECT_NEAR(rounds[1].at("interval_us")[0].get<double>(), 80 - half, 1e-9);
+  EXPECT_NEAR(rounds[1].at("interval_us")[1].get<double>(), 80 + half, 1e-9);
+  EXPECT_TRUE(rounds[3].at("interval_us").is_null());  // build failed
+  EXPECT_TRUE(rounds[7].at("interval_us").is_null());  // never ran
+
   const json& o = report->at("overview");
   EXPECT_EQ(o.at("operator"), "sim_matmul");
   EXPECT_EQ(o.at("goal"), "3.00x faster");
@@ -338,8 +361,6 @@ TEST_F(ReportTest, ModelIsBuiltFromTheStoredRecords) {
             "buffers=1,k_split=1,tile_k=32,tile_m=128,tile_n=128,unroll=1");
 
   // Each round: change in % against its parent, best so far.
-  const json& rounds = report->at("rounds");
-  ASSERT_EQ(rounds.size(), 8u);
   EXPECT_DOUBLE_EQ(rounds[2].at("change_pct").get<double>(), 2.5);
   EXPECT_EQ(rounds[2].at("decision"), "rolled_back");
   EXPECT_DOUBLE_EQ(rounds[3].at("best_so_far_us").get<double>(), 80);
@@ -466,6 +487,7 @@ TEST_F(ReportTest, GoldenMarkdownSvgAndDot) {
   EXPECT_THAT(*md, HasSubstr("| median µs (simulated) | 100.00 | 50.00 |"));
   EXPECT_THAT(*md, HasSubstr("![lineage tree](lineage.svg)"));
   EXPECT_THAT(*svg, HasSubstr("simulated"));
+  EXPECT_THAT(*svg, HasSubstr(">interval</text>"));  // bars and their legend
   EXPECT_THAT(*dot, HasSubstr("r1 -> r4"));
 }
 

@@ -1,10 +1,11 @@
 // Issue 17 end to end, through real processes: replay boards serving a
 // Kernel Tuner cache through the whole farm (`tunefarm local --boards
 // replay:FILE`), and the tuning database: ops/gemm tuned on a cpu board for
-// four workloads, `tunefarm export`, a tiny C++ program compiled against the
-// generated header and the Python module picking each exported
-// configuration and the fallbacks, and a second sweep warm-started from the
-// database (`baseline: {from_db: PATH}` through `tunefarm submit`).
+// four workloads in one per_workload sweep, `tunefarm export`, a tiny C++
+// program compiled against the generated header and the Python module
+// picking each exported configuration and the fallbacks, and a second sweep
+// warm-started from the database (`baseline: {from_db: PATH}` through
+// `tunefarm submit`).
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -84,6 +85,24 @@ TEST_F(ReplayLocalTest, GuidedSweepOnAKernelTunerCacheRunsToItsEnd) {
   EXPECT_GT(report.at("best").at("speedup").get<double>(), 1.0);
 }
 
+// One small cpu gemm sweep over several inline shapes, each its own lineage.
+std::string MultiGemmSpec(const std::vector<std::vector<int64_t>>& shapes) {
+  std::string spec =
+      "name: shapes\nteam: demo\noperator: gemm\nobjective: per_workload\n"
+      "workloads:\n";
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    absl::StrAppend(&spec, "  - {name: w", i, ", dtype: fp32, dims: {m: ",
+                    shapes[i][0], ", n: ", shapes[i][1], ", k: ", shapes[i][2],
+                    "}}\n");
+  }
+  absl::StrAppend(
+      &spec, "goal: {speedup: 50}\nstrategy: {name: random, seed: 3}\n",
+      "budget: {max_rounds: 2, time_limit: 5m, max_rounds_without_gain: 2}\n",
+      "boards: {kind: cpu}\n",
+      "measurement: {warmup: 1, samples: 3, mode: independent}\n");
+  return spec;
+}
+
 // A small cpu gemm sweep on an inline shape.
 std::string GemmSpec(const std::string& name, int64_t m, int64_t n, int64_t k,
                      const std::string& baseline = "") {
@@ -121,22 +140,36 @@ TEST_F(TuningDbFarmTest, ExportLookupInCppAndPythonThenWarmStart) {
   StartFarm(o);
   const std::vector<std::vector<int64_t>> shapes = {
       {64, 64, 64}, {96, 96, 96}, {128, 64, 128}, {160, 160, 32}};
-  std::vector<std::string> ids;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    ids.push_back(Submit(GemmSpec(absl::StrCat("w", i), shapes[i][0],
-                                  shapes[i][1], shapes[i][2])));
+  // One sweep, four workloads.
+  const std::string id = Submit(MultiGemmSpec(shapes));
+  const v1::Sweep sweep = WaitFinished(id, absl::Minutes(3));
+  ASSERT_EQ(sweep.state(), v1::SWEEP_STATE_SUCCEEDED)
+      << sweep.termination_detail();
+  EXPECT_EQ(sweep.spec().operator_source_hash().size(), 64u);
+  ASSERT_EQ(sweep.workload_progress_size(), 4);
+  for (const v1::WorkloadProgress& w : sweep.workload_progress()) {
+    EXPECT_TRUE(w.done()) << w.workload();
+    EXPECT_GE(w.best_round(), 0) << w.workload();
+    EXPECT_GT(w.rounds_finished(), 0) << w.workload();
   }
-  for (const std::string& id : ids) {
-    const v1::Sweep s = WaitFinished(id, absl::Minutes(3));
-    ASSERT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED) << s.termination_detail();
-    EXPECT_EQ(s.spec().operator_source_hash().size(), 64u);
+  // `rounds`, `status` and the report name each round's workload.
+  std::string out;
+  ASSERT_EQ(Cli({"rounds", id}, &out), 0) << out;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_THAT(out, HasSubstr(absl::StrCat(i, " w", i, " ")));
+  }
+  ASSERT_EQ(Cli({"status", id}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("objective: per_workload"));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_THAT(out, HasSubstr(absl::StrCat("workload w", i, ": baseline ")));
+  }
+  ASSERT_EQ(Cli({"report", id}, &out), 0) << out;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_THAT(out, HasSubstr(absl::StrCat("### Workload w", i, " (fp32, ")));
   }
 
-  std::string out;
   const std::string db_dir = dir_ + "/db";
-  std::vector<std::string> args = {"export"};
-  args.insert(args.end(), ids.begin(), ids.end());
-  args.insert(args.end(), {"--out", db_dir});
+  std::vector<std::string> args = {"export", id, "--out", db_dir};
   ASSERT_EQ(Cli(args, &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("tuning database: " + db_dir +
                              "/tuning_db.json (4 entries"));
@@ -236,7 +269,7 @@ TEST_F(TuningDbFarmTest, ExportLookupInCppAndPythonThenWarmStart) {
                                             "/tuning_db.json}\n")))
           .ok());
   ASSERT_EQ(Cli({"submit", dir_ + "/warm.yaml"}, &out), 0) << out;
-  // "submitted sw-000005 (gemm, team demo)"
+  // "submitted sw-000002 (gemm, team demo)"
   const size_t at = out.find("submitted ");
   ASSERT_NE(at, std::string::npos) << out;
   const std::string warm_id =

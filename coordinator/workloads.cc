@@ -1,0 +1,221 @@
+#include "coordinator/workloads.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace tunefarm {
+
+bool IsMultiWorkload(const v1::SweepSpec& spec) {
+  return !spec.workloads().empty();
+}
+
+int WorkloadCount(const v1::SweepSpec& spec) {
+  return IsMultiWorkload(spec) ? spec.workloads_size() : 1;
+}
+
+std::vector<std::string> WorkloadNames(const v1::SweepSpec& spec) {
+  std::vector<std::string> names;
+  if (!IsMultiWorkload(spec)) {
+    names.push_back(spec.workload().name());
+    return names;
+  }
+  for (const v1::Workload& w : spec.workloads()) names.push_back(w.name());
+  return names;
+}
+
+const v1::Workload& RoundWorkload(const v1::SweepSpec& spec,
+                                  const v1::Round& round) {
+  if (!IsMultiWorkload(spec)) return spec.workload();
+  const int i = std::clamp(round.workload_index(), 0,
+                           static_cast<int>(spec.workloads_size()) - 1);
+  return spec.workloads(i);
+}
+
+double WorkloadWeight(const v1::SweepSpec& spec, int index) {
+  if (spec.objective() != v1::WORKLOAD_OBJECTIVE_ONE_CONFIG || index < 0 ||
+      index >= spec.workloads_size()) {
+    return 1;
+  }
+  auto it = spec.workload_weights().find(spec.workloads(index).name());
+  return it == spec.workload_weights().end() ? 1 : it->second;
+}
+
+double WeightedGeomean(const std::vector<double>& values,
+                       const std::vector<double>& weights) {
+  double sum = 0, total = 0;
+  for (size_t i = 0; i < values.size() && i < weights.size(); ++i) {
+    if (!(values[i] > 0) || !std::isfinite(values[i])) return 0;
+    sum += weights[i] * std::log(values[i]);
+    total += weights[i];
+  }
+  return total > 0 ? std::exp(sum / total) : 0;
+}
+
+std::vector<v1::Round> WorkloadHistory(const std::vector<v1::Round>& rounds,
+                                       int index) {
+  std::vector<v1::Round> out;
+  for (const v1::Round& r : rounds) {
+    if (r.workload_index() == index) out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<v1::Round> ConfigHistory(const v1::SweepSpec& spec,
+                                     const std::vector<v1::Round>& rounds) {
+  const size_t n = static_cast<size_t>(WorkloadCount(spec));
+  std::vector<double> weights;
+  for (size_t i = 0; i < n; ++i) {
+    weights.push_back(WorkloadWeight(spec, static_cast<int>(i)));
+  }
+  std::vector<v1::Round> out;
+  for (size_t first = 0; first + n <= rounds.size(); first += n) {
+    v1::Round c = rounds[first];
+    c.clear_workload();
+    c.clear_workload_index();
+    std::vector<double> medians;
+    bool all_done = true, any_cancelled = false;
+    const v1::Round* failed = nullptr;
+    for (size_t i = first; i < first + n; ++i) {
+      const v1::Round& r = rounds[i];
+      any_cancelled = any_cancelled || r.state() == v1::ROUND_STATE_CANCELLED;
+      if (r.state() != v1::ROUND_STATE_DONE) {
+        all_done = false;
+        continue;
+      }
+      if (r.result().outcome() != v1::OUTCOME_OK) {
+        if (failed == nullptr) failed = &r;
+        continue;
+      }
+      medians.push_back(r.result().measurement().median_us());
+      if (r.decision() != v1::DECISION_UNSPECIFIED) {
+        c.set_decision(r.decision());
+      }
+    }
+    if (failed != nullptr) {
+      // One workload failing rejects the configuration.
+      c.set_state(v1::ROUND_STATE_DONE);
+      *c.mutable_result() = failed->result();
+      c.set_decision(failed->decision());
+    } else if (all_done) {
+      c.set_state(v1::ROUND_STATE_DONE);
+      c.mutable_result()->mutable_measurement()->set_median_us(
+          WeightedGeomean(medians, weights));
+    } else if (any_cancelled) {
+      c.set_state(v1::ROUND_STATE_CANCELLED);
+    } else {
+      c.set_state(v1::ROUND_STATE_LEASED);  // in flight
+      c.clear_result();
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string WorkloadsSummary(const v1::Sweep& sweep) {
+  std::vector<std::string> parts;
+  for (const v1::WorkloadProgress& w : sweep.workload_progress()) {
+    if (w.best_round() < 0 || w.best_us() <= 0) {
+      parts.push_back(absl::StrCat(w.workload(), ": no passing baseline"));
+      continue;
+    }
+    parts.push_back(absl::StrFormat("%s: round %d, %.2fx", w.workload(),
+                                    w.best_round(),
+                                    w.baseline_us() / w.best_us()));
+  }
+  std::string out = absl::StrJoin(parts, "; ");
+  if (sweep.best_us() > 0 && sweep.baseline_us() > 0) {
+    absl::StrAppend(
+        &out, absl::StrFormat(
+                  "; %sgeometric mean %.2fx over the baselines",
+                  sweep.spec().objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG
+                      ? "weighted "
+                      : "",
+                  sweep.baseline_us() / sweep.best_us()));
+  }
+  return out;
+}
+
+namespace {
+
+// A workload's time ratio candidate / parent and its pessimistic end.
+void Ratio(const v1::Measurement& c, const v1::Measurement& p, double* ratio,
+           double* upper) {
+  if (c.paired()) {
+    *ratio = 1 - c.gain();
+    *upper = 1 - c.gain_lower();
+    return;
+  }
+  *ratio = p.median_us() > 0 ? c.median_us() / p.median_us() : 0;
+  *upper = p.p20_us() > 0 ? std::max(c.p80_us(), c.median_us()) /
+                                std::min(p.p20_us(), p.median_us())
+                          : *ratio;
+}
+
+}  // namespace
+
+ConfigVerdict ScoreConfig(const v1::SweepSpec& spec,
+                          const std::vector<const v1::Round*>& group,
+                          const std::vector<const v1::Round*>& parent,
+                          const std::vector<const v1::Round*>& best) {
+  ConfigVerdict v;
+  std::vector<double> ratios, uppers, weights, medians, best_medians;
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < group.size() && i < parent.size(); ++i) {
+    double r = 0, u = 0;
+    Ratio(group[i]->result().measurement(), parent[i]->result().measurement(),
+          &r, &u);
+    ratios.push_back(r);
+    uppers.push_back(u);
+    weights.push_back(WorkloadWeight(spec, static_cast<int>(i)));
+    medians.push_back(group[i]->result().measurement().median_us());
+    if (i < best.size()) {
+      best_medians.push_back(best[i]->result().measurement().median_us());
+    }
+    parts.push_back(absl::StrFormat("%s %.3f (weight %g)",
+                                    RoundWorkload(spec, *group[i]).name(), r,
+                                    weights.back()));
+  }
+  v.score = WeightedGeomean(ratios, weights);
+  v.score_upper = WeightedGeomean(uppers, weights);
+  v.mean_us = WeightedGeomean(medians, weights);
+  const double min_gain = spec.min_gain();
+  const std::string stats = absl::StrFormat(
+      "weighted geometric mean of time ratios %.3f (gain %.1f%%, pessimistic "
+      "%.1f%%) over %s",
+      v.score, (1 - v.score) * 100, (1 - v.score_upper) * 100,
+      absl::StrJoin(parts, ", "));
+  if (!(v.score > 0) || !(v.score_upper > 0)) {
+    v.reason = absl::StrCat("no usable times: ", stats);
+    return v;
+  }
+  if (1 - v.score_upper <= min_gain) {
+    v.reason = absl::StrFormat(
+        "%s: the pessimistic gain must exceed the %.1f%% minimum gain", stats,
+        min_gain * 100);
+    return v;
+  }
+  const bool parent_is_best =
+      !parent.empty() && !best.empty() &&
+      parent.front()->round_id() == best.front()->round_id();
+  if (!parent_is_best) {
+    const double best_us = WeightedGeomean(best_medians, weights);
+    if (best_us > 0 && v.mean_us > best_us * (1 - min_gain)) {
+      v.reason = absl::StrFormat(
+          "%s beats its parent, but its weighted geometric mean %.2f µs does "
+          "not beat the current best configuration (round %d, %.2f µs) by "
+          "the %.1f%% minimum gain",
+          stats, v.mean_us, best.front()->round_id(), best_us, min_gain * 100);
+      return v;
+    }
+  }
+  v.keep = true;
+  v.reason = absl::StrFormat("%s clears the %.1f%% minimum gain", stats,
+                             min_gain * 100);
+  return v;
+}
+
+}  // namespace tunefarm

@@ -1,0 +1,489 @@
+// Multi-workload sweeps (coordinator/workloads.h) through the coordinator's
+// domain core: per_workload lineages sharing one board, a workload that met
+// its goal taking no more boards, one_config's configurations measured on
+// every workload and judged by the weighted geometric mean, recovery after
+// a restart, and the spec's errors for bad workload lists and weights.
+//
+// A real Coordinator (no gRPC) over RocksDB in a temp dir, a FakeClock, one
+// simulated board and hand-made results: the time a round reports is a
+// function of its workload and parameters, so the tests know which
+// configuration must win.
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/report.h"
+#include "coordinator/report_render.h"
+#include "coordinator/spec.h"
+#include "coordinator/workloads.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ops/catalog.h"
+#include "storage/store.h"
+#include "tests/coordinator/coordinator_harness.h"
+
+namespace tunefarm {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kOperator[] = R"(
+name: shapes
+parameters:
+  - {name: tile, values: [1, 2, 4, 8], default: 1, stage: tiling}
+workloads:
+  - {name: small, dtype: fp32, dims: {n: 64}}
+  - {name: mid, dtype: fp32, dims: {n: 256}}
+  - {name: large, dtype: fp32, dims: {n: 1024}}
+tolerances: {rtol: 0.01, atol: 0.001}
+backends:
+  sim: {command: ["{bin}/shapes"]}
+)";
+
+constexpr char kBoard[] = "a1/b0";
+
+std::string Yaml(const std::string& workloads, const std::string& extra) {
+  return absl::StrCat(
+      "name: multi\nteam: qa\noperator: shapes\nworkloads: ", workloads,
+      "\nstrategy: grid\nmin_gain: 0.02\nboards: {kind: sim}\n",
+      "measurement: {warmup: 1, samples: 5, mode: independent}\n", extra);
+}
+
+// The time of `tile` on a workload: `small` likes tile 2, `mid` tile 4,
+// `large` tile 8 (each 2x faster there than the default), and an inline
+// workload like `mid`.
+double TimeOf(const std::string& workload, int64_t tile) {
+  const std::map<std::string, int64_t> best = {
+      {"small", 2}, {"mid", 4}, {"large", 8}, {"extra", 4}};
+  const double base = workload == "small" ? 10 : workload == "large" ? 90 : 40;
+  return tile == best.at(workload) ? base / 2 : base * (1 + 0.1 * tile);
+}
+
+class MultiWorkloadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(disk_.MakeDir("multi_workload_test").ok());
+    absl::StatusOr<v1::OperatorManifest> op =
+        ParseOperatorManifest(kOperator, "test/operator.yaml");
+    ASSERT_TRUE(op.ok()) << op.status();
+    catalog_.Add(*op);
+    Open();
+  }
+
+  void Open() {
+    CoordinatorOptions options;
+    options.lease_duration = absl::Seconds(10);
+    options.agent_timeout = absl::Hours(100);
+    absl::Status st = disk_.Open(&catalog_, &clock_, options);
+    ASSERT_TRUE(st.ok()) << st;
+    v1::RegisterAgentRequest reg;
+    reg.set_agent_id("a1");
+    reg.set_node("node-a1");
+    v1::BoardInfo* b = reg.add_boards();
+    b->set_board_id(kBoard);
+    b->set_kind("sim");
+    b->set_simulated(true);
+    ASSERT_TRUE(coord()->RegisterAgent(reg).ok());
+  }
+
+  Coordinator* coord() { return disk_.coordinator(); }
+
+  void Submit(const std::string& yaml) {
+    v1::SubmitSweepRequest request;
+    request.set_spec_yaml(yaml);
+    absl::StatusOr<v1::SubmitSweepResponse> r =
+        coord()->SubmitSweep(request, AnonymousAdmin());
+    ASSERT_TRUE(r.ok()) << r.status();
+    id_ = r->sweep().sweep_id();
+  }
+
+  v1::WorkItem Lease() {
+    v1::LeaseWorkRequest request;
+    request.set_agent_id("a1");
+    request.set_board_id(kBoard);
+    absl::StatusOr<v1::LeaseWorkResponse> r = coord()->LeaseWork(request);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok() || !r->granted()) {
+      v1::WorkItem none;
+      none.set_round_id(-1);
+      return none;
+    }
+    return r->work();
+  }
+
+  void Report(const v1::WorkItem& w, v1::Outcome outcome, double us) {
+    v1::ReportResultRequest request;
+    request.set_agent_id("a1");
+    request.set_board_id(kBoard);
+    request.set_lease_id(w.lease_id());
+    request.set_epoch(w.epoch());
+    request.set_sweep_id(w.sweep_id());
+    request.set_round_id(w.round_id());
+    v1::RoundResult* result = request.mutable_result();
+    result->set_outcome(outcome);
+    if (outcome == v1::OUTCOME_OK) {
+      v1::Measurement* m = result->mutable_measurement();
+      m->set_median_us(us);
+      m->set_p20_us(us * 0.99);
+      m->set_p80_us(us * 1.01);
+      m->set_samples(5);
+      m->set_simulated(true);
+    } else {
+      result->set_detail("test says no");
+    }
+    absl::StatusOr<v1::ReportResultResponse> r = coord()->ReportResult(request);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->accepted()) << r->reason();
+  }
+
+  // Leases the next round and reports the time its workload and tile give;
+  // the work item (round_id -1: none was granted).
+  v1::WorkItem Run() {
+    const v1::WorkItem w = Lease();
+    if (w.round_id() < 0) return w;
+    Report(w, v1::OUTCOME_OK,
+           TimeOf(w.workload().name(), w.params().at("tile").int_value()));
+    return w;
+  }
+
+  v1::Sweep Sweep() {
+    absl::StatusOr<v1::Sweep> s = disk_.store()->GetSweep(id_);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *s : v1::Sweep();
+  }
+  std::vector<v1::Round> Rounds() {
+    absl::StatusOr<std::vector<v1::Round>> r = disk_.store()->ListRounds(id_);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : std::vector<v1::Round>();
+  }
+
+  OperatorCatalog catalog_;
+  FakeClock clock_;
+  CoordinatorOnDisk disk_;
+  std::string id_;
+};
+
+TEST_F(MultiWorkloadTest, PerWorkloadLineagesShareTheBoardAndStopAtTheGoal) {
+  Submit(Yaml("[small, mid, large]",
+              "goal: {speedup: 1.8}\nbudget: {max_rounds: 10}\n"));
+  // The baselines first, one per workload, in order; the board's work
+  // item names the round's workload.
+  for (int i = 0; i < 3; ++i) {
+    const v1::WorkItem w = Run();
+    EXPECT_EQ(w.round_id(), i);
+    EXPECT_EQ(w.workload().name(), Sweep().spec().workloads(i).name());
+  }
+  std::map<std::string, int> leased;
+  std::map<std::string, int> after_done;
+  for (int n = 0; n < 40; ++n) {
+    const v1::Sweep before = Sweep();
+    const v1::WorkItem w = Run();
+    if (w.round_id() < 0) break;
+    ++leased[w.workload().name()];
+    for (const v1::WorkloadProgress& p : before.workload_progress()) {
+      if (p.done() && p.workload() == w.workload().name()) {
+        ++after_done[p.workload()];
+      }
+    }
+  }
+  const v1::Sweep s = Sweep();
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED) << s.termination_detail();
+  EXPECT_EQ(s.termination(), v1::TERMINATION_GOAL_REACHED)
+      << s.termination_detail();
+  EXPECT_TRUE(after_done.empty()) << "a done workload took a board";
+  ASSERT_EQ(s.workload_progress_size(), 3);
+  const std::vector<v1::Round> rounds = Rounds();
+  for (const v1::WorkloadProgress& p : s.workload_progress()) {
+    EXPECT_TRUE(p.done()) << p.workload();
+    EXPECT_EQ(p.termination(), v1::TERMINATION_GOAL_REACHED) << p.workload();
+    EXPECT_GT(leased[p.workload()], 0) << p.workload();
+    ASSERT_GE(p.best_round(), 3);
+    const v1::Round& best = rounds[p.best_round()];
+    EXPECT_EQ(best.workload(), p.workload());
+    EXPECT_EQ(best.decision(), v1::DECISION_KEPT);
+    // Each workload found its own best tile.
+    EXPECT_DOUBLE_EQ(p.best_us(), TimeOf(p.workload(),
+                                         best.params().at("tile").int_value()));
+    EXPECT_NEAR(p.baseline_us() / p.best_us(), 2.2, 1e-9) << p.workload();
+  }
+  // Every candidate's parent measured the same workload.
+  for (const v1::Round& r : rounds) {
+    if (r.parent_round() < 0) continue;
+    EXPECT_EQ(rounds[r.parent_round()].workload_index(), r.workload_index());
+  }
+  // The sweep's summary is the geometric mean: 2.2x everywhere is 2.2x.
+  EXPECT_NEAR(s.baseline_us() / s.best_us(), 2.2, 1e-9);
+  EXPECT_THAT(s.termination_detail(), HasSubstr("every workload is done"));
+
+  // The report: one section per workload, and each round's workload.
+  const nlohmann::json report = BuildReport(s, rounds, {});
+  ASSERT_TRUE(ValidateReport(report).ok()) << ValidateReport(report);
+  ASSERT_EQ(report.at("workloads").size(), 3u);
+  EXPECT_EQ(report.at("objective"), "per_workload");
+  EXPECT_EQ(report.at("rounds")[1].at("workload"), "mid");
+  absl::StatusOr<std::string> md = RenderReportMarkdown(report);
+  ASSERT_TRUE(md.ok()) << md.status();
+  EXPECT_THAT(*md, HasSubstr("### Workload small (fp32, n=64)"));
+  EXPECT_THAT(*md, HasSubstr("### Workload mid (fp32, n=256)"));
+  EXPECT_THAT(*md, HasSubstr("### Workload large (fp32, n=1024)"));
+  EXPECT_THAT(*md, HasSubstr("| round | workload | parent |"));
+  EXPECT_THAT(*md, HasSubstr("**2.20x**"));
+}
+
+TEST_F(MultiWorkloadTest, AWorkloadThatMetItsGoalTakesNoMoreBoards) {
+  // `small` reaches 1.8x on its first candidate (grid: tile 2); `large`
+  // needs tile 8, beyond its budget of 2 rounds.
+  Submit(Yaml("[small, large]",
+              "goal: {speedup: 1.8}\nbudget: {max_rounds: 2}\n"));
+  for (int i = 0; i < 2; ++i) Run();
+  const v1::WorkItem first = Run();  // the workload with fewest rounds: small
+  EXPECT_EQ(first.workload().name(), "small");
+  EXPECT_EQ(first.params().at("tile").int_value(), 2);
+  v1::Sweep s = Sweep();
+  ASSERT_EQ(s.workload_progress_size(), 2);
+  EXPECT_TRUE(s.workload_progress(0).done());
+  EXPECT_EQ(s.workload_progress(0).termination(), v1::TERMINATION_GOAL_REACHED);
+  EXPECT_FALSE(s.workload_progress(1).done());
+  // From now on every board goes to `large`, until its budget is spent.
+  int large = 0;
+  for (v1::WorkItem w = Run(); w.round_id() >= 0; w = Run()) {
+    EXPECT_EQ(w.workload().name(), "large");
+    ++large;
+  }
+  EXPECT_EQ(large, 2);
+  s = Sweep();
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  // Not every workload met its goal: the first that did not says why.
+  EXPECT_EQ(s.termination(), v1::TERMINATION_ROUND_BUDGET)
+      << s.termination_detail();
+  EXPECT_THAT(s.termination_detail(),
+              HasSubstr("small: speedup 2.20x reached the goal"));
+  EXPECT_THAT(s.termination_detail(),
+              HasSubstr("large: round budget of 2 spent"));
+}
+
+TEST_F(MultiWorkloadTest,
+       OneConfigIsMeasuredOnEveryWorkloadAndJudgedByTheMean) {
+  // Weights make `mid` decide. Tile 2 halves small's time and slows the
+  // others by 9%: unweighted a gain, weighted 1:10:1 not. Tile 4 halves
+  // mid's time: weighted, a large gain.
+  Submit(Yaml("[small, mid, large]",
+              "objective: {name: one_config, weights: {small: 1, mid: 10, "
+              "large: 1}}\ngoal: {speedup: 100}\nbudget: {max_rounds: 3}\n"));
+  for (int i = 0; i < 3; ++i) Run();
+  v1::Sweep s = Sweep();
+  EXPECT_EQ(s.best_round(), 0);
+  const double base = WeightedGeomean(
+      {TimeOf("small", 1), TimeOf("mid", 1), TimeOf("large", 1)}, {1, 10, 1});
+  EXPECT_NEAR(s.baseline_us(), base, 1e-9);
+  // Each configuration: three rounds, one per workload, same parameters.
+  for (v1::WorkItem w = Run(); w.round_id() >= 0; w = Run()) {
+  }
+  s = Sweep();
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED) << s.termination_detail();
+  EXPECT_EQ(s.termination(), v1::TERMINATION_ROUND_BUDGET);
+  const std::vector<v1::Round> rounds = Rounds();
+  ASSERT_EQ(rounds.size(), 12u);  // baseline + 3 configurations, x3
+  for (size_t first = 3; first < rounds.size(); first += 3) {
+    for (size_t i = 0; i < 3; ++i) {
+      const v1::Round& r = rounds[first + i];
+      EXPECT_EQ(r.workload_index(), static_cast<int>(i));
+      EXPECT_EQ(r.params().at("tile").int_value(),
+                rounds[first].params().at("tile").int_value());
+      // The parent configuration's round of the same workload.
+      EXPECT_EQ(r.parent_round(),
+                rounds[first].parent_round() + static_cast<int64_t>(i));
+      EXPECT_EQ(r.decision(), rounds[first].decision());
+    }
+  }
+  // Grid: tile 2, 4, 8. Only tile 4 wins the weighted mean.
+  EXPECT_EQ(rounds[3].params().at("tile").int_value(), 2);
+  EXPECT_EQ(rounds[3].decision(), v1::DECISION_ROLLED_BACK);
+  ASSERT_GE(s.best_round(), 3);
+  EXPECT_EQ(rounds[s.best_round()].params().at("tile").int_value(), 4);
+  EXPECT_EQ(rounds[s.best_round()].decision(), v1::DECISION_KEPT);
+  EXPECT_THAT(rounds[s.best_round()].decision_reason(),
+              HasSubstr("weighted geometric mean of time ratios"));
+  const double best = WeightedGeomean(
+      {TimeOf("small", 4), TimeOf("mid", 4), TimeOf("large", 4)}, {1, 10, 1});
+  EXPECT_NEAR(s.best_us(), best, 1e-9);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(s.workload_progress(i).best_round(), s.best_round() + i);
+  }
+}
+
+TEST_F(MultiWorkloadTest, OneConfigRejectedOnOneWorkloadIsRejectedForAll) {
+  Submit(Yaml("[small, mid]",
+              "objective: {name: one_config, weights: {small: 1, mid: 1}}\n"
+              "goal: {speedup: 100}\nbudget: {max_rounds: 1}\n"));
+  Run();
+  Run();
+  const v1::WorkItem a = Lease();  // the configuration's `small` round
+  ASSERT_EQ(a.round_id(), 2);
+  Report(a, v1::OUTCOME_RUN_CRASHED, 0);
+  const std::vector<v1::Round> rounds = Rounds();
+  ASSERT_EQ(rounds.size(), 4u);
+  EXPECT_EQ(rounds[2].decision(), v1::DECISION_REJECTED);
+  EXPECT_EQ(rounds[3].state(), v1::ROUND_STATE_CANCELLED);
+  EXPECT_THAT(rounds[3].decision_reason(),
+              HasSubstr("failed on workload small"));
+  EXPECT_EQ(Sweep().state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(Sweep().termination(), v1::TERMINATION_ROUND_BUDGET);
+}
+
+TEST_F(MultiWorkloadTest, ARestartedCoordinatorResumesTheSweep) {
+  Submit(Yaml("[small, {name: extra, dtype: fp32, dims: {n: 512}}]",
+              "goal: {speedup: 1.8}\nbudget: {max_rounds: 10}\n"));
+  Run();
+  Run();
+  Run();  // small, tile 2: done
+  const v1::Sweep before = Sweep();
+  ASSERT_TRUE(before.workload_progress(0).done());
+  disk_.Close();
+  Open();
+  EXPECT_EQ(coord()->active_sweeps(), 1);
+  int extra = 0;
+  for (v1::WorkItem w = Run(); w.round_id() >= 0; w = Run()) {
+    EXPECT_EQ(w.workload().name(), "extra");
+    EXPECT_EQ(w.workload().dims().at("n"), 512);
+    ++extra;
+  }
+  const v1::Sweep s = Sweep();
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED) << s.termination_detail();
+  EXPECT_EQ(s.termination(), v1::TERMINATION_GOAL_REACHED);
+  // Grid: tile 2 (slower), then 4 (the goal).
+  EXPECT_EQ(extra, 2);
+  EXPECT_EQ(s.workload_progress(1).best_us(), TimeOf("extra", 4));
+}
+
+// --- the spec -----------------------------------------------------------
+
+class MultiWorkloadSpecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<v1::OperatorManifest> op =
+        ParseOperatorManifest(kOperator, "test/operator.yaml");
+    ASSERT_TRUE(op.ok()) << op.status();
+    catalog_.Add(*op);
+  }
+  absl::StatusOr<v1::SweepSpec> Check(const std::string& yaml) {
+    absl::StatusOr<v1::SweepSpec> spec = ParseSweepSpec(yaml);
+    if (!spec.ok()) return spec.status();
+    return ValidateSweepSpec(*std::move(spec), catalog_);
+  }
+  void ExpectError(const std::string& workloads, const std::string& extra,
+                   const std::string& error) {
+    absl::StatusOr<v1::SweepSpec> s =
+        Check(Yaml(workloads, absl::StrCat("goal: {speedup: 2}\n", extra)));
+    ASSERT_FALSE(s.ok()) << workloads << " " << extra;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.status().message(), HasSubstr(error));
+  }
+  OperatorCatalog catalog_;
+};
+
+TEST_F(MultiWorkloadSpecTest, NamesAndInlineShapesResolve) {
+  absl::StatusOr<v1::SweepSpec> s =
+      Check(Yaml("[small, {name: odd, dtype: fp32, dims: {n: 100}}]",
+                 "goal: {speedup: 2}\n"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->workloads_size(), 2);
+  EXPECT_EQ(s->workloads(0).dims().at("n"), 64);
+  EXPECT_EQ(s->workloads(1).dims().at("n"), 100);
+  EXPECT_EQ(s->objective(), v1::WORKLOAD_OBJECTIVE_PER_WORKLOAD);
+  EXPECT_FALSE(s->has_workload());
+}
+
+TEST_F(MultiWorkloadSpecTest, BadSpecsNameWhatIsWrong) {
+  ExpectError("[small, huge]", "",
+              "workloads[1]: unknown workload 'huge' of operator shapes; "
+              "known: small, mid, large");
+  ExpectError("[small, mid, small]", "",
+              "workloads[2]: duplicate workload 'small' (also workloads[0])");
+  ExpectError("[small, {name: again, dtype: fp32, dims: {n: 64}}]", "",
+              "workloads[1]: duplicate workload: 'again' has the dtype and "
+              "dims of workloads[0] ('small')");
+  std::string many = "[";
+  for (size_t i = 0; i <= kMaxWorkloads; ++i) {
+    absl::StrAppend(&many, i ? ", " : "", "{name: w", i,
+                    ", dtype: fp32, dims: {n: ", i + 1, "}}");
+  }
+  ExpectError(many + "]", "", "workloads: has 33 entries; the limit is 32");
+  ExpectError("[small, mid]", "objective: {name: one_config}\n",
+              "objective.weights: no weight for workload 'small'");
+  ExpectError("[small, mid]",
+              "objective: {name: one_config, weights: {small: 1}}\n",
+              "no weight for workload 'mid'");
+  ExpectError("[small, mid]",
+              "objective: {name: one_config, weights: {small: 1, mid: -2}}\n",
+              "objective.weights.mid: must be a finite number > 0");
+  ExpectError("[small, mid]",
+              "objective: {name: one_config, weights: {small: 0, mid: 1}}\n",
+              "objective.weights.small: must be a finite number > 0");
+  ExpectError("[small, mid]",
+              "objective: {name: one_config, weights: {small: .nan, mid: "
+              "1}}\n",
+              "objective.weights.small: must be a finite number");
+  ExpectError("[small, mid]",
+              "objective: {name: one_config, weights: {small: .inf, mid: "
+              "1}}\n",
+              "objective.weights.small: must be a finite number");
+  ExpectError("[small, mid]",
+              "objective: {name: one_config, weights: {small: 1, mid: 1, "
+              "large: 1}}\n",
+              "objective.weights.large: is not a workload of this sweep");
+  ExpectError("[small, mid]",
+              "objective: {name: per_workload, weights: {small: 1}}\n",
+              "objective.weights: only objective one_config weighs workloads");
+  ExpectError("[small, mid]", "objective: best\n",
+              "objective: must be per_workload or one_config, got 'best'");
+  ExpectError("[small, mid]", "workload: small\n",
+              "workloads: name either workload or workloads, not both");
+  ExpectError("small", "", "workloads: expected a list of workloads");
+  ExpectError("[]", "", "workloads: must name at least one workload");
+  absl::StatusOr<v1::SweepSpec> s = Check(
+      "name: x\nteam: qa\noperator: shapes\nobjective: per_workload\n"
+      "goal: {speedup: 2}\n");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(),
+              HasSubstr("objective: needs a list of workloads"));
+  s = Check(Yaml("[small, mid]",
+                 "objective: {name: one_config, weights: {small: 1, mid: 1}}\n"
+                 "goal: {target_us: 5}\n"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("goal.target_us"));
+  // A spec sent as a proto (gRPC) meets the same checks.
+  absl::StatusOr<v1::SweepSpec> parsed = ParseSweepSpec(
+      Yaml("[small, mid]",
+           "objective: {name: one_config, weights: {small: 1, mid: 1}}\n"
+           "goal: {speedup: 2}\n"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  (*parsed->mutable_workload_weights())["mid"] = std::nan("");
+  s = ValidateSweepSpec(*parsed, catalog_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(),
+              HasSubstr("objective.weights.mid: must be a finite number > 0"));
+}
+
+TEST(MultiWorkloadExampleTest, ShippedExampleIsValid) {
+  const std::string root = TUNEFARM_SOURCE_DIR;
+  absl::StatusOr<OperatorCatalog> catalog =
+      OperatorCatalog::LoadFromDirs({root + "/ops"});
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  absl::StatusOr<std::string> yaml =
+      ReadFile(root + "/examples/cpu_gemm_shapes.yaml");
+  ASSERT_TRUE(yaml.ok()) << yaml.status();
+  absl::StatusOr<v1::SweepSpec> spec = ParseSweepSpec(*yaml);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<v1::SweepSpec> valid = ValidateSweepSpec(*spec, *catalog);
+  ASSERT_TRUE(valid.ok()) << valid.status();
+  EXPECT_EQ(valid->workloads_size(), 4);
+  EXPECT_EQ(valid->workloads(0).dims().at("m"), 256);
+}
+
+}  // namespace
+}  // namespace tunefarm
