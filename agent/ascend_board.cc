@@ -109,7 +109,7 @@ struct Child {
   ProcessResult result;
 };
 
-class AscendBoardImpl : public AscendBoard {
+class AscendBoardImpl : public Board {
  public:
   AscendBoardImpl(AscendBoardOptions options, NpuChip chip, int device_id)
       : options_(std::move(options)),
@@ -153,8 +153,6 @@ class AscendBoardImpl : public AscendBoard {
   }
 
   const v1::BoardInfo& info() const override { return *current_.load(); }
-  int device_id() const override { return device_id_; }
-  bool quarantined() const override { return quarantined_.load(); }
 
   void Readmit() override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -572,7 +570,7 @@ absl::StatusOr<AscendProfilerPlan> AscendProfilerPlanFor(
   return plan;
 }
 
-std::unique_ptr<AscendBoard> NewAscendBoard(const AscendBoardOptions& options,
+std::unique_ptr<Board> NewAscendBoard(const AscendBoardOptions& options,
                                             const NpuChip& chip,
                                             int device_id) {
   return std::make_unique<AscendBoardImpl>(options, chip, device_id);

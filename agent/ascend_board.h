@@ -57,7 +57,7 @@
 //   error resets the count.
 //
 // Ownership: the caller owns the boards. Thread-safety: as Board — one
-// Evaluate at a time; info(), quarantined() and Readmit() from any thread
+// Evaluate at a time; info() and Readmit() from any thread
 // (info() returns an immutable snapshot that stays valid for the board's
 // lifetime).
 #ifndef TUNEFARM_AGENT_ASCEND_BOARD_H_
@@ -95,15 +95,6 @@ struct AscendBoardOptions {
   std::map<std::string, std::string> labels;
 };
 
-class AscendBoard : public Board {
- public:
-  // The logical device id the board's children see as their only card.
-  virtual int device_id() const = 0;
-  virtual bool quarantined() const = 0;
-  // Lifts a quarantine (an operator checked the card) and clears the count.
-  virtual void Readmit() = 0;
-};
-
 // One board per chip `npu-smi info` lists (or per options.devices). The
 // logical device id is the "Device"/"Phy-ID" column where npu-smi prints
 // one, else the chip's position in the table. NOT_FOUND when npu-smi is
@@ -115,7 +106,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Board>>> DiscoverAscendBoards(
 
 // A board for one chip (tests, and DiscoverAscendBoards). board_id is
 // "<agent_id>/ascend<device_id>".
-std::unique_ptr<AscendBoard> NewAscendBoard(const AscendBoardOptions& options,
+std::unique_ptr<Board> NewAscendBoard(const AscendBoardOptions& options,
                                             const NpuChip& chip, int device_id);
 
 // The profiler settings read from an ascend backend command.
