@@ -13,11 +13,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "analyzer/pipeline.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "ops/catalog.h"
 #include "ops/spaces/space_file.h"
+#include "pipeline/transport.h"
 
 namespace tunefarm {
 

@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/agent.h"
-#include "agent/coordinator_client.h"
+#include "agent/grpc_coordinator_client.h"
 #include "agent/sim_board.h"
 #include "common/clock.h"
 #include "common/files.h"

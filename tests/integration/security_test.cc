@@ -31,9 +31,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "analyzer/pipeline.h"
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "pipeline/transport.h"
 #include "tests/integration/farm_fixture.h"
 
 namespace tunefarm {

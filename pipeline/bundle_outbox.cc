@@ -1,4 +1,4 @@
-#include "analyzer/bundle_outbox.h"
+#include "pipeline/bundle_outbox.h"
 
 #include <cstdio>
 #include <filesystem>
