@@ -64,6 +64,7 @@ class BundleOutbox {
     int64_t sends = 0;         // first sends and re-sends
     int64_t redeliveries = 0;  // re-sends after an ack timeout
     int64_t acked = 0;
+    int64_t acks_taken = 0;  // every ack received, stray and repeated ones too
     int64_t unreadable = 0;  // outbox files set aside as *.bad
     int64_t held = 0;        // bundles in the outbox now
     int64_t in_flight = 0;
