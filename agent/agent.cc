@@ -44,16 +44,12 @@ void Average(double* avg, double sample) {
 
 }  // namespace
 
-void SleepUnlessStopped(const std::atomic<bool>& stop, absl::Duration d) {
-  const absl::Time end = absl::Now() + d;
-  while (!stop.load() && absl::Now() < end) {
-    absl::SleepFor(std::min(absl::Milliseconds(20), end - absl::Now()));
-  }
-}
-
 Agent::Agent(AgentOptions options, CoordinatorClient* client, BundleSink* sink,
              std::vector<std::unique_ptr<Board>> boards)
-    : options_(std::move(options)), client_(client), sink_(sink) {
+    : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : SystemClock()),
+      client_(client),
+      sink_(sink) {
   for (auto& b : boards) {
     auto slot = std::make_unique<Slot>();
     slot->board = std::move(b);
@@ -108,7 +104,7 @@ bool Agent::EnsureRegistered(const std::atomic<bool>& stop) {
     spdlog::warn("register: {} (retrying in {})", response.status().ToString(),
                  absl::FormatDuration(backoff));
     mu_.Unlock();
-    SleepUnlessStopped(stop, backoff);
+    clock_.SleepFor(backoff, &stop);
     mu_.Lock();
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
@@ -117,7 +113,7 @@ bool Agent::EnsureRegistered(const std::atomic<bool>& stop) {
 
 void Agent::HeartbeatLoop(const std::atomic<bool>& stop) {
   while (!stop.load()) {
-    SleepUnlessStopped(stop, heartbeat_interval());
+    clock_.SleepFor(heartbeat_interval(), &stop);
     if (stop.load() || !EnsureRegistered(stop)) break;
     v1::HeartbeatRequest request;
     request.set_agent_id(options_.agent_id);
@@ -162,7 +158,7 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
     // A board that quarantined itself (repeated device errors) asks for no
     // work: its faults must not be blamed on variants.
     if (slot.board->info().state() == v1::BOARD_STATE_QUARANTINED) {
-      SleepUnlessStopped(stop, absl::Seconds(1));
+      clock_.SleepFor(absl::Seconds(1), &stop);
       continue;
     }
     // A lease held ahead is already ours: run it before asking for more.
@@ -173,7 +169,7 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
     // Profile bundles wait for the analyzers: take no more work than they
     // can keep up with.
     if (sink_ != nullptr && !sink_->AcceptingWork()) {
-      SleepUnlessStopped(stop, absl::Milliseconds(200));
+      clock_.SleepFor(absl::Milliseconds(200), &stop);
       continue;
     }
     v1::LeaseWorkRequest request;
@@ -183,14 +179,15 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
     if (!response.ok()) {
       if (absl::IsNotFound(response.status())) MarkUnregistered();
       spdlog::warn("lease for {}: {}", board_id, response.status().ToString());
-      SleepUnlessStopped(stop, backoff);
+      clock_.SleepFor(backoff, &stop);
       backoff = std::min(backoff * 2, options_.max_backoff);
       continue;
     }
     backoff = absl::Milliseconds(100);
     if (!response->granted()) {
-      SleepUnlessStopped(stop, absl::Milliseconds(std::clamp<int64_t>(
-                                   response->retry_after_ms(), 10, 5000)));
+      clock_.SleepFor(absl::Milliseconds(std::clamp<int64_t>(
+                          response->retry_after_ms(), 10, 5000)),
+                      &stop);
       continue;
     }
     RunLease(slot, response->work(), stop);
@@ -246,7 +243,7 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
     const absl::Duration every =
         absl::Milliseconds(std::max<int64_t>(10, work.lease_duration_ms() / 3));
     while (!done.load() && !stop.load()) {
-      SleepUnlessStopped(done, every);
+      clock_.SleepFor(every, &done);
       if (done.load()) break;
       if (!evaluated.load() && !slot.cancel.load() && !LeaseStillValid(work)) {
         spdlog::warn("{}: lease {} is no longer valid; stopping the variant",
@@ -350,7 +347,7 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
                       response.status().ToString());
         break;
       }
-      SleepUnlessStopped(stop, backoff);
+      clock_.SleepFor(backoff, &stop);
       backoff = std::min(backoff * 2, options_.max_backoff);
     }
     // Sent whatever the answer: the analyzer and the coordinator are
@@ -393,7 +390,7 @@ void Agent::LeaseAhead(Slot& slot, const std::atomic<bool>& evaluated,
     // No work ahead while the analyzers are behind (as in Worker).
     if (static_cast<int>(held) >= wanted ||
         (sink_ != nullptr && !sink_->AcceptingWork())) {
-      SleepUnlessStopped(evaluated, absl::Milliseconds(50));
+      clock_.SleepFor(absl::Milliseconds(50), &evaluated);
       continue;
     }
     v1::LeaseWorkRequest request;
@@ -404,10 +401,11 @@ void Agent::LeaseAhead(Slot& slot, const std::atomic<bool>& evaluated,
     auto response = client_->LeaseWork(request);
     if (response.ok() && response->granted()) {
       const v1::WorkItem& next = response->work();
-      spdlog::info("{}: lease {} ahead (sweep {} round {}; {} of {} ahead); "
-                   "building it",
-                   board_id, next.lease_id(), next.sweep_id(), next.round_id(),
-                   held + 1, wanted);
+      spdlog::info(
+          "{}: lease {} ahead (sweep {} round {}; {} of {} ahead); "
+          "building it",
+          board_id, next.lease_id(), next.sweep_id(), next.round_id(), held + 1,
+          wanted);
       auto cancel = std::make_shared<std::atomic<bool>>(false);
       auto finished = std::make_shared<std::atomic<bool>>(false);
       absl::MutexLock lock(&slot.mu);
@@ -434,7 +432,7 @@ void Agent::LeaseAhead(Slot& slot, const std::atomic<bool>& evaluated,
         response.ok()
             ? std::clamp<int64_t>(response->retry_after_ms(), 10, 5000)
             : 1000;
-    SleepUnlessStopped(evaluated, absl::Milliseconds(wait_ms));
+    clock_.SleepFor(absl::Milliseconds(wait_ms), &evaluated);
   }
 }
 

@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "agent/board.h"
 #include "agent/coordinator_client.h"
+#include "common/clock.h"
 #include "tunefarm/v1/pipeline.pb.h"
 
 namespace tunefarm {
@@ -61,6 +62,10 @@ struct AgentOptions {
   bool prefetch = true;
   // Most leases one board holds ahead (1..8).
   int max_ahead = 8;
+  // What the agent's waits (heartbeats, renewals, retries, back-off) sleep
+  // on; SystemClock() when null. Not owned. Durations it measures (build
+  // and run times) are real time.
+  Clock* clock = nullptr;
   // Called after each evaluated round (metrics). May be empty.
   std::function<void(const v1::RoundResult&, absl::Duration)> on_round;
 };
@@ -105,6 +110,7 @@ class Agent {
   absl::Duration heartbeat_interval();
 
   AgentOptions options_;
+  Clock& clock_;
   CoordinatorClient* client_;
   BundleSink* sink_;
   std::vector<std::unique_ptr<Slot>> slots_;
@@ -113,9 +119,6 @@ class Agent {
   bool registered_ ABSL_GUARDED_BY(mu_) = false;
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(1);
 };
-
-// Sleeps `d`, waking early when `stop` becomes true.
-void SleepUnlessStopped(const std::atomic<bool>& stop, absl::Duration d);
 
 }  // namespace tunefarm
 

@@ -1,6 +1,6 @@
-// Board: the interface every accelerator board kind plugs in behind (sim now;
-// cpu, cuda and ascend later). The agent daemon owns the boards; a board owns
-// its work directories and child processes.
+// Board: the interface every board kind plugs in behind (sim, cpu, cuda,
+// ascend and replay). The agent daemon owns the boards; a board owns its work
+// directories and child processes.
 //
 // Thread-safety: Evaluate runs one variant at a time (the agent guarantees
 // it; implementations need not lock around it). info() is thread-safe and may

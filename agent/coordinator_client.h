@@ -1,16 +1,11 @@
 // CoordinatorClient: the agent's view of the coordinator's AgentService,
 // as an interface so the agent's loop can be driven by a fake in tests and
-// by gRPC in production (NewGrpcCoordinatorClient). Implementations are
-// thread-safe.
+// by gRPC in production (agent/grpc_coordinator_client.h). Implementations
+// are thread-safe.
 #ifndef TUNEFARM_AGENT_COORDINATOR_CLIENT_H_
 #define TUNEFARM_AGENT_COORDINATOR_CLIENT_H_
 
-#include <memory>
-#include <string>
-
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
-#include "common/grpc_client.h"
 #include "tunefarm/v1/agent.pb.h"
 
 namespace tunefarm {
@@ -29,12 +24,6 @@ class CoordinatorClient {
   virtual absl::StatusOr<v1::ReportResultResponse> ReportResult(
       const v1::ReportResultRequest& request) = 0;
 };
-
-// Dials `target` ("host:port") with `security` (TLS, agent token); every
-// call has `rpc_timeout` as deadline.
-absl::StatusOr<std::unique_ptr<CoordinatorClient>> NewGrpcCoordinatorClient(
-    const std::string& target, const ClientSecurity& security,
-    absl::Duration rpc_timeout);
 
 }  // namespace tunefarm
 

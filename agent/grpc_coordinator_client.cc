@@ -1,6 +1,7 @@
+#include "agent/grpc_coordinator_client.h"
+
 #include <chrono>
 
-#include "agent/coordinator_client.h"
 #include "common/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 #include "tunefarm/v1/agent.grpc.pb.h"

@@ -1,5 +1,5 @@
 // A BundleSink that hands profile bundles to a BundleOutbox
-// (analyzer/bundle_outbox.h): each bundle is kept on disk until an analyzer
+// (pipeline/bundle_outbox.h): each bundle is kept on disk until an analyzer
 // acks that its diagnosis is durable, and the agent takes no new leases
 // while the outbox is full. Thread-safe as BundleOutbox is; owns the outbox.
 #ifndef TUNEFARM_AGENT_PIPELINE_BUNDLE_SINK_H_
@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "agent/agent.h"
-#include "analyzer/bundle_outbox.h"
+#include "pipeline/bundle_outbox.h"
 
 namespace tunefarm {
 

@@ -25,8 +25,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "analyzer/pipeline.h"
 #include "common/clock.h"
+#include "pipeline/transport.h"
 
 namespace tunefarm {
 

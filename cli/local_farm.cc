@@ -4,17 +4,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "analyzer/pipeline.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "ops/catalog.h"
 #include "ops/spaces/space_file.h"
+#include "pipeline/transport.h"
 
 namespace tunefarm {
 
@@ -124,22 +127,95 @@ absl::Status LocalFarm::WriteTokens() {
   return WriteFileAtomic(agent_token_file_, agent_token + "\n");
 }
 
-absl::Status WriteFarmCurveKeys(const std::string& dir) {
-  TF_RETURN_IF_ERROR(MakeDirs(dir));
-  std::map<std::string, std::string> pub;
-  for (const char* name : {"coordinator", "analyzer", "agent"}) {
-    TF_ASSIGN_OR_RETURN(CurveKeyPair keys, NewCurveKeyPair());
-    TF_RETURN_IF_ERROR(
-        WriteCurveKeyPair(absl::StrCat(dir, "/", name, ".key"), keys));
-    TF_RETURN_IF_ERROR(WriteFileAtomic(absl::StrCat(dir, "/", name, ".pub"),
-                                       keys.public_key + "\n"));
-    pub[name] = keys.public_key;
+namespace {
+
+// Writes a new key pair as <path>.key and <path>.pub; returns the public key.
+absl::StatusOr<std::string> WriteNewKeyPair(const std::string& path) {
+  TF_ASSIGN_OR_RETURN(CurveKeyPair keys, NewCurveKeyPair());
+  TF_RETURN_IF_ERROR(WriteCurveKeyPair(path + ".key", keys));
+  TF_RETURN_IF_ERROR(WriteFileAtomic(path + ".pub", keys.public_key + "\n"));
+  return keys.public_key;
+}
+
+// The public key in <path>.pub, making the pair first when <path>.key is
+// missing: keys already handed out stay valid.
+absl::StatusOr<std::string> KeepOrMakeKeyPair(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path + ".key", ec)) {
+    return WriteNewKeyPair(path);
   }
-  TF_RETURN_IF_ERROR(
-      WriteFileAtomic(dir + "/coordinator.allow",
-                      absl::StrCat(pub["analyzer"], " analyzer\n")));
-  return WriteFileAtomic(dir + "/analyzer.allow",
-                         absl::StrCat(pub["agent"], " agent\n"));
+  TF_ASSIGN_OR_RETURN(std::string pub, ReadFile(path + ".pub"));
+  return std::string(absl::StripAsciiWhitespace(pub));
+}
+
+}  // namespace
+
+absl::Status ValidCurveAgentName(const std::string& name) {
+  const bool ok = !name.empty() && name.size() <= 253 &&
+                  std::isalnum(static_cast<unsigned char>(name.front())) &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) ||
+                           c == '-' || c == '.' || c == '_';
+                  });
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("agent name '", name,
+                   "' is not a key name: 1-253 letters, digits, '-', '.' or "
+                   "'_', starting with a letter or digit (a node name)"));
+}
+
+absl::Status WriteFarmCurveKeys(const std::string& dir,
+                                const std::vector<std::string>& agents) {
+  for (const std::string& agent : agents) {
+    TF_RETURN_IF_ERROR(ValidCurveAgentName(agent));
+  }
+  TF_RETURN_IF_ERROR(MakeDirs(dir));
+  const std::string agents_dir = dir + "/agents";
+  std::error_code ec;
+  if (agents.empty() && !std::filesystem::is_directory(agents_dir, ec)) {
+    std::map<std::string, std::string> pub;
+    for (const char* name : {"coordinator", "analyzer", "agent"}) {
+      TF_ASSIGN_OR_RETURN(pub[name],
+                          WriteNewKeyPair(absl::StrCat(dir, "/", name)));
+    }
+    TF_RETURN_IF_ERROR(
+        WriteFileAtomic(dir + "/coordinator.allow",
+                        absl::StrCat(pub["analyzer"], " analyzer\n")));
+    return WriteFileAtomic(dir + "/analyzer.allow",
+                           absl::StrCat(pub["agent"], " agent\n"));
+  }
+  // One pair per agent; run again to add agents without changing the keys
+  // already handed out.
+  TF_ASSIGN_OR_RETURN(std::string analyzer_pub,
+                      KeepOrMakeKeyPair(dir + "/analyzer"));
+  TF_RETURN_IF_ERROR(KeepOrMakeKeyPair(dir + "/coordinator").status());
+  TF_RETURN_IF_ERROR(WriteFileAtomic(
+      dir + "/coordinator.allow", absl::StrCat(analyzer_pub, " analyzer\n")));
+  TF_RETURN_IF_ERROR(MakeDirs(agents_dir));
+  for (const std::string& agent : agents) {
+    TF_RETURN_IF_ERROR(
+        KeepOrMakeKeyPair(absl::StrCat(agents_dir, "/", agent)).status());
+  }
+  // The allow-list is every agent whose pair is in agents/: deleting an
+  // agent's files and running keygen again revokes it alone.
+  std::vector<std::string> names;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(agents_dir, ec)) {
+    const std::filesystem::path& p = entry.path();
+    if (p.extension() == ".key") names.push_back(p.stem().string());
+  }
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot list ", agents_dir, ": ", ec.message()));
+  }
+  std::sort(names.begin(), names.end());
+  std::string allowed;
+  for (const std::string& name : names) {
+    TF_ASSIGN_OR_RETURN(std::string pub,
+                        KeepOrMakeKeyPair(absl::StrCat(agents_dir, "/", name)));
+    absl::StrAppend(&allowed, pub, " agent-", name, "\n");
+  }
+  return WriteFileAtomic(dir + "/analyzer.allow", allowed);
 }
 
 absl::Status LocalFarm::WriteCurveKeys() {

@@ -83,12 +83,24 @@ absl::StatusOr<ReplayPlan> PrepareReplay(
     const std::string& space_file, const std::string& data_dir,
     const std::vector<std::string>& ops_dirs);
 
-// Writes a farm's CurveZMQ keys into `dir` (created): a key pair
-// (<name>.key, mode 0600) and public key (<name>.pub) for the coordinator,
-// the analyzers and the agents, which share one each, and the allow-lists:
+// Writes a farm's CurveZMQ keys into `dir` (created): key pairs (<name>.key,
+// mode 0600) and public keys (<name>.pub), and the allow-lists
 // coordinator.allow (the analyzers' key) and analyzer.allow (the agents').
-// The Helm chart mounts this folder as its curve Secret.
-absl::Status WriteFarmCurveKeys(const std::string& dir);
+// With no `agents` and no agents/ folder in `dir`: one pair each for the
+// coordinator, the analyzers and all agents (agent.key), all new. With
+// `agents` (node names, the Helm chart's agent identities) or an agents/
+// folder: one pair per agent in agents/NAME.key, made only where missing, as
+// are the coordinator's and analyzers' (so running it again adds agents
+// without changing keys already handed out), and analyzer.allow lists every
+// agents/*.key there, named agent-NAME: delete an agent's files and run it
+// again to revoke that agent alone.
+// INVALID_ARGUMENT naming an agent name that cannot be a file/Secret key.
+absl::Status WriteFarmCurveKeys(const std::string& dir,
+                                const std::vector<std::string>& agents = {});
+
+// OK when `name` can name an agent's key (a node name: letters, digits,
+// '-', '.', '_', at most 253, not starting with a punctuation mark).
+absl::Status ValidCurveAgentName(const std::string& name);
 
 class LocalFarm {
  public:

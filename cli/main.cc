@@ -309,6 +309,10 @@ int Main(int argc, char** argv) {
       "write CurveZMQ key pairs and allow-lists for a farm's pipeline "
       "(the Helm chart's curve Secret; docs/security.md)");
   keygen->add_option("dir", keygen_dir, "DIR (created)")->required();
+  std::vector<std::string> keygen_agents;
+  keygen->add_option("--agent", keygen_agents,
+                     "one key pair per agent NAME (its node name) in "
+                     "DIR/agents/, kept where it exists (repeatable)");
 
   LocalFarmOptions local_options;
   local_options.bin_dir = ExecutableDir();
@@ -378,14 +382,18 @@ int Main(int argc, char** argv) {
   ::sigaction(SIGTERM, &sa, nullptr);
 
   if (*keygen) {
-    absl::Status st = WriteFarmCurveKeys(keygen_dir);
+    absl::Status st = WriteFarmCurveKeys(keygen_dir, keygen_agents);
     if (!st.ok()) {
       std::cerr << "tunefarm keygen: " << st.message() << "\n";
       return ExitCodeFor(st);
     }
     std::cout << "CurveZMQ keys in " << keygen_dir
-              << " (coordinator, analyzer, agent: .key and .pub; "
-                 "coordinator.allow, analyzer.allow)\n";
+              << (keygen_agents.empty()
+                      ? " (coordinator, analyzer, agent: .key and .pub; "
+                        "coordinator.allow, analyzer.allow)\n"
+                      : " (coordinator, analyzer: .key and .pub; one pair per "
+                        "agent in agents/; coordinator.allow, analyzer.allow "
+                        "listing every agent in agents/)\n");
     return kExitOk;
   }
   FarmClient client(ctx);

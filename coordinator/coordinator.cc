@@ -452,10 +452,32 @@ absl::Status Coordinator::Commit(Txn& txn) {
 }
 
 absl::Status Coordinator::CommitNow(Txn& txn) {
+  // An ended sweep's report is on disk before its end is stored: whoever
+  // sees the end (GetSweep and WatchSweep read the store) finds the report
+  // where report_path says, and no crash between the two loses it. A report
+  // that cannot be written is not promised: the record names none.
+  std::vector<std::string> reports;
+  for (SweepRuntime* s : txn.touched) {
+    if (!s->finished || s->sweep.report_path().empty()) continue;
+    if (WriteReport(s->sweep, s->rounds)) {
+      reports.push_back(s->sweep.report_path());
+    } else {
+      s->sweep.clear_report_path();
+    }
+  }
   for (SweepRuntime* s : txn.touched) txn.writes.PutSweep(s->sweep);
   absl::Status st =
       txn.writes.empty() ? absl::OkStatus() : store_->Commit(txn.writes);
   if (!st.ok()) {
+    // Those sweeps have not ended: no report of an end that did not happen.
+    for (const std::string& path : reports) {
+      if (absl::Status removed = RemoveAll(path); !removed.ok()) {
+        spdlog::error(
+            "cannot remove the report {} of an end that was not "
+            "stored: {}",
+            path, removed.ToString());
+      }
+    }
     // Not durable, so not applied: memory goes back to what the store
     // holds, and the caller answers with an error (a retry starts afresh).
     for (auto it = txn.undo.rbegin(); it != txn.undo.rend(); ++it) (*it)();
@@ -479,13 +501,7 @@ absl::Status Coordinator::CommitNow(Txn& txn) {
     if (event_listener_) event_listener_(s->sweep.sweep_id());
     if (s->finished) done.push_back(s->sweep.sweep_id());
   }
-  for (const std::string& id : done) {
-    auto it = sweeps_.find(id);
-    if (it != sweeps_.end()) {
-      WriteReport(it->second->sweep, it->second->rounds);
-      sweeps_.erase(it);
-    }
-  }
+  for (const std::string& id : done) sweeps_.erase(id);
   if (metrics_ != nullptr) {
     int queued = 0;
     for (const auto& [id, s] : sweeps_) {
@@ -1586,9 +1602,9 @@ void Coordinator::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
   spdlog::info("{}", summary);
 }
 
-void Coordinator::WriteReport(const v1::Sweep& sweep,
+bool Coordinator::WriteReport(const v1::Sweep& sweep,
                               const std::vector<v1::Round>& rounds) {
-  if (sweep.report_path().empty()) return;
+  if (sweep.report_path().empty()) return false;
   absl::Status st = MakeDirs(options_.report_dir);
   if (st.ok()) {
     st = WriteFileAtomic(sweep.report_path(), RenderReport(sweep, rounds));
@@ -1597,6 +1613,7 @@ void Coordinator::WriteReport(const v1::Sweep& sweep,
     spdlog::error("cannot write report {}: {}", sweep.report_path(),
                   st.ToString());
   }
+  return st.ok();
 }
 
 // --- analyzers --------------------------------------------------------------
@@ -1671,7 +1688,8 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
   if (metrics_ != nullptr) metrics_->DiagnosisRecorded();
   if (s == &finished) {
     if (event_listener_) event_listener_(finished.sweep.sweep_id());
-    WriteReport(finished.sweep, finished.rounds);
+    // The ended sweep's report, now with this diagnosis.
+    (void)WriteReport(finished.sweep, finished.rounds);
   }
   return absl::OkStatus();
 }

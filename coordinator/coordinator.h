@@ -241,7 +241,9 @@ class Coordinator {
   void CheckTermination(Txn& txn, SweepRuntime& s);
   void Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
               v1::TerminationReason reason, std::string detail);
-  void WriteReport(const v1::Sweep& sweep,
+  // Writes the sweep's report to its report_path; false (logged) when it
+  // names none or the write failed.
+  bool WriteReport(const v1::Sweep& sweep,
                    const std::vector<v1::Round>& rounds);
   void PublishBoardMetrics();
 

@@ -12,7 +12,6 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "analyzer/pipeline.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/grpc_client.h"
@@ -27,6 +26,7 @@
 #include "coordinator/service.h"
 #include "grpcpp/grpcpp.h"
 #include "ops/catalog.h"
+#include "pipeline/transport.h"
 #include "storage/store.h"
 
 namespace tunefarm {

@@ -1,5 +1,14 @@
 #include "coordinator/service.h"
 
+#include <algorithm>
+#include <deque>
+#include <iterator>
+#include <map>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "coordinator/queries.h"
 
@@ -17,7 +26,7 @@ grpc::Status Reply(absl::StatusOr<T> result, T* response) {
 }  // namespace
 
 absl::StatusOr<Principal> Authenticate(const TokenTable* tokens,
-                                       const grpc::ServerContext& context) {
+                                       const grpc::ServerContextBase& context) {
   if (tokens == nullptr) return AnonymousAdmin();
   auto it = context.client_metadata().find("authorization");
   absl::string_view header;
@@ -28,7 +37,7 @@ absl::StatusOr<Principal> Authenticate(const TokenTable* tokens,
 }
 
 absl::StatusOr<Principal> FarmService::Caller(
-    grpc::ServerContext* context) const {
+    grpc::ServerContextBase* context) const {
   absl::StatusOr<Principal> p = Authenticate(tokens_, *context);
   if (p.ok() && p->role == Role::kAgent) {
     return absl::PermissionDeniedError(
@@ -113,30 +122,227 @@ grpc::Status FarmService::ListSweeps(grpc::ServerContext* context,
   return Reply(QueryListSweeps(*store_, scoped), response);
 }
 
-grpc::Status FarmService::WatchSweep(
-    grpc::ServerContext* context, const v1::WatchSweepRequest* request,
-    grpc::ServerWriter<v1::SweepEvent>* writer) {
-  TF_CALLER_OR_RETURN(caller, context);
-  absl::StatusOr<v1::Sweep> sweep = VisibleSweep(*caller, request->sweep_id());
-  if (!sweep.ok()) return ToGrpcStatus(sweep.status());
-  int64_t next = std::max<int64_t>(1, request->from_seq());
-  while (!context->IsCancelled() && !notifier_->shutting_down()) {
-    // Read the version before the store so no event slips between them.
-    const uint64_t seen = notifier_->version();
-    auto events = store_->ReadEvents(request->sweep_id(), next, 256);
-    if (!events.ok()) return ToGrpcStatus(events.status());
-    for (const v1::SweepEvent& ev : *events) {
-      if (!writer->Write(ev)) return grpc::Status::OK;  // client went away
-      next = ev.seq() + 1;
-      if (ev.kind() == v1::EVENT_KIND_FINISHED) {
-        // Diagnoses can still arrive after the end; a watcher that wants
-        // them asks again with from_seq.
-        return grpc::Status::OK;
+// How often parked watch streams read the store again without a
+// notification, and the hub checks that it should stop.
+constexpr absl::Duration kWatchRecheck = absl::Milliseconds(500);
+
+// Parked watch streams, and the one thread that wakes them when the
+// notifier moves past the version they last read at. Thread-safe. Lock
+// order: the hub's mutex, then a reactor's.
+class FarmService::WatchHub {
+ public:
+  enum class Parking { kParked, kReadAgain, kFinish };
+
+  explicit WatchHub(EventNotifier* notifier)
+      : notifier_(notifier), thread_([this] { Run(); }) {}
+  ~WatchHub() {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    thread_.join();
+  }
+
+  // Parks `r`, which found nothing new in the store after the notifier
+  // showed `seen`. kReadAgain when the notifier has moved since; kFinish
+  // when `r` was cancelled or the service shuts down. Once kParked, `r`
+  // belongs to the hub (or to Unpark's caller): the caller must not touch
+  // it again.
+  Parking Park(WatchReactor* r, uint64_t seen);
+  // True when `r` was parked (and now belongs to the caller).
+  bool Unpark(WatchReactor* r) {
+    absl::MutexLock lock(&mu_);
+    return parked_.erase(r) > 0;
+  }
+
+ private:
+  void Run();
+
+  EventNotifier* const notifier_;
+  absl::Mutex mu_;
+  std::map<WatchReactor*, uint64_t> parked_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+// One WatchSweep stream: writes the stored events from `next` on, one at a
+// time, and parks in the hub (no thread) once it has caught up. One path
+// at a time drives it (the handler, then OnWriteDone or the hub's wake-up);
+// OnCancel may come at any time. Finish is called exactly once; OnDone
+// deletes the reactor.
+class FarmService::WatchReactor
+    : public grpc::ServerWriteReactor<v1::SweepEvent> {
+ public:
+  WatchReactor(WatchHub* hub, Store* store, EventNotifier* notifier,
+               std::string sweep_id, int64_t next)
+      : hub_(hub),
+        store_(store),
+        notifier_(notifier),
+        sweep_id_(std::move(sweep_id)),
+        next_(next) {}
+
+  // Reads what the store holds from next_ and starts writing it, or parks
+  // when there is nothing new; finishes on shutdown, cancel or error.
+  void Pump() {
+    while (!cancelled() && !notifier_->shutting_down()) {
+      // The version before the read: an event stored after it moves it.
+      const uint64_t seen = notifier_->version();
+      absl::StatusOr<std::vector<v1::SweepEvent>> events =
+          store_->ReadEvents(sweep_id_, next_, 256);
+      if (!events.ok()) return FinishOnce(ToGrpcStatus(events.status()));
+      if (!events->empty()) {
+        pending_.assign(std::make_move_iterator(events->begin()),
+                        std::make_move_iterator(events->end()));
+        return WriteNext();
+      }
+      switch (hub_->Park(this, seen)) {
+        case WatchHub::Parking::kParked:
+          return;  // the hub or OnCancel has it now
+        case WatchHub::Parking::kReadAgain:
+          continue;
+        case WatchHub::Parking::kFinish:
+          return FinishOnce(grpc::Status::OK);
       }
     }
-    if (events->size() < 256) notifier_->Wait(seen, absl::Milliseconds(500));
+    FinishOnce(grpc::Status::OK);
   }
-  return grpc::Status::OK;
+
+  bool cancelled() {
+    absl::MutexLock lock(&mu_);
+    return cancelled_;
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) return FinishOnce(grpc::Status::OK);  // the client went away
+    next_ = current_.seq() + 1;
+    if (current_.kind() == v1::EVENT_KIND_FINISHED) {
+      // Diagnoses can still arrive after the end; a watcher that wants them
+      // asks again with from_seq.
+      return FinishOnce(grpc::Status::OK);
+    }
+    if (!pending_.empty() && !cancelled()) return WriteNext();
+    Pump();
+  }
+
+  void OnCancel() override {
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+    }
+    // Parked: nobody else will look at it, so finish it here. Otherwise the
+    // write in flight or the pump in progress sees the cancel.
+    if (hub_->Unpark(this)) FinishOnce(grpc::Status::OK);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNext() {
+    current_ = std::move(pending_.front());
+    pending_.pop_front();
+    StartWrite(&current_);
+  }
+
+  void FinishOnce(const grpc::Status& status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      finished_ = true;
+    }
+    Finish(status);
+  }
+
+  WatchHub* const hub_;
+  Store* const store_;
+  EventNotifier* const notifier_;
+  const std::string sweep_id_;
+  // Only the path driving the stream touches these.
+  int64_t next_;
+  std::deque<v1::SweepEvent> pending_;
+  v1::SweepEvent current_;  // being written
+  absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+FarmService::WatchHub::Parking FarmService::WatchHub::Park(WatchReactor* r,
+                                                           uint64_t seen) {
+  absl::MutexLock lock(&mu_);
+  if (notifier_->shutting_down() || r->cancelled()) return Parking::kFinish;
+  if (notifier_->version() != seen) return Parking::kReadAgain;
+  parked_[r] = seen;
+  return Parking::kParked;
+}
+
+void FarmService::WatchHub::Run() {
+  uint64_t last = notifier_->version();
+  absl::Time last_sweep = absl::Now();
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) return;
+    }
+    last = notifier_->Wait(last, kWatchRecheck);
+    const bool shutting_down = notifier_->shutting_down();
+    // Every kWatchRecheck each parked stream reads the store again, should
+    // an event have been stored without a notification.
+    const bool sweep = absl::Now() - last_sweep >= kWatchRecheck;
+    if (sweep) last_sweep = absl::Now();
+    std::vector<WatchReactor*> ready;
+    {
+      absl::MutexLock lock(&mu_);
+      for (auto it = parked_.begin(); it != parked_.end();) {
+        if (shutting_down || sweep || it->second != last) {
+          ready.push_back(it->first);
+          it = parked_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (WatchReactor* r : ready) r->Pump();
+    // Shutdown wakes Wait for good: pace the loop until stop_.
+    if (shutting_down) absl::SleepFor(absl::Milliseconds(10));
+  }
+}
+
+FarmService::FarmService(Coordinator* coordinator, ControlLoop* loop,
+                         Store* store, EventNotifier* notifier,
+                         const TokenTable* tokens)
+    : coordinator_(coordinator),
+      loop_(loop),
+      store_(store),
+      notifier_(notifier),
+      tokens_(tokens),
+      watches_(std::make_unique<WatchHub>(notifier)) {}
+
+FarmService::~FarmService() = default;
+
+namespace {
+
+// A stream refused before its first event.
+class RefusedWatch : public grpc::ServerWriteReactor<v1::SweepEvent> {
+ public:
+  explicit RefusedWatch(const absl::Status& status) {
+    Finish(ToGrpcStatus(status));
+  }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::SweepEvent>* FarmService::WatchSweep(
+    grpc::CallbackServerContext* context,
+    const v1::WatchSweepRequest* request) {
+  absl::StatusOr<Principal> caller = Caller(context);
+  if (!caller.ok()) return new RefusedWatch(caller.status());
+  absl::StatusOr<v1::Sweep> sweep = VisibleSweep(*caller, request->sweep_id());
+  if (!sweep.ok()) return new RefusedWatch(sweep.status());
+  auto* reactor =
+      new WatchReactor(watches_.get(), store_, notifier_, request->sweep_id(),
+                       std::max<int64_t>(1, request->from_seq()));
+  reactor->Pump();
+  return reactor;
 }
 
 grpc::Status FarmService::CancelSweep(grpc::ServerContext* context,

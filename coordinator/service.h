@@ -1,8 +1,10 @@
 // The gRPC plumbing of the coordinator (the Ray split): FarmService and
 // AgentGrpcService translate requests into calls on the Coordinator, run on
 // the control loop, and translate absl::Status into gRPC status. Reads that
-// need only acknowledged state go to the Store directly; WatchSweep replays
-// stored events and then waits on the EventNotifier.
+// need only acknowledged state go to the Store directly. WatchSweep is a
+// callback-API stream (a ServerWriteReactor): it replays stored events, then
+// parks without a thread until the EventNotifier moves; one thread per
+// FarmService wakes the parked streams.
 //
 // Every call is authenticated from its "authorization: Bearer" metadata
 // against the TokenTable (null = authentication off, for local development)
@@ -17,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
@@ -49,15 +52,15 @@ class EventNotifier {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-class FarmService final : public v1::TuneFarm::Service {
+// WatchSweep is served by the callback API, every other method by the
+// synchronous one.
+class FarmService final : public v1::TuneFarm::WithCallbackMethod_WatchSweep<
+                              v1::TuneFarm::Service> {
  public:
   FarmService(Coordinator* coordinator, ControlLoop* loop, Store* store,
-              EventNotifier* notifier, const TokenTable* tokens)
-      : coordinator_(coordinator),
-        loop_(loop),
-        store_(store),
-        notifier_(notifier),
-        tokens_(tokens) {}
+              EventNotifier* notifier, const TokenTable* tokens);
+  // Stop the server first (every watch stream done), then destroy this.
+  ~FarmService() override;
 
   grpc::Status SubmitSweep(grpc::ServerContext* context,
                            const v1::SubmitSweepRequest* request,
@@ -68,9 +71,9 @@ class FarmService final : public v1::TuneFarm::Service {
   grpc::Status ListSweeps(grpc::ServerContext* context,
                           const v1::ListSweepsRequest* request,
                           v1::ListSweepsResponse* response) override;
-  grpc::Status WatchSweep(grpc::ServerContext* context,
-                          const v1::WatchSweepRequest* request,
-                          grpc::ServerWriter<v1::SweepEvent>* writer) override;
+  grpc::ServerWriteReactor<v1::SweepEvent>* WatchSweep(
+      grpc::CallbackServerContext* context,
+      const v1::WatchSweepRequest* request) override;
   grpc::Status CancelSweep(grpc::ServerContext* context,
                            const v1::CancelSweepRequest* request,
                            v1::Sweep* response) override;
@@ -103,8 +106,11 @@ class FarmService final : public v1::TuneFarm::Service {
                                v1::ListReservationsResponse* response) override;
 
  private:
+  class WatchReactor;
+  class WatchHub;
+
   // The caller, or UNAUTHENTICATED; agents get PERMISSION_DENIED here.
-  absl::StatusOr<Principal> Caller(grpc::ServerContext* context) const;
+  absl::StatusOr<Principal> Caller(grpc::ServerContextBase* context) const;
   // The sweep, if the caller may see it (PERMISSION_DENIED otherwise).
   absl::StatusOr<v1::Sweep> VisibleSweep(const Principal& caller,
                                          const std::string& sweep_id) const;
@@ -114,6 +120,7 @@ class FarmService final : public v1::TuneFarm::Service {
   Store* store_;
   EventNotifier* notifier_;
   const TokenTable* tokens_;
+  std::unique_ptr<WatchHub> watches_;
 };
 
 class AgentGrpcService final : public v1::AgentService::Service {
@@ -161,7 +168,7 @@ class AgentGrpcService final : public v1::AgentService::Service {
 // The principal behind a call's metadata; AnonymousAdmin() when `tokens`
 // is null (authentication off).
 absl::StatusOr<Principal> Authenticate(const TokenTable* tokens,
-                                       const grpc::ServerContext& context);
+                                       const grpc::ServerContextBase& context);
 
 }  // namespace tunefarm
 

@@ -56,9 +56,6 @@ const std::map<std::string, std::vector<std::string>>& StrategyOptions() {
           {"tpe", {"candidates", "gamma_pct", "startup", "use_diagnosis"}}};
   return *known;
 }
-// Named in the design but not built yet: refused with a clear message.
-bool IsFutureStrategy(absl::string_view name) { return name == "guided"; }
-
 std::string Quote(absl::string_view text) {
   return absl::StrCat("'", absl::CHexEscape(text.substr(0, 64)),
                       text.size() > 64 ? "..." : "", "'");
@@ -710,12 +707,6 @@ absl::Status ValidateStrategy(v1::StrategySpec* s) {
   for (const auto& [name, opts] : known) names.push_back(name);
   auto it = known.find(s->name());
   if (it == known.end()) {
-    if (IsFutureStrategy(s->name())) {
-      return FieldError("strategy.name",
-                        absl::StrCat("strategy '", s->name(),
-                                     "' is not available yet; known: ",
-                                     absl::StrJoin(names, ", ")));
-    }
     return FieldError("strategy.name",
                       absl::StrCat("unknown strategy ", Quote(s->name()),
                                    "; known: ", absl::StrJoin(names, ", ")));

@@ -17,8 +17,9 @@
 //   objective: per_workload   # or {name: one_config, weights: {a: 1, b: 2}}
 //   goal: {speedup: 3.0, target_us: 40}   # at least one; speedup > 1,
 //                                         # target_us > 0
-//   strategy: {name: random, seed: 7, options: {}}   # grid | random; or just
-//                                                    # `strategy: grid`
+//   strategy: {name: random, seed: 7, options: {}}   # grid | random |
+//                                                    # guided | hybrid | tpe;
+//                                                    # or `strategy: grid`
 //   budget: {max_rounds: 60, time_limit: 30m, max_rounds_without_gain: 20}
 //   min_gain: 0.02            # fraction in [0, 1)
 //   boards: {kind: sim, chip: Ascend910B-sim, labels: {pool: demo}}

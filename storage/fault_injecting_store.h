@@ -81,18 +81,6 @@ class FaultInjectingStore : public Store {
       const std::string& key) override {
     return base_->GetMeta(key);
   }
-  absl::StatusOr<std::vector<int64_t>> Ancestors(const std::string& sweep_id,
-                                                 int64_t round_id) override {
-    return base_->Ancestors(sweep_id, round_id);
-  }
-  absl::StatusOr<std::vector<int64_t>> Children(const std::string& sweep_id,
-                                                int64_t round_id) override {
-    return base_->Children(sweep_id, round_id);
-  }
-  absl::StatusOr<std::vector<int64_t>> KeptPath(
-      const std::string& sweep_id) override {
-    return base_->KeptPath(sweep_id);
-  }
 
  private:
   Store* const base_;

@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
-#include "storage/lineage.h"
 
 namespace tunefarm {
 namespace {
@@ -182,35 +181,6 @@ class MemoryStore : public Store {
     return std::optional<std::string>(it->second);
   }
 
-  absl::StatusOr<std::vector<int64_t>> Ancestors(const std::string& sweep_id,
-                                                 int64_t round_id) override {
-    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds,
-                        RoundsContaining(sweep_id, round_id));
-    return AncestorsOf(rounds, round_id);
-  }
-
-  absl::StatusOr<std::vector<int64_t>> Children(const std::string& sweep_id,
-                                                int64_t round_id) override {
-    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds,
-                        RoundsContaining(sweep_id, round_id));
-    return ChildrenOf(rounds, round_id);
-  }
-
-  absl::StatusOr<std::vector<int64_t>> KeptPath(
-      const std::string& sweep_id) override {
-    TF_ASSIGN_OR_RETURN(v1::Sweep sweep, GetSweep(sweep_id));
-    if (sweep.best_round() < 0) return std::vector<int64_t>{};
-    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds, ListRounds(sweep_id));
-    absl::StatusOr<std::vector<int64_t>> path =
-        KeptPathTo(rounds, sweep.best_round());
-    if (!path.ok()) {
-      return absl::Status(path.status().code(),
-                          absl::StrCat("kept path of sweep '", sweep_id,
-                                       "': ", path.status().message()));
-    }
-    return path;
-  }
-
  private:
   absl::StatusOr<std::vector<v1::Round>> RoundsLocked(
       const std::string& sweep_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -224,17 +194,6 @@ class MemoryStore : public Store {
       out.push_back(std::move(r));
     }
     return out;
-  }
-
-  absl::StatusOr<std::vector<v1::Round>> RoundsContaining(
-      const std::string& sweep_id, int64_t round_id) {
-    absl::MutexLock lock(&mu_);
-    auto sweep = rounds_.find(sweep_id);
-    if (sweep == rounds_.end() || !sweep->second.contains(round_id)) {
-      return absl::NotFoundError(absl::StrCat("round ", round_id, " of sweep '",
-                                              sweep_id, "' not found"));
-    }
-    return RoundsLocked(sweep_id);
   }
 
   absl::Mutex mu_;

@@ -34,7 +34,6 @@
 #include "rocksdb/listener.h"
 #include "rocksdb/options.h"
 #include "rocksdb/write_batch.h"
-#include "storage/lineage.h"
 #include "storage/store.h"
 
 namespace tunefarm {
@@ -359,47 +358,7 @@ class RocksDbStore : public Store {
     return std::optional<std::string>(std::move(value));
   }
 
-  absl::StatusOr<std::vector<int64_t>> Ancestors(const std::string& sweep_id,
-                                                 int64_t round_id) override {
-    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds,
-                        RoundsContaining(sweep_id, round_id));
-    return AncestorsOf(rounds, round_id);
-  }
-
-  absl::StatusOr<std::vector<int64_t>> Children(const std::string& sweep_id,
-                                                int64_t round_id) override {
-    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds,
-                        RoundsContaining(sweep_id, round_id));
-    return ChildrenOf(rounds, round_id);
-  }
-
-  absl::StatusOr<std::vector<int64_t>> KeptPath(
-      const std::string& sweep_id) override {
-    TF_ASSIGN_OR_RETURN(v1::Sweep sweep, GetSweep(sweep_id));
-    if (sweep.best_round() < 0) return std::vector<int64_t>{};
-    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds, ListRounds(sweep_id));
-    absl::StatusOr<std::vector<int64_t>> path =
-        KeptPathTo(rounds, sweep.best_round());
-    if (!path.ok()) {
-      return absl::Status(path.status().code(),
-                          absl::StrCat("kept path of sweep '", sweep_id,
-                                       "': ", path.status().message()));
-    }
-    return path;
-  }
-
  private:
-  // The sweep's rounds, or NOT_FOUND when round_id is not among them.
-  absl::StatusOr<std::vector<v1::Round>> RoundsContaining(
-      const std::string& sweep_id, int64_t round_id) {
-    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds, ListRounds(sweep_id));
-    for (const v1::Round& r : rounds) {
-      if (r.round_id() == round_id) return rounds;
-    }
-    return absl::NotFoundError(absl::StrCat("round ", round_id, " of sweep '",
-                                            sweep_id, "' not found"));
-  }
-
   // Records whose key starts with `prefix`, from `start` (>= prefix) on, at
   // most `limit` (0 = all).
   template <typename Proto>

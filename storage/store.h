@@ -128,17 +128,18 @@ class Store {
   virtual absl::StatusOr<std::optional<std::string>> GetMeta(
       const std::string& key) = 0;
 
-  // Lineage (storage/lineage.h does the walking; these read the rounds).
+  // Lineage, the same for every store: these read the rounds with
+  // GetSweep/ListRounds and walk them with storage/lineage.h.
   // Parent first, up to and including the baseline. NOT_FOUND for an unknown
   // round.
-  virtual absl::StatusOr<std::vector<int64_t>> Ancestors(
-      const std::string& sweep_id, int64_t round_id) = 0;
+  absl::StatusOr<std::vector<int64_t>> Ancestors(const std::string& sweep_id,
+                                                 int64_t round_id);
   // Direct children, ascending. NOT_FOUND for an unknown round.
-  virtual absl::StatusOr<std::vector<int64_t>> Children(
-      const std::string& sweep_id, int64_t round_id) = 0;
-  // baseline → … → sweep.best_round; empty while best_round < 0.
-  virtual absl::StatusOr<std::vector<int64_t>> KeptPath(
-      const std::string& sweep_id) = 0;
+  absl::StatusOr<std::vector<int64_t>> Children(const std::string& sweep_id,
+                                                int64_t round_id);
+  // baseline → … → sweep.best_round; empty while best_round < 0. NOT_FOUND
+  // for an unknown sweep.
+  absl::StatusOr<std::vector<int64_t>> KeptPath(const std::string& sweep_id);
 };
 
 struct RocksDbStoreOptions {

@@ -62,6 +62,10 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- default (printf "%s-curve" (include "tunefarm.fullname" .)) .Values.curve.existingSecret -}}
 {{- end -}}
 
+{{- define "tunefarm.curveAgentsSecret" -}}
+{{- default (printf "%s-curve-agents" (include "tunefarm.fullname" .)) .Values.curve.agentKeysSecret -}}
+{{- end -}}
+
 {{/* Refuse combinations the schema cannot express. */}}
 {{- define "tunefarm.validate" -}}
 {{- if and .Values.auth.enabled .Values.auth.tokens.existingSecret (not .Values.auth.agentToken.existingSecret) -}}

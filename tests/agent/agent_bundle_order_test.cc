@@ -19,10 +19,10 @@
 #include "absl/time/clock.h"
 #include "agent/agent.h"
 #include "agent/pipeline_bundle_sink.h"
-#include "analyzer/bundle_outbox.h"
-#include "analyzer/pipeline.h"
 #include "common/files.h"
 #include "gtest/gtest.h"
+#include "pipeline/bundle_outbox.h"
+#include "pipeline/transport.h"
 
 namespace tunefarm {
 namespace {

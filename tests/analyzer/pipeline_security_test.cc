@@ -15,10 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "analyzer/pipeline.h"
 #include "common/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/transport.h"
 
 namespace tunefarm {
 namespace {

@@ -1,5 +1,3 @@
-#include "analyzer/pipeline.h"
-
 #include <memory>
 #include <string>
 #include <thread>
@@ -9,6 +7,7 @@
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/transport.h"
 #include "zmq.hpp"
 
 namespace tunefarm {

@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/agent.h"
-#include "agent/coordinator_client.h"
+#include "agent/grpc_coordinator_client.h"
 #include "agent/sim_board.h"
 #include "common/clock.h"
 #include "common/files.h"
@@ -723,25 +723,41 @@ TEST_F(ClusterServiceTest, AdminReadmitLiftsTheAgentsOwnQuarantine) {
       NewGrpcCoordinatorClient(absl::StrCat("127.0.0.1:", services_.port()),
                                security, absl::Seconds(10));
   ASSERT_TRUE(client.ok()) << client.status();
+  // The agent's waits run on simulated time, which moves only here.
+  FakeClock agent_clock;
   AgentOptions ao;
   ao.agent_id = "rack1";
   ao.node = "node1";
+  ao.clock = &agent_clock;
   Agent agent(ao, client->get(), nullptr, std::move(boards));
   std::atomic<bool> stop{false};
   std::thread runner([&] { agent.Run(stop); });
 
   const std::string sweep = Submit(kAlpha, "alpha", "{kind: sim}");
-  auto wait_for = [](const std::function<bool()>& cond) {
+  // One heartbeat interval (20 ms) of agent time per step, each step once
+  // the agent sleeps again (or after 50 ms of real time while it works),
+  // until `cond` holds; at most 30 s of real time.
+  auto advance_until = [&](const std::function<bool()>& cond) {
     const absl::Time end = absl::Now() + absl::Seconds(30);
-    while (!cond() && absl::Now() < end) absl::SleepFor(absl::Milliseconds(10));
+    while (!cond() && absl::Now() < end) {
+      agent_clock.WaitForSleepers(2, absl::Milliseconds(50));
+      agent_clock.Advance(absl::Milliseconds(20));
+    }
     return cond();
   };
-  EXPECT_TRUE(wait_for([&] {
+  EXPECT_TRUE(advance_until([&] {
     return BoardSeenBy(kAdmin, "rack1/sim0").state() ==
            v1::BOARD_STATE_QUARANTINED;
   }));
-  // A few heartbeats later the quarantined board has still run nothing.
-  absl::SleepFor(absl::Milliseconds(200));
+  // Three seconds of agent time later (150 heartbeats, three looks at the
+  // quarantine by the board's worker, each step taken only once the
+  // heartbeat thread and the worker both sleep) it has still run nothing.
+  for (int i = 0; i < 150; ++i) {
+    ASSERT_TRUE(agent_clock.WaitForSleepers(2))
+        << "the agent's heartbeat thread and worker never both slept";
+    agent_clock.Advance(absl::Milliseconds(20));
+  }
+  ASSERT_TRUE(agent_clock.WaitForSleepers(2));
   EXPECT_EQ(sick->evaluations.load(), 0);
   EXPECT_EQ(sick->readmits.load(), 0);
 
@@ -752,10 +768,10 @@ TEST_F(ClusterServiceTest, AdminReadmitLiftsTheAgentsOwnQuarantine) {
   EXPECT_EQ(farm()->AdmitBoard(As(kAlpha).get(), admit, &admitted).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   ASSERT_TRUE(farm()->AdmitBoard(As(kAdmin).get(), admit, &admitted).ok());
-  EXPECT_TRUE(wait_for([&] { return sick->readmits.load() == 1; }));
+  EXPECT_TRUE(advance_until([&] { return sick->readmits.load() == 1; }));
   EXPECT_FALSE(sick->quarantined.load());
   // Back in service: the board runs the sweep's rounds.
-  EXPECT_TRUE(wait_for([&] { return sick->evaluations.load() > 0; }));
+  EXPECT_TRUE(advance_until([&] { return sick->evaluations.load() > 0; }));
   EXPECT_NE(BoardSeenBy(kAdmin, "rack1/sim0").state(),
             v1::BOARD_STATE_QUARANTINED);
   stop = true;

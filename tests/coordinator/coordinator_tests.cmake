@@ -42,3 +42,10 @@ add_executable(multi_workload_test
 target_link_libraries(multi_workload_test PRIVATE
   coordinator_test_harness GTest::gtest_main GTest::gmock)
 gtest_discover_tests(multi_workload_test DISCOVERY_TIMEOUT 60)
+
+# WatchSweep streams park without a thread (callback API) and get every
+# event once.
+add_executable(watch_test ${CMAKE_CURRENT_LIST_DIR}/watch_test.cc)
+target_link_libraries(watch_test PRIVATE
+  coordinator_test_harness GTest::gtest_main)
+gtest_discover_tests(watch_test DISCOVERY_TIMEOUT 60)

@@ -14,11 +14,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/files.h"
+#include "common/status_macros.h"
 #include "coordinator/coordinator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
 #include "storage/fault_injecting_store.h"
+#include "storage/memory_store.h"
 #include "tests/coordinator/coordinator_harness.h"
 
 namespace tunefarm {
@@ -336,6 +339,98 @@ TEST_F(DurabilityTest, ReserveAndUnreserveBoards) {
   boards = stored()->ListBoards();
   ASSERT_TRUE(boards.ok());
   EXPECT_EQ((*boards)[0].reserved_for(), "");
+}
+
+// Commits through to a MemoryStore and, each time a commit is stored, looks
+// at every ended sweep the store holds as a GetSweep right then would: its
+// report must be where report_path says.
+class ReportCheckingStore : public FaultInjectingStore {
+ public:
+  explicit ReportCheckingStore(Store* base) : FaultInjectingStore(base) {}
+
+  absl::Status Commit(const WriteSet& writes) override {
+    TF_RETURN_IF_ERROR(FaultInjectingStore::Commit(writes));
+    absl::StatusOr<std::vector<v1::Sweep>> sweeps = ListSweeps();
+    if (!sweeps.ok()) return sweeps.status();
+    for (const v1::Sweep& sweep : *sweeps) {
+      if (sweep.state() == v1::SWEEP_STATE_RUNNING ||
+          sweep.state() == v1::SWEEP_STATE_QUEUED) {
+        continue;
+      }
+      ++ended_seen;
+      if (sweep.report_path().empty() || !ReadFile(sweep.report_path()).ok()) {
+        ended_without_report.push_back(sweep.sweep_id());
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  int ended_seen = 0;
+  std::vector<std::string> ended_without_report;
+};
+
+// GetSweep reads the store, so the report is written before the end is
+// committed; when that commit fails, the sweep has not ended and has no
+// report; the retry ends it with one.
+TEST(ReportBeforeEndTest, AnEndedSweepIsStoredOnlyWithItsReportOnDisk) {
+  absl::StatusOr<std::string> dir = MakeTempDir("report_before_end");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  OperatorCatalog catalog;
+  ASSERT_TRUE(AddOperator(&catalog, ToyOperatorYaml(3, 4)).ok());
+  FakeClock clock;
+  CoordinatorOptions options;
+  options.report_dir = *dir + "/reports";
+  std::unique_ptr<Store> base = NewMemoryStore();
+  ReportCheckingStore store(base.get());
+  Coordinator coord(&store, &catalog, &clock, options, nullptr);
+  ASSERT_TRUE(coord.Recover().ok());
+  ASSERT_TRUE(coord.RegisterAgent(SimAgent("a1", 1)).ok());
+
+  // One sweep ends by its budget, each result's commit failing once: the
+  // failed attempt of the last one ended the sweep in memory only.
+  v1::SubmitSweepRequest submit;
+  submit.set_spec_yaml(ToySpecYaml("reported", "grid", 3));
+  auto sweep = coord.SubmitSweep(submit, AnonymousAdmin());
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  const std::string id = sweep->sweep().sweep_id();
+  const std::string report = options.report_dir + "/" + id + ".md";
+  for (int round = 0; coord.active_sweeps() > 0 && round < 10; ++round) {
+    auto lease = coord.LeaseWork(LeaseFor("a1/b0"));
+    ASSERT_TRUE(lease.ok() && lease->granted()) << lease.status();
+    const v1::ReportResultRequest result =
+        ResultFor("a1/b0", lease->work(), 100 - round);
+    store.FailNthCommit(1);
+    EXPECT_FALSE(coord.ReportResult(result).ok());
+    auto stored = base->GetSweep(id);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    EXPECT_EQ(stored->state(), v1::SWEEP_STATE_RUNNING);
+    EXPECT_FALSE(ReadFile(report).ok())
+        << "a report of an end that was not stored";
+    auto ack = coord.ReportResult(result);
+    ASSERT_TRUE(ack.ok()) << ack.status();
+  }
+  EXPECT_EQ(coord.active_sweeps(), 0);
+
+  // Another ends by cancel.
+  submit.set_spec_yaml(ToySpecYaml("cancelled", "grid", 3));
+  auto second = coord.SubmitSweep(submit, AnonymousAdmin());
+  ASSERT_TRUE(second.ok()) << second.status();
+  v1::CancelSweepRequest cancel;
+  cancel.set_sweep_id(second->sweep().sweep_id());
+  ASSERT_TRUE(coord.CancelSweep(cancel, AnonymousAdmin()).ok());
+
+  EXPECT_GT(store.ended_seen, 0) << "no commit stored an end: proves nothing";
+  EXPECT_TRUE(store.ended_without_report.empty())
+      << "stored as ended before its report was on disk: "
+      << store.ended_without_report.front();
+  auto stored = base->GetSweep(id);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(stored->report_path(), report);
+  absl::StatusOr<std::string> text = ReadFile(report);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_THAT(*text, HasSubstr(id));
+  EXPECT_TRUE(RemoveAll(*dir).ok());
 }
 
 // A whole sweep with every third call's commit failing: the agent side retries

@@ -22,6 +22,7 @@ def main(argv):
     ap.add_argument("--agent-token-secret")
     ap.add_argument("--tls-secret")
     ap.add_argument("--curve-secret", required=True)
+    ap.add_argument("--curve-agents-secret", required=True)
     ap.add_argument("--network-policy", choices=["on", "off"], default="on")
     ap.add_argument("--existing", action="append", default=[],
                     help="a Secret the user provides (repeatable)")
@@ -138,16 +139,42 @@ def main(argv):
         check((flag(args, "--analyzer") or "").startswith("tcp://"),
               f"agent --analyzer: {args}")
         curve_dir = mounted(pod, a.curve_secret)
-        for f in ("--curve_key_file", "--analyzer_public_key_file"):
-            v = flag(args, f)
-            check(v and curve_dir and v.startswith(curve_dir + "/"),
-                  f"agent {f} {v} not in the curve secret")
+        v = flag(args, "--analyzer_public_key_file")
+        check(v and curve_dir and v.startswith(curve_dir + "/"),
+              f"agent --analyzer_public_key_file {v} not in the curve secret")
         items = [v["secret"].get("items") for v in pod["spec"]["volumes"]
                  if v.get("secret", {}).get("secretName") == a.curve_secret]
-        check(items and {i["key"] for i in items[0]} ==
-              {"agent.key", "analyzer.pub"},
-              f"agents must mount only their own key of the curve secret: "
+        check(items and {i["key"] for i in items[0]} == {"analyzer.pub"},
+              f"agents must mount only analyzer.pub of the curve secret: "
               f"{items}")
+        # Each agent its own key pair (by node name): an init container
+        # copies it from the agents' Secret into a memory volume; the agent
+        # container never mounts that Secret, so it sees no other agent's.
+        check(mounted(pod, a.curve_agents_secret) is None,
+              "the agent container mounts every agent's key")
+        inits = pod["spec"].get("initContainers", [])
+        init = next((c for c in inits if c["name"] == "curve-key"), None)
+        own = {v["name"] for v in pod["spec"]["volumes"]
+               if v.get("emptyDir", {}).get("medium") == "Memory"}
+        agents_vol = {v["name"] for v in pod["spec"]["volumes"]
+                      if v.get("secret", {}).get("secretName")
+                      == a.curve_agents_secret}
+        if check(init is not None, "no curve-key init container"):
+            mounts = {m["name"]: m["mountPath"]
+                      for m in init.get("volumeMounts", [])}
+            check(agents_vol and any(n in mounts for n in agents_vol),
+                  f"curve-key does not mount {a.curve_agents_secret}")
+            script = " ".join(init.get("command", []))
+            check("$NODE_NAME.key" in script,
+                  f"curve-key does not pick its node's key: {script}")
+            check(any(e["name"] == "NODE_NAME" for e in init.get("env", [])),
+                  "curve-key has no NODE_NAME")
+        key = flag(args, "--curve_key_file") or ""
+        own_dir = next((m["mountPath"] for m in
+                        pod["spec"]["containers"][0].get("volumeMounts", [])
+                        if m["name"] in own), None)
+        check(own_dir and key.startswith(own_dir + "/"),
+              f"agent --curve_key_file {key} not in its own memory volume")
         if a.auth == "on":
             tf = flag(args, "--token_file")
             where = mounted(pod, a.agent_token_secret)

@@ -60,7 +60,8 @@ render() {
 # The curve Secret is always the user's own (tunefarm keygen).
 gen=(--tokens-secret t-tunefarm-tokens --agent-token-secret t-tunefarm-agent-token
      --tls-secret t-tunefarm-tls --curve-secret t-tunefarm-curve
-     --existing t-tunefarm-curve)
+     --existing t-tunefarm-curve --curve-agents-secret t-tunefarm-curve-agents
+     --existing t-tunefarm-curve-agents)
 render defaults --resource huawei.com/Ascend910 --release-label kube-prometheus-stack \
   "${gen[@]}" --
 render ascend --resource huawei.com/Ascend910 --devices 8 --release-label prom \
@@ -77,8 +78,10 @@ render existing --resource huawei.com/Ascend910 --release-label kube-prometheus-
   --tls on --tokens-secret my-tokens --agent-token-secret my-agent-token \
   --tls-secret my-tls --existing my-tokens --existing my-agent-token \
   --existing my-tls --curve-secret my-curve --existing my-curve \
+  --curve-agents-secret my-agent-keys --existing my-agent-keys \
   --network-policy off -- --set auth.tokens.existingSecret=my-tokens \
   --set curve.existingSecret=my-curve --set networkPolicy.enabled=false \
+  --set curve.agentKeysSecret=my-agent-keys \
   --set auth.agentToken.existingSecret=my-agent-token \
   --set tls.enabled=true --set tls.existingSecret=my-tls
 render noauth --resource huawei.com/Ascend910 --release-label kube-prometheus-stack \
@@ -97,6 +100,37 @@ tls = docs["t-tunefarm-tls"]["data"]
 for k in ("tls.crt", "tls.key", "ca.crt"):
     assert base64.b64decode(tls[k]).startswith(b"-----BEGIN"), k
 print("generated secrets ok")
+PY
+
+# The agents' curve-key init container, run as rendered (paths moved into a
+# temp folder): it copies its node's key alone, mode 0400, and refuses a
+# node without one, naming it.
+python3 - "$tmp/defaults.yaml" "$tmp/initc" <<'PY' || fail "curve-key init container"
+import os, subprocess, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+ds = next(d for d in docs if d["kind"] == "DaemonSet")
+init = next(c for c in ds["spec"]["template"]["spec"]["initContainers"]
+            if c["name"] == "curve-key")
+root = sys.argv[2]
+for d in ("curve-agents", "curve-own"):
+    os.makedirs(f"{root}/{d}", exist_ok=True)
+for node in ("node-a", "node-b"):
+    with open(f"{root}/curve-agents/{node}.key", "w") as f:
+        f.write(f"secret of {node}\n")
+cmd = [a.replace("/etc/tunefarm/", root + "/") for a in init["command"]]
+ok = subprocess.run(cmd, env={"NODE_NAME": "node-b", "PATH": os.environ["PATH"]},
+                    capture_output=True, text=True)
+assert ok.returncode == 0, ok.stderr
+own = f"{root}/curve-own/agent.key"
+assert open(own).read() == "secret of node-b\n"
+assert os.stat(own).st_mode & 0o777 == 0o400, oct(os.stat(own).st_mode)
+assert os.listdir(f"{root}/curve-own") == ["agent.key"]
+os.remove(own)
+bad = subprocess.run(cmd, env={"NODE_NAME": "node-x", "PATH": os.environ["PATH"]},
+                     capture_output=True, text=True)
+assert bad.returncode != 0 and "node-x" in bad.stderr, (bad.returncode, bad.stderr)
+assert not os.path.exists(own)
+print("curve-key init container ok:", bad.stderr.strip())
 PY
 
 # The schema (and the chart's own checks) refuse bad values.

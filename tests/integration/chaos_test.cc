@@ -162,6 +162,10 @@ TEST_F(ChaosTest, KillsEverythingAndEveryRoundLandsExactlyOnce) {
     }
   }
   int done = 0, diagnosed = 0;
+  // Finished rounds that name no bundle, by outcome. Only a variant that
+  // ran and was profiled has one (agent/stage_runner.cc): an OK round
+  // without one would be a lost bundle.
+  std::map<std::string, int> no_bundle;
   for (int i = 0; i < list.rounds_size(); ++i) {
     const v1::Round& r = list.rounds(i);
     EXPECT_EQ(r.round_id(), i);
@@ -172,6 +176,11 @@ TEST_F(ChaosTest, KillsEverythingAndEveryRoundLandsExactlyOnce) {
     done += is_done ? 1 : 0;
     EXPECT_EQ(finished_events[i], is_done ? 1 : 0)
         << "round " << i << " finished " << finished_events[i] << " times";
+    if (is_done && r.result().bundle_id().empty()) {
+      ++no_bundle[v1::Outcome_Name(r.result().outcome())];
+      EXPECT_NE(r.result().outcome(), v1::OUTCOME_OK)
+          << "round " << i << " ran and was profiled but names no bundle";
+    }
     if (is_done && !r.result().bundle_id().empty()) {
       EXPECT_TRUE(r.has_diagnosis()) << "round " << i << ": diagnosis lost";
       EXPECT_EQ(diagnosis_events[i], 1)
@@ -198,7 +207,16 @@ TEST_F(ChaosTest, KillsEverythingAndEveryRoundLandsExactlyOnce) {
   std::cout << "chaos: seed=" << seed << " agent_kills=" << agent_kills
             << " coordinator_kills=" << coordinator_kills
             << " analyzer_kills=" << analyzer_kills << " rounds_done=" << done
-            << " diagnosed=" << diagnosed
+            << " diagnosed=" << diagnosed;
+  int no_bundle_total = 0;
+  std::string by_outcome;
+  for (const auto& [outcome, n] : no_bundle) {
+    no_bundle_total += n;
+    absl::StrAppend(&by_outcome, by_outcome.empty() ? "" : ",", outcome, ":",
+                    n);
+  }
+  std::cout << " no_bundle=" << no_bundle_total
+            << " no_bundle_outcomes=" << (by_outcome.empty() ? "-" : by_outcome)
             << " failures=" << (HasFailure() ? 1 : 0) << "\n";
 }
 

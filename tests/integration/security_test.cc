@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -30,9 +31,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "analyzer/pipeline.h"
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "pipeline/transport.h"
 #include "tests/integration/farm_fixture.h"
 
 namespace tunefarm {
@@ -317,6 +318,68 @@ TEST_F(SecurityTest, CliDoorsAreBoundedAndIdsCannotBeProbed) {
         << verb;
   }
   EXPECT_EQ(Cli({"status", id}, "alpha", &out), 0) << out;
+}
+
+// `tunefarm keygen DIR --agent NODE`: each agent its own key pair, which the
+// analyzer lets in by name; running keygen again adds agents without
+// changing handed-out keys, and deleting one agent's files then revokes it
+// alone (the allow-list is read on every handshake: no restart).
+TEST(CurveKeygenTest, EachAgentHasItsOwnKeyAndIsRevokedAlone) {
+  if (!CheckCurveAvailable().ok()) GTEST_SKIP() << CheckCurveAvailable();
+  absl::StatusOr<std::string> dir = MakeTempDir("curve_keygen_test");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string keys = *dir + "/keys";
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      WriteFarmCurveKeys(keys, {"node-a", "x;rm -rf"})));
+  ASSERT_TRUE(WriteFarmCurveKeys(keys, {"node-a", "node-b"}).ok());
+  const std::string analyzer_pub = ReadFile(keys + "/analyzer.pub").value();
+  const std::string a_key = ReadFile(keys + "/agents/node-a.key").value();
+  ASSERT_TRUE(WriteFarmCurveKeys(keys, {"node-c"}).ok());
+  EXPECT_EQ(ReadFile(keys + "/analyzer.pub").value(), analyzer_pub);
+  EXPECT_EQ(ReadFile(keys + "/agents/node-a.key").value(), a_key);
+  EXPECT_NE(ReadFile(keys + "/agents/node-b.key").value(), a_key);
+
+  absl::StatusOr<PipelineSecurity> analyzer = PipelineSecurityFromFiles(
+      keys + "/analyzer.key", keys + "/analyzer.allow", "");
+  ASSERT_TRUE(analyzer.ok()) << analyzer.status();
+  auto receiver = PipelineReceiver::Bind("tcp://127.0.0.1:*", *analyzer);
+  ASSERT_TRUE(receiver.ok()) << receiver.status();
+  // Sends one bundle as `node`'s agent; the allow-list name it arrived
+  // under, or "" when it was not let in.
+  auto deliver = [&](const std::string& node) -> std::string {
+    absl::StatusOr<PipelineSecurity> agent = PipelineSecurityFromFiles(
+        keys + "/agents/" + node + ".key", "", keys + "/analyzer.pub");
+    if (!agent.ok()) return "";
+    auto sender =
+        PipelineSender::Connect({(*receiver)->bound_endpoint()}, *agent);
+    if (!sender.ok()) return "";
+    v1::PipelineMessage m;
+    m.mutable_bundle()->set_bundle_id("b-" + node);
+    if (!(*sender)->Send(m, absl::Milliseconds(1500)).ok()) return "";
+    absl::StatusOr<PipelineDelivery> got =
+        (*receiver)->Receive(absl::Seconds(5));
+    if (!got.ok()) return "";
+    EXPECT_EQ(got->message.bundle().bundle_id(), "b-" + node);
+    return got->identity;
+  };
+  EXPECT_EQ(deliver("node-a"), "agent-node-a");
+  EXPECT_EQ(deliver("node-b"), "agent-node-b");
+  EXPECT_EQ(deliver("node-c"), "agent-node-c");
+
+  // Revoke node-a: its files go, keygen rewrites the allow-list.
+  const std::string revoked = keys + "/agents/node-a.key";
+  const std::string kept_copy = *dir + "/node-a.key";
+  ASSERT_TRUE(WriteFileAtomic(kept_copy, a_key).ok());
+  ASSERT_EQ(std::remove(revoked.c_str()), 0);
+  ASSERT_EQ(std::remove((keys + "/agents/node-a.pub").c_str()), 0);
+  ASSERT_TRUE(WriteFarmCurveKeys(keys).ok());
+  EXPECT_EQ(ReadFile(keys + "/analyzer.allow")->find("node-a"),
+            std::string::npos);
+  ASSERT_TRUE(WriteFileAtomic(revoked, a_key).ok());  // the thief's copy
+  EXPECT_EQ(deliver("node-a"), "") << "a revoked agent was let in";
+  EXPECT_EQ(deliver("node-b"), "agent-node-b");
+  receiver->reset();
+  EXPECT_TRUE(RemoveAll(*dir).ok());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "analyzer/pipeline.h"
+#include "pipeline/transport.h"
 
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-#include "analyzer/bundle_outbox.h"
+#include "pipeline/bundle_outbox.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -263,6 +263,7 @@ void BundleOutbox::TakeAcks() {
     }
     const v1::PipelineAck& ack = reply->ack();
     absl::MutexLock lock(&mu_);
+    ++stats_.acks_taken;
     auto id = by_id_.find(ack.bundle_id());
     // An ack for a bundle no longer held: a second ack after a re-send.
     if (id == by_id_.end()) continue;

@@ -27,8 +27,8 @@
 // destroyed the context is terminated, which waits out the senders' linger
 // (a few seconds) so messages already accepted by Send() still reach a live
 // peer before the process exits.
-#ifndef TUNEFARM_ANALYZER_PIPELINE_H_
-#define TUNEFARM_ANALYZER_PIPELINE_H_
+#ifndef TUNEFARM_PIPELINE_TRANSPORT_H_
+#define TUNEFARM_PIPELINE_TRANSPORT_H_
 
 #include <cstdint>
 #include <map>
@@ -75,8 +75,8 @@ absl::StatusOr<std::string> LoadCurvePublicKey(const std::string& path);
 
 // An allow-list file: one "<z85 public key> <name>" per line; a line
 // starting with '#' is a comment ('#' is also a Z85 character, so there are
-// no comments after a key). Returns name by key; INVALID_ARGUMENT naming the line for a
-// malformed key or a missing name.
+// no comments after a key). Returns name by key; INVALID_ARGUMENT naming the
+// line for a malformed key or a missing name.
 absl::StatusOr<std::map<std::string, std::string>> ParseCurveAllowList(
     absl::string_view text, absl::string_view source);
 
@@ -170,4 +170,4 @@ class PipelineReceiver {
 
 }  // namespace tunefarm
 
-#endif  // TUNEFARM_ANALYZER_PIPELINE_H_
+#endif  // TUNEFARM_PIPELINE_TRANSPORT_H_

@@ -22,8 +22,8 @@
 //
 // Threading: thread-safe. The outbox owns one background thread, which alone
 // uses the socket; Add() only writes the file and wakes it.
-#ifndef TUNEFARM_ANALYZER_BUNDLE_OUTBOX_H_
-#define TUNEFARM_ANALYZER_BUNDLE_OUTBOX_H_
+#ifndef TUNEFARM_PIPELINE_BUNDLE_OUTBOX_H_
+#define TUNEFARM_PIPELINE_BUNDLE_OUTBOX_H_
 
 #include <cstdint>
 #include <map>
@@ -38,8 +38,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "analyzer/pipeline.h"
 #include "common/clock.h"
+#include "pipeline/transport.h"
 #include "tunefarm/v1/pipeline.pb.h"
 
 namespace tunefarm {
@@ -64,6 +64,7 @@ class BundleOutbox {
     int64_t sends = 0;         // first sends and re-sends
     int64_t redeliveries = 0;  // re-sends after an ack timeout
     int64_t acked = 0;
+    int64_t acks_taken = 0;  // every ack received, stray and repeated ones too
     int64_t unreadable = 0;  // outbox files set aside as *.bad
     int64_t held = 0;        // bundles in the outbox now
     int64_t in_flight = 0;
@@ -130,4 +131,4 @@ class BundleOutbox {
 
 }  // namespace tunefarm
 
-#endif  // TUNEFARM_ANALYZER_BUNDLE_OUTBOX_H_
+#endif  // TUNEFARM_PIPELINE_BUNDLE_OUTBOX_H_

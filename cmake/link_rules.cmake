@@ -1,0 +1,76 @@
+# tunefarm_check_core_links(CORE <targets>... FORBIDDEN <targets>...)
+#
+# Fails the configure step, naming the chain, when a CORE library reaches a
+# FORBIDDEN one through its link closure: LINK_LIBRARIES of the library
+# itself, then INTERFACE_LINK_LIBRARIES of everything it links (for static
+# libraries that includes their PRIVATE dependencies, as $<LINK_ONLY:...>).
+
+# Target names in a link-libraries list, generator expressions other than
+# $<LINK_ONLY:...> dropped (none of ours hide a dependency in one).
+function(_tunefarm_link_names out)
+  set(names)
+  foreach(item IN LISTS ARGN)
+    if(item MATCHES "^\\$<LINK_ONLY:([^>]+)>$")
+      list(APPEND names "${CMAKE_MATCH_1}")
+    elseif(NOT item MATCHES "^\\$<" AND NOT item STREQUAL "")
+      list(APPEND names "${item}")
+    endif()
+  endforeach()
+  set(${out} "${names}" PARENT_SCOPE)
+endfunction()
+
+function(tunefarm_check_core_links)
+  cmake_parse_arguments(ARG "" "" "CORE;FORBIDDEN" ${ARGN})
+  foreach(core IN LISTS ARG_CORE)
+    if(NOT TARGET ${core})
+      continue()  # optional parts (e.g. a board kind) may be absent
+    endif()
+    get_target_property(direct ${core} LINK_LIBRARIES)
+    if(NOT direct)
+      set(direct)
+    endif()
+    _tunefarm_link_names(queue ${direct})
+    # parent_<id>: what linked <dep> first, to name the chain.
+    foreach(dep IN LISTS queue)
+      string(MAKE_C_IDENTIFIER "${core}__${dep}" key)
+      set(parent_${key} ${core})
+    endforeach()
+    set(seen ${core})
+    while(queue)
+      list(POP_FRONT queue dep)
+      if(dep IN_LIST seen)
+        continue()
+      endif()
+      list(APPEND seen ${dep})
+      if(dep IN_LIST ARG_FORBIDDEN)
+        set(chain ${dep})
+        set(at ${dep})
+        while(NOT at STREQUAL core)
+          string(MAKE_C_IDENTIFIER "${core}__${at}" key)
+          set(at ${parent_${key}})
+          list(PREPEND chain ${at})
+        endwhile()
+        list(JOIN chain " -> " chain)
+        message(FATAL_ERROR
+          "core library ${core} links ${dep} (${chain}); core libraries "
+          "link no gRPC, RocksDB or ZeroMQ: move that code to a seam "
+          "library that only executables link")
+      endif()
+      if(NOT TARGET ${dep})
+        continue()
+      endif()
+      get_target_property(iface ${dep} INTERFACE_LINK_LIBRARIES)
+      if(NOT iface)
+        continue()
+      endif()
+      _tunefarm_link_names(more ${iface})
+      foreach(m IN LISTS more)
+        string(MAKE_C_IDENTIFIER "${core}__${m}" key)
+        if(NOT DEFINED parent_${key})
+          set(parent_${key} ${dep})
+        endif()
+      endforeach()
+      list(APPEND queue ${more})
+    endwhile()
+  endforeach()
+endfunction()
