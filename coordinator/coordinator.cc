@@ -128,6 +128,20 @@ std::string WorkloadTag(const v1::Round& round) {
                                   : absl::StrCat(" [", round.workload(), "]");
 }
 
+// " [simulated]" or " [replayed]" when a result's numbers came from no card.
+std::string MeasuredTag(const v1::Measurement& m) {
+  return m.simulated() ? " [simulated]" : m.replayed() ? " [replayed]" : "";
+}
+
+// "round 7 [workload] (the change)" or "(baseline)", for event texts.
+std::string RoundAndChange(const v1::Round& round) {
+  return absl::StrCat("round ", round.round_id(), WorkloadTag(round), " (",
+                      round.parent_round() < 0
+                          ? std::string("baseline")
+                          : DescribeChanges(round.changes()),
+                      ")");
+}
+
 // A round against its parent in words: a gain is 1 - candidate / parent, so
 // "-155%" read as a time change looked like a speed-up; say which way.
 std::string VsParent(double gain) {
@@ -921,10 +935,8 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
   }
   AddEvent(
       txn, s, v1::EVENT_KIND_ROUND_LEASED,
-      absl::StrCat("round ", round.round_id(), WorkloadTag(round), " (",
-                   round.parent_round() < 0 ? std::string("baseline")
-                                            : DescribeChanges(round.changes()),
-                   ") on ", board.info.board_id(), ", epoch ", lease->epoch(),
+      absl::StrCat(RoundAndChange(round), " on ", board.info.board_id(),
+                   ", epoch ", lease->epoch(),
                    prefetch ? " (prefetched)" : ""),
       &round);
   if (metrics_ != nullptr) {
@@ -1375,9 +1387,7 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
 void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
   const v1::RoundResult& res = round.result();
   const double median = res.measurement().median_us();
-  const std::string sim = res.measurement().simulated()  ? " [simulated]"
-                          : res.measurement().replayed() ? " [replayed]"
-                                                         : "";
+  const std::string sim = MeasuredTag(res.measurement());
   if (round.round_id() == 0) {
     round.set_decision(v1::DECISION_BASELINE);
     if (res.outcome() != v1::OUTCOME_OK) {
@@ -2275,14 +2285,9 @@ void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
       *s.sweep.mutable_workload_progress(round.workload_index());
   const v1::RoundResult& res = round.result();
   const double median = res.measurement().median_us();
-  const std::string sim = res.measurement().simulated()  ? " [simulated]"
-                          : res.measurement().replayed() ? " [replayed]"
-                                                         : "";
+  const std::string sim = MeasuredTag(res.measurement());
   const std::string what =
-      absl::StrCat("round ", round.round_id(), WorkloadTag(round), " (",
-                   round.parent_round() < 0 ? std::string("baseline")
-                                            : DescribeChanges(round.changes()),
-                   ") on ", round.board_id());
+      absl::StrCat(RoundAndChange(round), " on ", round.board_id());
   if (round.parent_round() < 0) {
     round.set_decision(v1::DECISION_BASELINE);
     if (res.outcome() != v1::OUTCOME_OK) {
@@ -2385,14 +2390,9 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
       *s.sweep.mutable_workload_progress(round.workload_index());
   const v1::RoundResult& res = round.result();
   const double median = res.measurement().median_us();
-  const std::string sim = res.measurement().simulated()  ? " [simulated]"
-                          : res.measurement().replayed() ? " [replayed]"
-                                                         : "";
+  const std::string sim = MeasuredTag(res.measurement());
   const std::string what =
-      absl::StrCat("round ", round.round_id(), WorkloadTag(round), " (",
-                   round.parent_round() < 0 ? std::string("baseline")
-                                            : DescribeChanges(round.changes()),
-                   ") on ", round.board_id());
+      absl::StrCat(RoundAndChange(round), " on ", round.board_id());
   auto group_done = [&] {
     for (int64_t i = first; i < first + n; ++i) {
       if (s.rounds[i].state() != v1::ROUND_STATE_DONE) return false;
