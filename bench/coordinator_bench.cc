@@ -625,8 +625,8 @@ class Timer {
   void Run() {
     absl::MutexLock lock(&mu_);
     while (!stop_) {
-      const absl::Time next =
-          due_.empty() ? absl::Now() + absl::Milliseconds(5) : due_.begin()->first;
+      const absl::Time next = due_.empty() ? absl::Now() + absl::Milliseconds(5)
+                                           : due_.begin()->first;
       auto wake = [this] { return stop_; };
       mu_.AwaitWithDeadline(absl::Condition(&wake), next);
       const absl::Time now = absl::Now();
@@ -989,8 +989,7 @@ class GrpcLoadClient {
         c.board.work = c.lease.work();
         if (run_ > absl::ZeroDuration()) {
           c.running = true;
-          c.alarm.Set(&cq_,
-                      absl::ToChronoTime(absl::Now() + run_), &c);
+          c.alarm.Set(&cq_, absl::ToChronoTime(absl::Now() + run_), &c);
           ++in_flight_;
         } else {
           Report(c);
@@ -1031,8 +1030,9 @@ LoadResult RunLoad(const LoadOptions& o) {
                        spdlog::error("tick: {}", st.ToString());
                      }
                    },
-                   {[&] { coordinator.BeginBatch(); },
-                    [&] { return coordinator.CommitBatch(); }});
+                   // As tunefarm-coordinator runs it: pipelined.
+                   {[&] { coordinator.BeginBatch(); }, nullptr,
+                    [&] { return coordinator.SealBatch(); }});
   loop.Start();
   // Boards in agents of 16, spread over the clients.
   std::vector<std::vector<BoardRef>> per_client(o.clients);
@@ -1329,10 +1329,10 @@ int main(int argc, char** argv) {
   const tunefarm::LoadResult grpc = run(
       absl::StrFormat("gRPC, offered, %d client threads", o.clients).c_str(),
       o);
-  const double ratio = short_sweeps.cpu_us_per_round() > 0
-                           ? saturated.cpu_us_per_round() /
-                                 short_sweeps.cpu_us_per_round()
-                           : 0;
+  const double ratio =
+      short_sweeps.cpu_us_per_round() > 0
+          ? saturated.cpu_us_per_round() / short_sweeps.cpu_us_per_round()
+          : 0;
   std::printf(
       "coordinator_bench: boards=%d run_ms=%lld rounds_per_s=%.0f "
       "p50_ms=%.2f p99_ms=%.2f cpu_us_per_round=%.1f "

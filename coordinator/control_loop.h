@@ -13,6 +13,19 @@
 // `max_batch_wait` for more after its first (zero: it takes what is queued
 // and does not wait). Call runs its closure alone, in a batch of its own.
 //
+// Pipelined commit (hooks.seal set): the loop does not wait for a batch's
+// sync before running the next one. seal() ends the batch and returns its
+// writes; a writer thread makes them durable (SealedBatch::Write) while the
+// loop runs the next batch of closures, which see the first one's effects
+// in memory. Then the loop settles the written batch (SealedBatch::Settle,
+// on the loop thread) and hands its results back, and only then gives the
+// next batch to the writer: batches are written one at a time, in order,
+// so the sync costs latency once instead of stalling the loop. When a write
+// fails, the batch run on top of it is settled with the same error first
+// (newest first: its changes to memory are undone) and never written, then
+// the failed one; every result of both gets the error. Unbatched calls
+// (Call) and ticks run only once nothing is in flight.
+//
 // Thread-safe: Call, CallBatched and Post may be used from any thread
 // except the loop thread itself.
 #ifndef TUNEFARM_COORDINATOR_CONTROL_LOOP_H_
@@ -21,6 +34,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <type_traits>
@@ -42,10 +56,25 @@ template <typename T>
 struct IsStatusOr<absl::StatusOr<T>> : std::true_type {};
 }  // namespace control_loop_internal
 
-// Around each batch, on the loop thread. Unset: closures just run.
+// A batch sealed for a pipelined commit (ControlLoopBatchHooks::seal).
+class SealedBatch {
+ public:
+  virtual ~SealedBatch() = default;
+  // On the loop's writer thread: makes the batch durable; the error is what
+  // every call of the batch is answered with.
+  virtual absl::Status Write() = 0;
+  // On the loop thread, once, in batch order (batches failed together are
+  // settled newest first): `written` OK applies what waited for durability;
+  // an error undoes the batch's changes to memory.
+  virtual void Settle(const absl::Status& written) = 0;
+};
+
+// Around each batch, on the loop thread. Unset: closures just run. With
+// `seal` set the commit is pipelined and `commit` is not used.
 struct ControlLoopBatchHooks {
   std::function<void()> begin;
   std::function<absl::Status()> commit;
+  std::function<std::unique_ptr<SealedBatch>()> seal;
 };
 
 struct ControlLoopOptions {
@@ -67,15 +96,21 @@ class ControlLoop {
   ~ControlLoop() { Stop(); }
 
   void Start() {
+    if (hooks_.seal) writer_ = std::thread([this] { WriterLoop(); });
     thread_ = std::thread([this] { Loop(); });
   }
-  // Runs what is queued, then stops the thread. Idempotent.
+  // Runs what is queued, then stops the threads. Idempotent.
   void Stop() {
     {
       absl::MutexLock lock(&mu_);
       stopping_ = true;
     }
     if (thread_.joinable()) thread_.join();
+    {
+      absl::MutexLock lock(&mu_);
+      writer_stop_ = true;
+    }
+    if (writer_.joinable()) writer_.join();
   }
 
   // Runs `fn` on the loop thread, alone in its batch, and returns its
@@ -166,22 +201,104 @@ class ControlLoop {
     return batch;
   }
 
+  // Runs `batch` and commits it before returning (nothing in flight).
   void RunBatch(std::vector<Item>& batch) {
     if (hooks_.begin) hooks_.begin();
     for (Item& item : batch) item.run();
-    const absl::Status committed =
-        hooks_.commit ? hooks_.commit() : absl::OkStatus();
+    absl::Status committed;
+    if (hooks_.seal) {
+      std::unique_ptr<SealedBatch> sealed = hooks_.seal();
+      committed = sealed->Write();
+      sealed->Settle(committed);
+    } else if (hooks_.commit) {
+      committed = hooks_.commit();
+    }
     for (Item& item : batch) item.finish(committed);
+  }
+
+  // Runs `batch` while the one before it is written, then settles that one
+  // and hands this one to the writer.
+  void RunPipelined(std::vector<Item>& batch) {
+    if (hooks_.begin) hooks_.begin();
+    for (Item& item : batch) item.run();
+    InFlight next{hooks_.seal(), std::move(batch)};
+    if (in_flight_.has_value()) {
+      const absl::Status written = WaitWritten();
+      if (!written.ok()) {
+        // Built on a batch that is not durable: undone first, never written.
+        next.sealed->Settle(written);
+        for (Item& item : next.items) item.finish(written);
+        SettleInFlight(written);
+        return;
+      }
+      SettleInFlight(written);
+    }
+    in_flight_ = std::move(next);
+    absl::MutexLock lock(&mu_);
+    to_write_ = in_flight_->sealed.get();
+  }
+
+  // Waits for the batch in flight (if any) to be written and settles it.
+  void Drain() {
+    if (in_flight_.has_value()) SettleInFlight(WaitWritten());
+  }
+
+  absl::Status WaitWritten() {
+    absl::MutexLock lock(&mu_);
+    auto written = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return written_; };
+    mu_.Await(absl::Condition(&written));
+    written_ = false;
+    return write_status_;
+  }
+
+  void SettleInFlight(const absl::Status& written) {
+    InFlight done = std::move(*in_flight_);
+    in_flight_.reset();
+    done.sealed->Settle(written);
+    for (Item& item : done.items) item.finish(written);
+  }
+
+  void WriterLoop() {
+    absl::MutexLock lock(&mu_);
+    while (true) {
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return to_write_ != nullptr || writer_stop_;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (to_write_ == nullptr) return;  // stopping, nothing to write
+      SealedBatch* batch = to_write_;
+      to_write_ = nullptr;
+      mu_.Unlock();
+      absl::Status st = batch->Write();
+      mu_.Lock();
+      write_status_ = std::move(st);
+      written_ = true;  // wakes the loop (its wait looks at written_)
+    }
   }
 
   void Loop() {
     absl::Time next_tick = absl::Now() + tick_interval_;
     while (true) {
       std::vector<Item> batch;
+      bool stopping = false;
+      bool settle = false;
       {
         absl::MutexLock lock(&mu_);
-        auto ready = [this] { return !queue_.empty() || stopping_; };
+        // A batch in flight wakes the loop when written, to hand its
+        // results back without waiting for more calls.
+        auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return !queue_.empty() || stopping_ || written_;
+        };
         mu_.AwaitWithDeadline(absl::Condition(&ready), next_tick);
+        settle = written_;
+      }
+      if (settle) {
+        Drain();
+        continue;
+      }
+      {
+        absl::MutexLock lock(&mu_);
         if (options_.max_batch_wait > absl::ZeroDuration() && !queue_.empty() &&
             queue_.front().batched && !stopping_) {
           // Let more requests join this batch, up to the bound.
@@ -192,15 +309,32 @@ class ControlLoop {
           mu_.AwaitWithTimeout(absl::Condition(&full), options_.max_batch_wait);
         }
         batch = TakeBatch();
-        if (batch.empty() && stopping_) return;
+        stopping = batch.empty() && stopping_;
       }
-      if (!batch.empty()) RunBatch(batch);
+      if (stopping) {
+        Drain();
+        return;
+      }
+      if (!batch.empty()) {
+        if (hooks_.seal && batch.front().batched) {
+          RunPipelined(batch);
+        } else {
+          Drain();
+          RunBatch(batch);
+        }
+      }
       if (absl::Now() >= next_tick) {
+        Drain();
         on_tick_();
         next_tick = absl::Now() + tick_interval_;
       }
     }
   }
+
+  struct InFlight {
+    std::unique_ptr<SealedBatch> sealed;
+    std::vector<Item> items;
+  };
 
   const absl::Duration tick_interval_;
   std::function<void()> on_tick_;
@@ -209,7 +343,15 @@ class ControlLoop {
   absl::Mutex mu_;
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The batch being written (loop thread only).
+  std::optional<InFlight> in_flight_;
+  // Between the loop thread and the writer.
+  SealedBatch* to_write_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool written_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status write_status_ ABSL_GUARDED_BY(mu_);
+  bool writer_stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
+  std::thread writer_;
 };
 
 }  // namespace tunefarm

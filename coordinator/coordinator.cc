@@ -1,6 +1,7 @@
 #include "coordinator/coordinator.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <utility>
@@ -444,47 +445,101 @@ void Coordinator::AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
   txn.writes.AppendEvent(ev);
 }
 
-void Coordinator::BeginBatch() { batch_ = std::make_unique<Txn>(); }
+void Coordinator::BeginBatch() {
+  if (spare_batches_.empty()) {
+    batch_ = std::make_unique<Txn>();
+  } else {
+    batch_ = std::move(spare_batches_.back());
+    spare_batches_.pop_back();
+  }
+}
 
 absl::Status Coordinator::CommitBatch() {
   if (batch_ == nullptr) return absl::OkStatus();
   std::unique_ptr<Txn> batch = std::move(batch_);
-  return CommitNow(*batch);
+  absl::Status st = CommitNow(*batch);
+  Recycle(std::move(batch));
+  return st;
+}
+
+void Coordinator::Recycle(std::unique_ptr<Txn> txn) {
+  // A batch's vectors grow to thousands of entries: keeping their memory
+  // for the next batch spares the allocator a large free and a large
+  // allocation per batch (glibc consolidates its free lists on each).
+  if (spare_batches_.size() >= 2) return;
+  txn->writes.Clear();
+  txn->touched.clear();
+  txn->undo.clear();
+  txn->saved_sweeps.clear();
+  txn->saved_boards.clear();
+  txn->saved_rounds.clear();
+  txn->saved_teams.clear();
+  txn->saved_reservations = false;
+  txn->after_commit.clear();
+  spare_batches_.push_back(std::move(txn));
 }
 
 absl::Status Coordinator::Commit(Txn& txn) {
   if (batch_ == nullptr) return CommitNow(txn);
-  // Staged: the batch writes each touched sweep's final record once.
-  batch_->writes.Append(txn.writes);
+  // Staged (moved, not copied): the batch writes each touched sweep's final
+  // record once.
+  batch_->writes.Append(std::move(txn.writes));
   batch_->touched.insert(txn.touched.begin(), txn.touched.end());
-  for (auto& undo : txn.undo) batch_->undo.push_back(std::move(undo));
-  for (auto& effect : txn.after_commit) {
-    batch_->after_commit.push_back(std::move(effect));
-  }
+  batch_->undo.insert(batch_->undo.end(),
+                      std::make_move_iterator(txn.undo.begin()),
+                      std::make_move_iterator(txn.undo.end()));
+  batch_->after_commit.insert(batch_->after_commit.end(),
+                              std::make_move_iterator(txn.after_commit.begin()),
+                              std::make_move_iterator(txn.after_commit.end()));
   txn = Txn();
   return absl::OkStatus();
 }
 
 absl::Status Coordinator::CommitNow(Txn& txn) {
+  Sealed sealed = Seal(txn);
+  const absl::Status written = WriteTxn(txn);
+  Settle(txn, sealed, written);
+  return written;
+}
+
+Coordinator::Sealed Coordinator::Seal(Txn& txn) {
+  Sealed sealed;
   // An ended sweep's report is on disk before its end is stored: whoever
   // sees the end (GetSweep and WatchSweep read the store) finds the report
   // where report_path says, and no crash between the two loses it. A report
   // that cannot be written is not promised: the record names none.
-  std::vector<std::string> reports;
   for (SweepRuntime* s : txn.touched) {
     if (!s->finished || s->sweep.report_path().empty()) continue;
     if (WriteReport(s->sweep, s->rounds)) {
-      reports.push_back(s->sweep.report_path());
+      sealed.reports.push_back(s->sweep.report_path());
     } else {
       s->sweep.clear_report_path();
     }
   }
-  for (SweepRuntime* s : txn.touched) txn.writes.PutSweep(s->sweep);
-  absl::Status st =
-      txn.writes.empty() ? absl::OkStatus() : store_->Commit(txn.writes);
-  if (!st.ok()) {
+  for (SweepRuntime* s : txn.touched) {
+    txn.writes.PutSweep(s->sweep);
+    sealed.touched.push_back(s->sweep.sweep_id());
+  }
+  // By id from here on: a sweep finished by an earlier batch may be gone
+  // by the time this one settles.
+  txn.touched.clear();
+  return sealed;
+}
+
+absl::Status Coordinator::WriteTxn(const Txn& txn) {
+  if (txn.writes.empty()) return absl::OkStatus();
+  absl::Status st = store_->Commit(txn.writes);
+  // A full disk keeps its own code (callers say RESOURCE_EXHAUSTED).
+  if (st.ok() || absl::IsResourceExhausted(st)) return st;
+  return absl::UnavailableError(
+      absl::StrCat("could not record durably: ", st.message()));
+}
+
+void Coordinator::Settle(Txn& txn, const Sealed& sealed,
+                         const absl::Status& written) {
+  if (!written.ok()) {
     // Those sweeps have not ended: no report of an end that did not happen.
-    for (const std::string& path : reports) {
+    for (const std::string& path : sealed.reports) {
       if (absl::Status removed = RemoveAll(path); !removed.ok()) {
         spdlog::error(
             "cannot remove the report {} of an end that was not "
@@ -496,24 +551,22 @@ absl::Status Coordinator::CommitNow(Txn& txn) {
     // holds, and the caller answers with an error (a retry starts afresh).
     for (auto it = txn.undo.rbegin(); it != txn.undo.rend(); ++it) (*it)();
     txn.undo.clear();
-    txn.touched.clear();
     const absl::Time now = clock_->Now();
     if (now - last_commit_error_log_ >= absl::Seconds(10)) {
       last_commit_error_log_ = now;
-      spdlog::error("store commit failed, nothing applied: {}", st.ToString());
+      spdlog::error("store commit failed, nothing applied: {}",
+                    written.ToString());
     }
-    // A full disk keeps its own code (callers say RESOURCE_EXHAUSTED).
-    if (absl::IsResourceExhausted(st)) return st;
-    return absl::UnavailableError(
-        absl::StrCat("could not record durably: ", st.message()));
+    return;
   }
   txn.undo.clear();
   for (auto& effect : txn.after_commit) effect();
-  if (txn.writes.empty()) return absl::OkStatus();
+  if (txn.writes.empty()) return;
   std::vector<std::string> done;
-  for (SweepRuntime* s : txn.touched) {
-    if (event_listener_) event_listener_(s->sweep.sweep_id());
-    if (s->finished) done.push_back(s->sweep.sweep_id());
+  for (const std::string& id : sealed.touched) {
+    if (event_listener_) event_listener_(id);
+    SweepRuntime* s = FindSweep(id);
+    if (s != nullptr && s->finished) done.push_back(id);
   }
   for (const std::string& id : done) sweeps_.erase(id);
   if (metrics_ != nullptr) {
@@ -525,7 +578,29 @@ absl::Status Coordinator::CommitNow(Txn& txn) {
     }
     metrics_->SetQueueDepth(queued);
   }
-  return absl::OkStatus();
+}
+
+class Coordinator::SealedTxn : public SealedBatch {
+ public:
+  SealedTxn(Coordinator* c, std::unique_ptr<Txn> txn, Sealed sealed)
+      : c_(c), txn_(std::move(txn)), sealed_(std::move(sealed)) {}
+  absl::Status Write() override { return c_->WriteTxn(*txn_); }
+  void Settle(const absl::Status& written) override {
+    c_->Settle(*txn_, sealed_, written);
+    c_->Recycle(std::move(txn_));
+  }
+
+ private:
+  Coordinator* const c_;
+  std::unique_ptr<Txn> txn_;
+  const Sealed sealed_;
+};
+
+std::unique_ptr<SealedBatch> Coordinator::SealBatch() {
+  std::unique_ptr<Txn> batch =
+      batch_ != nullptr ? std::move(batch_) : std::make_unique<Txn>();
+  Sealed sealed = Seal(*batch);
+  return std::make_unique<SealedTxn>(this, std::move(batch), std::move(sealed));
 }
 
 // --- user side ------------------------------------------------------------
@@ -936,8 +1011,7 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
   AddEvent(
       txn, s, v1::EVENT_KIND_ROUND_LEASED,
       absl::StrCat(RoundAndChange(round), " on ", board.info.board_id(),
-                   ", epoch ", lease->epoch(),
-                   prefetch ? " (prefetched)" : ""),
+                   ", epoch ", lease->epoch(), prefetch ? " (prefetched)" : ""),
       &round);
   if (metrics_ != nullptr) {
     txn.after_commit.push_back(

@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/auth.h"
+#include "coordinator/control_loop.h"
 #include "coordinator/farm_metrics.h"
 #include "coordinator/health.h"
 #include "coordinator/liveness.h"
@@ -141,6 +142,13 @@ class Coordinator {
   // (submissions, diagnoses) belong in batches of their own.
   void BeginBatch();
   absl::Status CommitBatch();
+  // Pipelined group commit (ControlLoop::BatchHooks::seal): ends the open
+  // batch like CommitBatch but leaves the write to the returned SealedBatch
+  // (Write: the store commit, from any one thread; Settle: back on this
+  // core's thread, applying what waited for durability or undoing the
+  // batch). Calls of the next batch may run before this one is settled;
+  // a batch settled with an error is settled after the ones built on it.
+  std::unique_ptr<SealedBatch> SealBatch();
 
   // Where the gRPC threads note every agent call as it arrives (null: only
   // the calls this core has processed count). An agent is lost when
@@ -204,6 +212,20 @@ class Coordinator {
   // Commits `txn`, or stages it into the open batch.
   absl::Status Commit(Txn& txn);
   absl::Status CommitNow(Txn& txn);
+  // CommitNow in three steps, so a batch's write can run on another thread:
+  // Seal (loop thread) writes the reports of the sweeps the txn ends and adds
+  // each touched sweep's record; WriteTxn commits (the error as callers see
+  // it); Settle applies, or removes those reports and undoes.
+  struct Sealed {
+    std::vector<std::string> touched;  // sweep ids
+    std::vector<std::string> reports;  // report paths written by Seal
+  };
+  Sealed Seal(Txn& txn);
+  absl::Status WriteTxn(const Txn& txn);
+  void Settle(Txn& txn, const Sealed& sealed, const absl::Status& written);
+  class SealedTxn;
+  // Keeps a settled batch's memory for a later BeginBatch.
+  void Recycle(std::unique_ptr<Txn> txn);
 
   bool BoardMatches(const v1::BoardInfo& board,
                     const v1::BoardSelector& selector) const;
@@ -313,6 +335,7 @@ class Coordinator {
   std::vector<v1::BoardReservation> reservations_;
   absl::Time last_commit_error_log_ = absl::InfinitePast();
   std::unique_ptr<Txn> batch_;  // open group commit, or null
+  std::vector<std::unique_ptr<Txn>> spare_batches_;  // see Recycle
 };
 
 }  // namespace tunefarm

@@ -228,7 +228,8 @@ int Main(int argc, char** argv) {
   coordinator.SetLiveness(&liveness);
 
   absl::Time last_tick_error = absl::InfinitePast();
-  // Agents' calls queued together share one synced commit.
+  // Agents' calls queued together share one synced commit, written while
+  // the loop runs the next batch (pipelined: ControlLoop).
   ControlLoop::Options loop_options;
   loop_options.max_batch = max_batch;
   loop_options.max_batch_wait = absl::Microseconds(max_batch_wait_us);
@@ -243,8 +244,8 @@ int Main(int argc, char** argv) {
           spdlog::error("tick: {}", st.ToString());
         }
       },
-      {[&] { coordinator.BeginBatch(); },
-       [&] { return coordinator.CommitBatch(); }},
+      {[&] { coordinator.BeginBatch(); }, nullptr,
+       [&] { return coordinator.SealBatch(); }},
       loop_options);
   loop.Start();
 

@@ -51,6 +51,11 @@ absl::Status FaultInjectingStore::Commit(const WriteSet& writes) {
   {
     absl::MutexLock lock(&mu_);
     delay = delay_;
+  }
+  // A slow disk is slow to fail too.
+  if (delay > absl::ZeroDuration()) absl::SleepFor(delay);
+  {
+    absl::MutexLock lock(&mu_);
     bool fail = false;
     if (fail_nth_ > 0 && --fail_nth_ == 0) fail = true;
     if (ok_before_failing_ == 0) {
@@ -63,7 +68,6 @@ absl::Status FaultInjectingStore::Commit(const WriteSet& writes) {
       return error_;
     }
   }
-  if (delay > absl::ZeroDuration()) absl::SleepFor(delay);
   absl::Status st = base_->Commit(writes);
   if (st.ok()) {
     absl::MutexLock lock(&mu_);

@@ -67,8 +67,12 @@ class WriteSet {
   void PutMeta(const std::string& key, const std::string& value);
 
   // Appends `other`'s mutations after these (a later put of the same key
-  // wins, as in one Commit).
+  // wins, as in one Commit). The rvalue form moves them (no copies of the
+  // serialized records) and leaves `other` empty.
   void Append(const WriteSet& other);
+  void Append(WriteSet&& other);
+  // Drops every mutation, keeping the memory for the next ones.
+  void Clear() { mutations_.clear(); }
   // INVALID_ARGUMENT naming the field when a mutation has an empty id, a
   // negative round id or epoch, an event seq < 1, or failed to serialize.
   absl::Status Validate() const;

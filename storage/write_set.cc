@@ -1,3 +1,4 @@
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -79,6 +80,13 @@ absl::Status WriteSet::Validate() const {
 void WriteSet::Append(const WriteSet& other) {
   mutations_.insert(mutations_.end(), other.mutations_.begin(),
                     other.mutations_.end());
+}
+
+void WriteSet::Append(WriteSet&& other) {
+  mutations_.insert(mutations_.end(),
+                    std::make_move_iterator(other.mutations_.begin()),
+                    std::make_move_iterator(other.mutations_.end()));
+  other.mutations_.clear();
 }
 
 void WriteSet::PutSweep(const v1::Sweep& sweep) {

@@ -49,3 +49,11 @@ add_executable(watch_test ${CMAKE_CURRENT_LIST_DIR}/watch_test.cc)
 target_link_libraries(watch_test PRIVATE
   coordinator_test_harness GTest::gtest_main)
 gtest_discover_tests(watch_test DISCOVERY_TIMEOUT 60)
+
+# Pipelined group commit: the next batch runs while the last is synced; a
+# failed sync undoes the batch built on it, unwritten.
+add_executable(pipelined_commit_test
+  ${CMAKE_CURRENT_LIST_DIR}/pipelined_commit_test.cc)
+target_link_libraries(pipelined_commit_test PRIVATE
+  coordinator_test_harness GTest::gtest_main)
+gtest_discover_tests(pipelined_commit_test DISCOVERY_TIMEOUT 60)

@@ -75,5 +75,16 @@ TEST(FaultInjectingStoreTest, DelaySlowsCommitsWithoutFailingThem) {
   EXPECT_TRUE(Has(*base, "a"));
 }
 
+TEST(FaultInjectingStoreTest, DelaySlowsFailingCommitsToo) {
+  std::unique_ptr<Store> base = NewMemoryStore();
+  FaultInjectingStore store(base.get());
+  store.SetCommitDelay(absl::Milliseconds(30));
+  store.FailNthCommit(1);
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(store.Commit(PutMeta("a")).ok());
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(30));
+  EXPECT_FALSE(Has(*base, "a"));
+}
+
 }  // namespace
 }  // namespace tunefarm
