@@ -6,16 +6,15 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/params.h"
 #include "common/status_macros.h"
 #include "coordinator/keep_rule.h"
+#include "coordinator/lease_id.h"
 #include "coordinator/report.h"
 #include "coordinator/saturation.h"
 #include "coordinator/spec.h"
@@ -71,13 +70,6 @@ constexpr int kMaxRemeasures = 2;
 constexpr double kRemeasureConfidence = 0.99;
 constexpr char kQuotasKey[] = "team_quotas";
 constexpr char kReservationsKey[] = "board_reservations";
-// Health-check leases are "health:<board>:<n>", never a sweep's lease.
-constexpr char kHealthLeasePrefix[] = "health:";
-
-bool IsHealthLease(const std::string& lease_id) {
-  return absl::StartsWith(lease_id, kHealthLeasePrefix);
-}
-
 // When a healthy board's next periodic check is due (never for zero).
 absl::Time NextPeriodicCheck(absl::Time now, absl::Duration interval) {
   return interval > absl::ZeroDuration() ? now + interval
@@ -109,16 +101,6 @@ std::string BoardStateName(v1::BoardState s) {
     default:
       return "unknown";
   }
-}
-
-// "sw-000001/7/2" → sweep, round, epoch.
-bool ParseLeaseId(const std::string& lease_id, std::string* sweep_id,
-                  int64_t* round_id, int64_t* epoch) {
-  std::vector<std::string> parts = absl::StrSplit(lease_id, '/');
-  if (parts.size() != 3) return false;
-  *sweep_id = parts[0];
-  return absl::SimpleAtoi(parts[1], round_id) &&
-         absl::SimpleAtoi(parts[2], epoch);
 }
 
 std::string Us(double us) { return absl::StrFormat("%.1f µs", us); }
@@ -986,8 +968,8 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
   round.set_attempts(round.attempts() + 1);
   v1::Lease* lease = round.mutable_lease();
   lease->set_epoch(round.attempts());
-  lease->set_lease_id(absl::StrCat(s.sweep.sweep_id(), "/", round.round_id(),
-                                   "/", lease->epoch()));
+  lease->set_lease_id(
+      LeaseId{s.sweep.sweep_id(), round.round_id(), lease->epoch()}.ToString());
   lease->set_board_id(board.info.board_id());
   lease->set_agent_id(board.info.agent_id());
   lease->set_granted_unix_ms(absl::ToUnixMillis(now));
@@ -1195,18 +1177,15 @@ bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
 }
 
 v1::Round* Coordinator::LiveLease(const std::string& lease_id) {
-  std::string sweep_id;
-  int64_t round_id = 0, epoch = 0;
-  if (lease_id.empty() ||
-      !ParseLeaseId(lease_id, &sweep_id, &round_id, &epoch)) {
+  if (lease_id.empty()) return nullptr;
+  const std::optional<LeaseId> id = LeaseId::Parse(lease_id);
+  if (!id.has_value()) return nullptr;
+  SweepRuntime* s = FindSweep(id->sweep_id);
+  if (s == nullptr || id->round_id < 0 ||
+      id->round_id >= static_cast<int64_t>(s->rounds.size())) {
     return nullptr;
   }
-  SweepRuntime* s = FindSweep(sweep_id);
-  if (s == nullptr || round_id < 0 ||
-      round_id >= static_cast<int64_t>(s->rounds.size())) {
-    return nullptr;
-  }
-  v1::Round& r = s->rounds[round_id];
+  v1::Round& r = s->rounds[id->round_id];
   return r.state() == v1::ROUND_STATE_LEASED && r.lease().lease_id() == lease_id
              ? &r
              : nullptr;
@@ -1218,7 +1197,7 @@ absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
     a->second.last_seen = clock_->Now();
   }
   v1::RenewLeaseResponse response;
-  if (IsHealthLease(request.lease_id())) {
+  if (HealthLeaseId::IsHealthLease(request.lease_id())) {
     for (auto& [id, b] : boards_) {
       if (b.lease_id != request.lease_id()) continue;
       b.check_expires = clock_->Now() + options_.lease_duration;
@@ -1227,18 +1206,17 @@ absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
     }
     return response;
   }
-  std::string sweep_id;
-  int64_t round_id = 0, epoch = 0;
-  if (!ParseLeaseId(request.lease_id(), &sweep_id, &round_id, &epoch)) {
+  const std::optional<LeaseId> id = LeaseId::Parse(request.lease_id());
+  if (!id.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat("lease_id: malformed '", request.lease_id(), "'"));
   }
-  SweepRuntime* s = FindSweep(sweep_id);
-  if (s == nullptr || round_id < 0 ||
-      round_id >= static_cast<int64_t>(s->rounds.size())) {
+  SweepRuntime* s = FindSweep(id->sweep_id);
+  if (s == nullptr || id->round_id < 0 ||
+      id->round_id >= static_cast<int64_t>(s->rounds.size())) {
     return response;  // valid=false: the sweep ended
   }
-  v1::Round& r = s->rounds[round_id];
+  v1::Round& r = s->rounds[id->round_id];
   if (r.state() != v1::ROUND_STATE_LEASED ||
       r.lease().lease_id() != request.lease_id() ||
       r.lease().epoch() != request.epoch()) {
@@ -1335,7 +1313,7 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
   if (request.result().outcome() == v1::OUTCOME_UNSPECIFIED) {
     return absl::InvalidArgumentError("result.outcome: must be set");
   }
-  if (IsHealthLease(request.lease_id())) {
+  if (HealthLeaseId::IsHealthLease(request.lease_id())) {
     auto b = boards_.find(request.board_id());
     if (b == boards_.end() || b->second.lease_id != request.lease_id()) {
       response.set_reason(
@@ -1806,11 +1784,11 @@ absl::Status Coordinator::Tick() {
       SaveBoard(txn, board_id);
       // The lease held ahead first, so it is not promoted in its place.
       RequeueLeaseAhead(txn, b->second, absl::StrCat("board lost: ", why));
-      std::string sweep_id;
-      int64_t round_id = 0, epoch = 0;
-      if (!b->second.lease_id.empty() &&
-          ParseLeaseId(b->second.lease_id, &sweep_id, &round_id, &epoch)) {
-        SweepRuntime* s = FindSweep(sweep_id);
+      if (const std::optional<LeaseId> lease =
+              LeaseId::Parse(b->second.lease_id);
+          lease.has_value()) {
+        SweepRuntime* s = FindSweep(lease->sweep_id);
+        const int64_t round_id = lease->round_id;
         if (s != nullptr && round_id < static_cast<int64_t>(s->rounds.size()) &&
             s->rounds[round_id].state() == v1::ROUND_STATE_LEASED &&
             s->rounds[round_id].lease().lease_id() == b->second.lease_id) {
@@ -1828,7 +1806,7 @@ absl::Status Coordinator::Tick() {
     it = agents_.erase(it);
   }
   for (auto& [id, b] : boards_) {
-    if (IsHealthLease(b.lease_id) && b.check_expires < now) {
+    if (HealthLeaseId::IsHealthLease(b.lease_id) && b.check_expires < now) {
       RecordHealthCheck(txn, b, nullptr, "no result within the lease");
       boards_changed = true;
     }
@@ -2133,8 +2111,8 @@ bool Coordinator::GrantHealthCheck(BoardRuntime& board, v1::WorkItem* work) {
   }
   const absl::Time now = clock_->Now();
   ++board.checks_run;
-  board.lease_id = absl::StrCat(kHealthLeasePrefix, board.info.board_id(), ":",
-                                board.checks_run);
+  board.lease_id =
+      HealthLeaseId{board.info.board_id(), board.checks_run}.ToString();
   board.check_expires = now + options_.lease_duration;
   board.info.set_current_lease_id(board.lease_id);
   // A quarantined board stays so until its re-check passes.
