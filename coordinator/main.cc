@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/control_loop.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/diagnosis_intake.h"
 #include "coordinator/health.h"
 #include "coordinator/policy.h"
 #include "coordinator/prometheus_metrics.h"
@@ -270,9 +272,10 @@ int Main(int argc, char** argv) {
                           (*receiver)->bound_endpoint() + "\n");
   }
   std::atomic<bool> stop{false};
-  // Diagnosis intake: each diagnosis is recorded on the control loop and
-  // acked only once it is durable, or will never be (then the ack says
-  // why), so the analyzer and the agent behind it re-send anything else.
+  // Diagnosis intake (coordinator/diagnosis_intake.h): each diagnosis is
+  // recorded on the control loop and acked only once it is durable, or will
+  // never be (then the ack says why), so the analyzer and the agent behind
+  // it re-send anything else.
   std::thread intake([&] {
     while (!stop.load()) {
       auto in = (*receiver)->Receive(absl::Milliseconds(200));
@@ -286,40 +289,14 @@ int Main(int argc, char** argv) {
         spdlog::warn("diagnosis intake: message without a diagnosis dropped");
         continue;
       }
-      v1::Diagnosis d = in->message.diagnosis();
-      absl::Status st;
-      if (d.bundle_id().empty()) {
-        st = absl::InvalidArgumentError("diagnosis without a bundle_id");
-      } else {
-        // Who sent it is who CURVE authenticated (its allow-list name);
-        // what it claims is kept only below that name.
-        if (!in->identity.empty() && d.analyzer_id() != in->identity) {
-          d.set_analyzer_id(
-              d.analyzer_id().empty()
-                  ? in->identity
-                  : absl::StrCat(in->identity, "/", d.analyzer_id()));
-        }
-        st = loop.Call([&] { return coordinator.RecordDiagnosis(d); });
-      }
-      v1::PipelineMessage reply;
-      v1::PipelineAck* ack = reply.mutable_ack();
-      ack->set_bundle_id(d.bundle_id());
-      ack->set_sweep_id(d.sweep_id());
-      ack->set_round_id(d.round_id());
-      if (absl::IsAlreadyExists(st)) {
-        ack->set_duplicate(true);
-      } else if (absl::IsNotFound(st) || absl::IsFailedPrecondition(st) ||
-                 absl::IsInvalidArgument(st)) {
-        spdlog::warn("diagnosis rejected: {}", st.ToString());
-        ack->set_rejected(std::string(st.message()));
-      } else if (!st.ok()) {
-        spdlog::warn(
-            "diagnosis of bundle {} not recorded, not acked (it "
-            "will be re-sent): {}",
-            d.bundle_id(), st.ToString());
-        continue;
-      }
-      if (absl::Status sent = (*receiver)->Reply(in->peer, reply); !sent.ok()) {
+      // Who sent it is who CURVE authenticated (its allow-list name).
+      std::optional<v1::PipelineMessage> reply = IntakeDiagnosis(
+          in->message.diagnosis(), in->identity, [&](const v1::Diagnosis& d) {
+            return loop.Call([&] { return coordinator.RecordDiagnosis(d); });
+          });
+      if (!reply.has_value()) continue;
+      if (absl::Status sent = (*receiver)->Reply(in->peer, *reply);
+          !sent.ok()) {
         spdlog::warn("diagnosis intake: {}", sent.ToString());
       }
     }

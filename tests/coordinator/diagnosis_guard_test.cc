@@ -1,12 +1,16 @@
 // A diagnosis is recorded only for the round, the lease epoch and the bundle
 // id the coordinator leased out and recorded (issue 16), idempotently. A
-// real Coordinator over RocksDB in a temporary folder, driven directly.
+// real Coordinator over RocksDB in a temporary folder, driven directly, and
+// through the diagnosis intake (coordinator/diagnosis_intake.h) that acks
+// what the analyzers send.
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "coordinator/auth.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/diagnosis_intake.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
 #include "tests/coordinator/coordinator_harness.h"
@@ -115,6 +119,61 @@ TEST_F(DiagnosisGuardTest, OnlyTheRecordedResultsBundleIsDiagnosed) {
   ASSERT_TRUE(round.ok()) << round.status();
   EXPECT_EQ(round->diagnosis().bundle_id(), bundle);
   EXPECT_EQ(round->diagnosis().hotspots(0).op_name(), "MatMul");
+}
+
+// The intake acks a diagnosis once recorded (under the name the transport
+// authenticated), a re-send as a duplicate, one never recordable as
+// rejected, and one without a bundle id without asking the core.
+TEST_F(DiagnosisGuardTest, TheIntakeAcksWhatTheCoreRecordedOrNeverWill) {
+  const v1::WorkItem w = Lease();
+  const std::string bundle = absl::StrCat(id_, ".r0.e", w.epoch(), ".b0");
+  Report(w, bundle);
+  int recorded = 0;
+  const auto record = [&](const v1::Diagnosis& d) {
+    ++recorded;
+    return core()->RecordDiagnosis(d);
+  };
+  std::optional<v1::PipelineMessage> reply =
+      IntakeDiagnosis(Diag(w, bundle), "lab-analyzer", record);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->ack().bundle_id(), bundle);
+  EXPECT_EQ(reply->ack().sweep_id(), id_);
+  EXPECT_EQ(reply->ack().round_id(), 0);
+  EXPECT_FALSE(reply->ack().duplicate());
+  EXPECT_EQ(reply->ack().rejected(), "");
+  auto round = disk_.store()->GetRound(id_, 0);
+  ASSERT_TRUE(round.ok()) << round.status();
+  EXPECT_EQ(round->diagnosis().analyzer_id(), "lab-analyzer/analyzer-1");
+
+  reply = IntakeDiagnosis(Diag(w, bundle), "lab-analyzer", record);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_TRUE(reply->ack().duplicate());
+
+  reply = IntakeDiagnosis(Diag(w, "forged"), "lab-analyzer", record);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_NE(reply->ack().rejected(), "");
+  EXPECT_EQ(recorded, 3);
+
+  reply = IntakeDiagnosis(Diag(w, ""), "lab-analyzer", record);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_NE(reply->ack().rejected().find("bundle_id"), std::string::npos);
+  EXPECT_EQ(recorded, 3) << "a diagnosis without a bundle id reached the core";
+}
+
+// What could not be recorded for now (store down, disk full) is not acked,
+// so it is re-sent; an unauthenticated sender's claim stands as it is.
+TEST(DiagnosisIntakeTest, NoAckUnlessRecordedOrNeverRecordable) {
+  v1::Diagnosis d;
+  d.set_bundle_id("b1");
+  EXPECT_FALSE(DiagnosisAck(d, absl::UnavailableError("store")).has_value());
+  EXPECT_FALSE(
+      DiagnosisAck(d, absl::ResourceExhaustedError("disk full")).has_value());
+  EXPECT_TRUE(DiagnosisAck(d, absl::OkStatus()).has_value());
+  d.set_analyzer_id("claimed");
+  EXPECT_EQ(AttributeDiagnosis(d, "").analyzer_id(), "claimed");
+  EXPECT_EQ(AttributeDiagnosis(d, "claimed").analyzer_id(), "claimed");
+  d.clear_analyzer_id();
+  EXPECT_EQ(AttributeDiagnosis(d, "lab").analyzer_id(), "lab");
 }
 
 }  // namespace
