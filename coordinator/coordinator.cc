@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "coordinator/keep_rule.h"
 #include "coordinator/lease_id.h"
+#include "coordinator/placement.h"
 #include "coordinator/report.h"
 #include "coordinator/saturation.h"
 #include "coordinator/spec.h"
@@ -68,8 +69,6 @@ constexpr int32_t kMaxLeasesAhead = 8;
 // the extra looks use this confidence at least.
 constexpr int kMaxRemeasures = 2;
 constexpr double kRemeasureConfidence = 0.99;
-constexpr char kQuotasKey[] = "team_quotas";
-constexpr char kReservationsKey[] = "board_reservations";
 // When a healthy board's next periodic check is due (never for zero).
 absl::Time NextPeriodicCheck(absl::Time now, absl::Duration interval) {
   return interval > absl::ZeroDuration() ? now + interval
@@ -133,28 +132,6 @@ std::string VsParent(double gain) {
   return absl::StrFormat("%.1f%% slower than its parent", -gain * 100);
 }
 
-// Whether two reservations name the same board or the same label pool.
-bool SameTarget(const v1::BoardReservation& a, const v1::BoardReservation& b) {
-  if (a.board_id() != b.board_id() || a.labels_size() != b.labels_size()) {
-    return false;
-  }
-  for (const auto& [key, value] : a.labels()) {
-    auto it = b.labels().find(key);
-    if (it == b.labels().end() || it->second != value) return false;
-  }
-  return true;
-}
-
-std::string DescribeTarget(const v1::BoardReservation& r) {
-  if (!r.board_id().empty()) return absl::StrCat("board ", r.board_id());
-  std::vector<std::string> labels;
-  for (const auto& [key, value] : r.labels()) {
-    labels.push_back(absl::StrCat(key, "=", value));
-  }
-  std::sort(labels.begin(), labels.end());
-  return absl::StrCat("boards labelled ", absl::StrJoin(labels, ","));
-}
-
 }  // namespace
 
 Coordinator::Coordinator(Store* store, const OperatorCatalog* catalog,
@@ -164,7 +141,9 @@ Coordinator::Coordinator(Store* store, const OperatorCatalog* catalog,
       catalog_(catalog),
       clock_(clock),
       options_(std::move(options)),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      placement_(options_.default_quota, options_.team_quotas,
+                 options_.reservations) {}
 
 Coordinator::~Coordinator() = default;
 
@@ -257,8 +236,9 @@ void Coordinator::SaveTeamSeconds(Txn& txn, const std::string& team) {
 void Coordinator::SaveReservationList(Txn& txn) {
   if (txn.saved_reservations) return;
   txn.saved_reservations = true;
-  txn.undo.push_back(
-      [this, before = reservations_] { reservations_ = before; });
+  txn.undo.push_back([this, before = placement_.reservations()] {
+    placement_.SetReservations(before);
+  });
 }
 
 std::string Coordinator::DescribeState() const {
@@ -288,10 +268,10 @@ std::string Coordinator::DescribeState() const {
   for (const auto& [team, secs] : team_board_seconds_) {
     absl::StrAppend(&out, "team ", team, ": ", secs, " board s\n");
   }
-  for (const v1::BoardReservation& r : reservations_) {
+  for (const v1::BoardReservation& r : placement_.reservations()) {
     absl::StrAppend(&out, "reservation ", r.ShortDebugString(), "\n");
   }
-  for (const auto& [team, q] : options_.team_quotas) {
+  for (const auto& [team, q] : placement_.quotas()) {
     absl::StrAppend(&out, "quota ", q.ShortDebugString(), "\n");
   }
   return out;
@@ -323,31 +303,11 @@ absl::StatusOr<Coordinator::SweepRuntime*> Coordinator::LoadRuntime(
 }
 
 absl::Status Coordinator::Recover() {
-  reservations_ = options_.reservations;
-  for (v1::BoardReservation& r : reservations_) r.set_from_policy(true);
-  TF_ASSIGN_OR_RETURN(auto reservations, store_->GetMeta(kReservationsKey));
-  if (reservations.has_value()) {
-    v1::ListReservationsResponse stored;
-    if (!stored.ParseFromString(*reservations)) {
-      return absl::DataLossError(absl::StrCat("meta ", kReservationsKey,
-                                              " is not a reservation list"));
-    }
-    for (const v1::BoardReservation& r : stored.reservations()) {
-      reservations_.push_back(r);
-    }
-  }
-  TF_ASSIGN_OR_RETURN(auto quotas, store_->GetMeta(kQuotasKey));
-  if (quotas.has_value()) {
-    v1::ListTeamsResponse stored;
-    if (!stored.ParseFromString(*quotas)) {
-      return absl::DataLossError(
-          absl::StrCat("meta ", kQuotasKey, " is not a quota list"));
-    }
-    // Quotas an admin set at run time win over the policy file's.
-    for (const v1::TeamUsage& u : stored.teams()) {
-      options_.team_quotas[u.quota().team()] = u.quota();
-    }
-  }
+  TF_ASSIGN_OR_RETURN(auto reservations,
+                      store_->GetMeta(Placement::kReservationsKey));
+  TF_RETURN_IF_ERROR(placement_.LoadStored(reservations, std::nullopt));
+  TF_ASSIGN_OR_RETURN(auto quotas, store_->GetMeta(Placement::kQuotasKey));
+  TF_RETURN_IF_ERROR(placement_.LoadStored(std::nullopt, quotas));
   TF_ASSIGN_OR_RETURN(auto next, store_->GetMeta(kNextSweepKey));
   if (next.has_value() && !absl::SimpleAtoi(*next, &next_sweep_number_)) {
     return absl::DataLossError(
@@ -399,7 +359,7 @@ absl::Status Coordinator::Recover() {
     // Until its agent registers again, a board cannot be trusted.
     b.set_state(v1::BOARD_STATE_LOST);
     b.clear_current_lease_id();
-    b.set_reserved_for(ReservedFor(b));
+    b.set_reserved_for(placement_.ReservedFor(b));
     boards_[b.board_id()].info = std::move(b);
   }
   PublishBoardMetrics();
@@ -623,7 +583,7 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
     }
   }
 
-  const v1::TeamQuota& quota = QuotaOf(spec.team());
+  const v1::TeamQuota& quota = placement_.QuotaOf(spec.team());
   if (quota.max_active_sweeps() > 0) {
     int active = 0;
     for (const auto& [id, s] : sweeps_) {
@@ -834,7 +794,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
     br.info.set_state(draining              ? v1::BOARD_STATE_DRAINING
                       : br.lease_id.empty() ? v1::BOARD_STATE_IDLE
                                             : v1::BOARD_STATE_BUSY);
-    br.info.set_reserved_for(ReservedFor(br.info));
+    br.info.set_reserved_for(placement_.ReservedFor(br.info));
     // LAVA: a board that joins proves itself on its golden first.
     br.check_due = options_.health_checks.contains(br.info.kind());
     txn.writes.PutBoard(br.info);
@@ -1120,7 +1080,7 @@ bool Coordinator::IdleBoardCouldTake(const BoardRuntime& self,
       continue;
     }
     if (BoardMatches(other.info, s.sweep.spec().boards()) &&
-        ReservationAllows(other.info, s.sweep.spec().team(),
+        Placement::Allows(other.info, s.sweep.spec().team(),
                           s.sweep.spec().boards())) {
       return true;
     }
@@ -1139,7 +1099,9 @@ bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
   // every round it has).
   if (share.size() > 1) {
     for (auto& [team, value] : share) {
-      const double w = QuotaOf(team).weight() > 0 ? QuotaOf(team).weight() : 1;
+      const double w = placement_.QuotaOf(team).weight() > 0
+                           ? placement_.QuotaOf(team).weight()
+                           : 1;
       value = TeamBoardSeconds(team) / w;
     }
   }
@@ -1155,14 +1117,14 @@ bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
                    });
   for (SweepRuntime* s : order) {
     if (!BoardMatches(board.info, s->sweep.spec().boards()) ||
-        !ReservationAllows(board.info, s->sweep.spec().team(),
+        !Placement::Allows(board.info, s->sweep.spec().team(),
                            s->sweep.spec().boards())) {
       continue;
     }
     // A lease ahead must not take work that an idle board could run now:
     // building ahead only pays when every fitting board is busy.
     if (prefetch && IdleBoardCouldTake(board, *s)) continue;
-    const v1::TeamQuota& quota = QuotaOf(s->sweep.spec().team());
+    const v1::TeamQuota& quota = placement_.QuotaOf(s->sweep.spec().team());
     if (quota.max_boards() > 0 &&
         TeamBoardsInUse(s->sweep.spec().team()) >= quota.max_boards()) {
       continue;
@@ -1847,11 +1809,6 @@ void Coordinator::PublishBoardMetrics() {
   metrics_->SetBoardStates(boards);
 }
 
-const v1::TeamQuota& Coordinator::QuotaOf(const std::string& team) const {
-  auto it = options_.team_quotas.find(team);
-  return it != options_.team_quotas.end() ? it->second : options_.default_quota;
-}
-
 double Coordinator::TeamBoardSeconds(const std::string& team) const {
   double total = 0;
   if (auto it = team_board_seconds_.find(team);
@@ -1940,40 +1897,24 @@ absl::StatusOr<v1::BoardInfo> Coordinator::AdmitBoard(
 
 absl::StatusOr<v1::TeamQuota> Coordinator::SetTeamQuota(
     const v1::TeamQuota& quota) {
-  if (quota.team().empty()) {
-    return absl::InvalidArgumentError("quota.team: must not be empty");
-  }
-  if (!(quota.weight() >= 0 && quota.weight() <= 1e6)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "quota.weight: must be between 0 and 1e6, got ", quota.weight()));
-  }
-  if (quota.max_boards() < 0 || quota.max_active_sweeps() < 0) {
-    return absl::InvalidArgumentError(
-        "quota.max_boards, quota.max_active_sweeps: must not be negative "
-        "(0 = unlimited)");
-  }
-  v1::ListTeamsResponse stored;
-  for (const auto& [team, q] : options_.team_quotas) {
-    if (team != quota.team()) *stored.add_teams()->mutable_quota() = q;
-  }
-  *stored.add_teams()->mutable_quota() = quota;
+  TF_ASSIGN_OR_RETURN(std::string stored, placement_.StoredQuotasWith(quota));
   Txn txn;
-  txn.writes.PutMeta(kQuotasKey, stored.SerializeAsString());
+  txn.writes.PutMeta(Placement::kQuotasKey, stored);
   TF_RETURN_IF_ERROR(Commit(txn));
-  options_.team_quotas[quota.team()] = quota;
+  placement_.SetQuota(quota);
   return quota;
 }
 
 v1::ListTeamsResponse Coordinator::ListTeams(const std::string& team) {
   std::set<std::string> teams;
-  for (const auto& [t, q] : options_.team_quotas) teams.insert(t);
+  for (const auto& [t, q] : placement_.quotas()) teams.insert(t);
   for (const auto& [id, s] : sweeps_) teams.insert(s->sweep.spec().team());
   for (const auto& [t, secs] : team_board_seconds_) teams.insert(t);
   v1::ListTeamsResponse response;
   for (const std::string& t : teams) {
     if (!team.empty() && t != team) continue;
     v1::TeamUsage* u = response.add_teams();
-    *u->mutable_quota() = QuotaOf(t);
+    *u->mutable_quota() = placement_.QuotaOf(t);
     u->mutable_quota()->set_team(t);
     u->set_boards_in_use(TeamBoardsInUse(t));
     int active = 0;
@@ -1988,44 +1929,15 @@ v1::ListTeamsResponse Coordinator::ListTeams(const std::string& team) {
 
 // --- reservations -----------------------------------------------------------
 
-std::string Coordinator::ReservedFor(const v1::BoardInfo& board) const {
-  std::string pool_team;
-  for (const v1::BoardReservation& r : reservations_) {
-    if (!r.board_id().empty()) {
-      if (r.board_id() == board.board_id()) return r.team();
-      continue;
-    }
-    if (!pool_team.empty()) continue;
-    bool all = true;
-    for (const auto& [key, value] : r.labels()) {
-      auto it = board.labels().find(key);
-      all = all && it != board.labels().end() && it->second == value;
-    }
-    if (all) pool_team = r.team();
-  }
-  return pool_team;
-}
-
-bool Coordinator::ReservationAllows(const v1::BoardInfo& board,
-                                    const std::string& team,
-                                    const v1::BoardSelector& selector) const {
-  const std::string& reserved = board.reserved_for();
-  if (!reserved.empty()) return reserved == team;
-  return !selector.reserved_only();
-}
-
 absl::StatusOr<v1::ListReservationsResponse> Coordinator::SaveReservations(
     std::vector<v1::BoardReservation> reservations) {
-  v1::ListReservationsResponse stored;
-  for (const v1::BoardReservation& r : reservations) {
-    if (!r.from_policy()) *stored.add_reservations() = r;
-  }
   Txn txn;
-  txn.writes.PutMeta(kReservationsKey, stored.SerializeAsString());
+  txn.writes.PutMeta(Placement::kReservationsKey,
+                     Placement::StoredReservations(reservations));
   SaveReservationList(txn);
-  reservations_ = std::move(reservations);
+  placement_.SetReservations(std::move(reservations));
   for (auto& [id, b] : boards_) {
-    const std::string team = ReservedFor(b.info);
+    const std::string team = placement_.ReservedFor(b.info);
     if (team == b.info.reserved_for()) continue;
     SaveBoard(txn, id);
     b.info.set_reserved_for(team);
@@ -2033,7 +1945,7 @@ absl::StatusOr<v1::ListReservationsResponse> Coordinator::SaveReservations(
   }
   TF_RETURN_IF_ERROR(Commit(txn));
   v1::ListReservationsResponse response;
-  for (const v1::BoardReservation& r : reservations_) {
+  for (const v1::BoardReservation& r : placement_.reservations()) {
     *response.add_reservations() = r;
   }
   return response;
@@ -2041,53 +1953,18 @@ absl::StatusOr<v1::ListReservationsResponse> Coordinator::SaveReservations(
 
 absl::StatusOr<v1::ListReservationsResponse> Coordinator::ReserveBoards(
     const v1::BoardReservation& reservation) {
-  if (reservation.board_id().empty() == reservation.labels().empty()) {
-    return absl::InvalidArgumentError(
-        "reservation: name exactly one of board_id and labels");
-  }
-  if (reservation.team().empty()) {
-    return absl::InvalidArgumentError("reservation.team: must not be empty");
-  }
-  std::vector<v1::BoardReservation> next = reservations_;
-  auto it = std::find_if(next.begin(), next.end(),
-                         [&](const v1::BoardReservation& r) {
-                           return SameTarget(r, reservation);
-                         });
-  if (it != next.end() && it->from_policy()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(DescribeTarget(reservation),
-                     " is reserved by the policy file: edit it there"));
-  }
-  v1::BoardReservation r = reservation;
-  r.set_from_policy(false);
-  if (it != next.end()) {
-    *it = std::move(r);
-  } else {
-    next.push_back(std::move(r));
-  }
-  spdlog::info("{} reserved for team {}", DescribeTarget(reservation),
-               reservation.team());
+  TF_ASSIGN_OR_RETURN(std::vector<v1::BoardReservation> next,
+                      placement_.With(reservation));
+  spdlog::info("{} reserved for team {}",
+               Placement::DescribeTarget(reservation), reservation.team());
   return SaveReservations(std::move(next));
 }
 
 absl::StatusOr<v1::ListReservationsResponse> Coordinator::UnreserveBoards(
     const v1::BoardReservation& reservation) {
-  std::vector<v1::BoardReservation> next = reservations_;
-  auto it = std::find_if(next.begin(), next.end(),
-                         [&](const v1::BoardReservation& r) {
-                           return SameTarget(r, reservation);
-                         });
-  if (it == next.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("no reservation for ", DescribeTarget(reservation)));
-  }
-  if (it->from_policy()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(DescribeTarget(reservation),
-                     " is reserved by the policy file: edit it there"));
-  }
-  next.erase(it);
-  spdlog::info("{} no longer reserved", DescribeTarget(reservation));
+  TF_ASSIGN_OR_RETURN(std::vector<v1::BoardReservation> next,
+                      placement_.Without(reservation));
+  spdlog::info("{} no longer reserved", Placement::DescribeTarget(reservation));
   return SaveReservations(std::move(next));
 }
 

@@ -37,6 +37,7 @@
 #include "coordinator/farm_metrics.h"
 #include "coordinator/health.h"
 #include "coordinator/liveness.h"
+#include "coordinator/placement.h"
 #include "coordinator/strategy.h"
 #include "ops/catalog.h"
 #include "storage/store.h"
@@ -292,7 +293,6 @@ class Coordinator {
                       v1::TerminationReason reason, std::string detail);
   void CheckMultiWorkloadTermination(Txn& txn, SweepRuntime& s);
   void CheckOneConfigTermination(Txn& txn, SweepRuntime& s);
-  const v1::TeamQuota& QuotaOf(const std::string& team) const;
   // Whether `board` must run its kind's golden before any sweep work.
   bool HealthCheckDue(const BoardRuntime& board) const;
   // Leases the golden to `board`: false when its operator is gone.
@@ -302,12 +302,6 @@ class Coordinator {
   void RecordHealthCheck(Txn& txn, BoardRuntime& board,
                          const v1::RoundResult* result,
                          const std::string& detail);
-  // The team `board` is reserved for, "" when none: a reservation by board
-  // id wins over a label pool.
-  std::string ReservedFor(const v1::BoardInfo& board) const;
-  // Whether `board` may serve a sweep of `team` with `selector`.
-  bool ReservationAllows(const v1::BoardInfo& board, const std::string& team,
-                         const v1::BoardSelector& selector) const;
   // Stores the admins' reservations and refreshes every board's
   // reserved_for.
   absl::StatusOr<v1::ListReservationsResponse> SaveReservations(
@@ -331,8 +325,8 @@ class Coordinator {
   int64_t next_sweep_number_ = 1;
   // Board seconds of recorded results, by team (fair share).
   std::map<std::string, double> team_board_seconds_;
-  // Policy-file reservations first, then the admins' (stored).
-  std::vector<v1::BoardReservation> reservations_;
+  // Reservations and quotas (coordinator/placement.h).
+  Placement placement_;
   absl::Time last_commit_error_log_ = absl::InfinitePast();
   std::unique_ptr<Txn> batch_;  // open group commit, or null
   std::vector<std::unique_ptr<Txn>> spare_batches_;  // see Recycle
