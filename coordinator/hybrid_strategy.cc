@@ -22,6 +22,8 @@ namespace {
 constexpr uint64_t kEnumerateLimit = uint64_t{1} << 22;
 constexpr int kUniformDraws = 4000;
 constexpr int kMaxGood = 25;
+constexpr int kDesignDraws = 4;
+constexpr double kUndeterminedOrder = 0.5;
 
 double Uniform01(std::mt19937_64& rng) {
   return static_cast<double>(rng() >> 11) * 0x1.0p-53;
@@ -38,6 +40,9 @@ struct Dim {
   std::string stage;  // tiling | pipeline | in_core
   std::vector<v1::ParamValue> ordered;
   bool ordinal = false;  // numeric: neighbours are steps along the order
+  // How much the model trusts the order (0 = categorical, 1 = ordered):
+  // learned from the finished rounds (OrderWeight).
+  double order_weight = 0;
   absl::flat_hash_map<std::string, int> pos;
   // kernel[c][j]: probability of value j around centre c, and its CDF.
   std::vector<std::vector<double>> kernel, cdf;
@@ -155,18 +160,23 @@ void BuildKernels(Dim& d, int components) {
       std::max(0.5, 0.25 * k * std::pow(std::max(1, components), -0.2));
   d.kernel.assign(k, std::vector<double>(k));
   d.cdf.assign(k, std::vector<double>(k));
+  // A mixture of an ordered kernel (Gaussian in steps) and a categorical
+  // one (the centre plus a uniform floor, as Optuna's categorical kernel),
+  // weighted by how much the order explains the times so far.
+  const double w = d.ordinal ? d.order_weight : 0.0;
   for (int c = 0; c < k; ++c) {
-    double sum = 0;
+    std::vector<double> ordered(k), categorical(k);
+    double sum_o = 0, sum_c = 0;
     for (int j = 0; j < k; ++j) {
-      const double w = d.ordinal
-                           ? std::exp(-0.5 * ((j - c) / bw) * ((j - c) / bw))
-                           : (j == c ? 1.0 : 1.0 / k);
-      d.kernel[c][j] = w;
-      sum += w;
+      ordered[j] = std::exp(-0.5 * ((j - c) / bw) * ((j - c) / bw));
+      categorical[j] = j == c ? 1.0 : 1.0 / k;
+      sum_o += ordered[j];
+      sum_c += categorical[j];
     }
     double acc = 0;
     for (int j = 0; j < k; ++j) {
-      d.kernel[c][j] /= sum;
+      d.kernel[c][j] =
+          w * ordered[j] / sum_o + (1 - w) * categorical[j] / sum_c;
       acc += d.kernel[c][j];
       d.cdf[c][j] = acc;
     }
@@ -274,6 +284,16 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
     (i < n_good ? m.good : m.bad).push_back(m.ok[i].config);
   }
   for (const Config& c : m.failed) m.bad.push_back(c);
+  // How much each numeric domain's order explains the times so far: a
+  // method id or a flag behaves as a category, a tile size as an ordered
+  // value. Until three values were seen, half and half.
+  for (size_t i = 0; i < m.dims.size(); ++i) {
+    Dim& d = m.dims[i];
+    if (!d.ordinal) continue;
+    std::vector<std::vector<double>> times(d.ordered.size());
+    for (const Finished& f : m.ok) times[f.config[i]].push_back(f.log_us);
+    d.order_weight = OrderWeight(times, kUndeterminedOrder);
+  }
   // Rounds in flight count as slow (a constant liar, as Optuna's TPE with
   // constant_liar): the next proposals move away from them instead of
   // piling onto the same good region while their results are out.
@@ -443,7 +463,8 @@ class HybridStrategy : public Strategy {
       return Uniform(h, m, rng,
                      absl::StrCat("start-up: ", m.ok.size(), " of ", o_.startup,
                                   " finished rounds before the "
-                                  "model and the bandit"));
+                                  "model and the bandit"),
+                     true);
     }
     // A burst of walk rounds right after each new best (the diagnosis'
     // suggestions first), then the bandit shares the boards.
@@ -684,23 +705,74 @@ class HybridStrategy : public Strategy {
       }
     }
     if (!pick.has_value()) return std::nullopt;
+    // Numeric parameters whose order the model found not to explain the
+    // times: it treats them mostly as categories.
+    std::string unordered;
+    for (const Dim& d : m.dims) {
+      if (d.ordinal && d.ordered.size() > 2 && d.order_weight < 0.5) {
+        absl::StrAppend(&unordered, unordered.empty() ? "" : ", ", d.name);
+      }
+    }
     return Make(
         h, m, ToParams(m, *pick), kGlobalStage,
-        absl::StrFormat("%smodel (TPE over %d finished rounds, %d "
-                        "good): the best density ratio among %d "
-                        "untried draws (log ratio %.2f)",
-                        why.empty() ? "" : absl::StrCat(why, "; "),
-                        static_cast<int>(m.ok.size() + m.failed.size()),
-                        static_cast<int>(m.good.size()), scored, pick_score));
+        absl::StrFormat(
+            "%smodel (TPE over %d finished rounds, %d "
+            "good): the best density ratio among %d "
+            "untried draws (log ratio %.2f)%s",
+            why.empty() ? "" : absl::StrCat(why, "; "),
+            static_cast<int>(m.ok.size() + m.failed.size()),
+            static_cast<int>(m.good.size()), scored, pick_score,
+            unordered.empty() ? "" : absl::StrCat("; unordered: ", unordered)));
   }
 
   // Uniform over the untried feasible configurations (rejection sampling,
   // then an enumeration when the space is small enough).
   std::optional<Candidate> Uniform(const SearchHistory& h, const Model& m,
-                                   std::mt19937_64& rng,
-                                   const std::string& why) const {
+                                   std::mt19937_64& rng, const std::string& why,
+                                   bool design = false) const {
     const std::string prefix = why.empty() ? "" : absl::StrCat(why, "; ");
     Config c(m.dims.size());
+    // The start-up's design: of kDesignDraws untried draws, the one farthest
+    // from every configuration tried (a maximin design: the first rounds
+    // spread over the space instead of clumping by chance).
+    const int spread = design ? kDesignDraws : 1;
+    if (spread > 1) {
+      std::optional<Config> pick;
+      double pick_d = -1;
+      int got = 0;
+      for (int draw = 0; draw < kUniformDraws && got < spread; ++draw) {
+        for (size_t i = 0; i < m.dims.size(); ++i) {
+          c[i] = Below(rng, static_cast<int>(m.dims[i].ordered.size()));
+        }
+        if (!Fresh(m, c)) continue;
+        ++got;
+        double nearest = INFINITY;
+        auto near = [&](const Config& t) {
+          double d = 0;
+          for (size_t i = 0; i < m.dims.size(); ++i) {
+            const int k = static_cast<int>(m.dims[i].ordered.size());
+            if (k < 2) continue;
+            d += m.dims[i].ordinal ? std::abs(c[i] - t[i]) / (k - 1.0)
+                                   : (c[i] != t[i]);
+          }
+          nearest = std::min(nearest, d);
+        };
+        for (const Finished& f : m.ok) near(f.config);
+        for (const Config& f : m.failed) near(f);
+        for (const Config& f : m.bad) near(f);
+        if (!m.best.empty()) near(m.best);
+        if (nearest > pick_d) {
+          pick_d = nearest;
+          pick = c;
+        }
+      }
+      if (pick.has_value()) {
+        return Make(h, m, ToParams(m, *pick), kExploreStage,
+                    absl::StrCat(prefix,
+                                 "space-filling draw among the untried "
+                                 "feasible configurations"));
+      }
+    }
     for (int draw = 0; draw < kUniformDraws; ++draw) {
       for (size_t i = 0; i < m.dims.size(); ++i) {
         c[i] = Below(rng, static_cast<int>(m.dims[i].ordered.size()));

@@ -1,6 +1,7 @@
 // Small helpers shared by the search strategies (guided_strategy.cc,
 // hybrid_strategy.cc): domain order, a platform-stable hash for tie-breaks,
-// and where an analyzer suggestion points in a domain.
+// where an analyzer suggestion points in a domain, and how much a domain's
+// order explains the times seen (the hybrid's model, OrderWeight).
 //
 // Pure functions; thread-safe.
 #ifndef TUNEFARM_COORDINATOR_STRATEGY_UTIL_H_
@@ -44,6 +45,17 @@ std::vector<v1::ParamValue> OrderedValues(const v1::ParameterDomain& domain);
 // "raise"/"lower" to `given` when it lies that way, else one step. -1 when
 // it points nowhere new.
 int SuggestedPosition(const v1::Suggestion& s, int from, int given, int size);
+
+// How much a domain's order explains the times observed so far, in [0, 1]
+// (0: the values behave as unordered categories; 1: neighbours in the order
+// have alike times). `times[j]` holds the log times observed at position j
+// of a domain of times.size() values. With the mean log time per observed
+// value, it is 1 - (mean difference between neighbouring observed values) /
+// (mean difference between any two observed values): a random order scores
+// about 0, a monotone or smooth one close to 1. `undetermined` when fewer
+// than 3 values were observed or every value has the same mean.
+double OrderWeight(const std::vector<std::vector<double>>& times,
+                   double undetermined);
 
 }  // namespace tunefarm
 
