@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <tuple>
@@ -466,7 +467,17 @@ class GuidedStrategy : public Strategy {
   std::vector<Candidate> Propose(const SearchHistory& h, int n) override {
     std::vector<Candidate> out;
     if (n <= 0 || h.op == nullptr) return out;
-    Walk(options_, h, n, &out);
+    // Inconclusive rounds that beat the best are raced again first.
+    std::vector<std::string> reraced;
+    while (static_cast<int>(out.size()) < n) {
+      std::optional<Candidate> c = RaceAgainCandidate(h, reraced);
+      if (!c.has_value()) break;
+      reraced.push_back(ParamsKey(c->params));
+      out.push_back(*std::move(c));
+    }
+    std::vector<Candidate> walk;
+    Walk(options_, h, n - static_cast<int>(out.size()), &walk);
+    for (Candidate& c : walk) out.push_back(std::move(c));
     return out;
   }
 

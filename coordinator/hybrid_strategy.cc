@@ -98,10 +98,8 @@ struct Model {
   int walk_used = 0;   // walk rounds from the current best (not cancelled)
   int rounds = 0;      // rounds other than cancelled ones
   int since_best = 0;  // finished rounds proposed after the best
-  // Inconclusive rounds (DECISION_INCONCLUSIVE) whose configuration has
-  // not been measured again, fastest first: candidates for a re-race.
-  std::vector<const v1::Round*> unraced;
-  double best_us = 0;  // the best round's median; 0 before one passed
+  // Configurations this call already proposed for a re-race.
+  std::vector<std::string> reraced;
   // Every technique's use in round order (proposals of this call appended),
   // and whether it gave a new best (a kept round; pending ones not yet).
   std::vector<std::pair<int, bool>> uses;
@@ -208,7 +206,6 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
   }
   if (best != nullptr) {
     m.parent = best->params();
-    m.best_us = best->result().measurement().median_us();
     if (best->diagnosis().suggestions_size() > 0 && o.use_diagnosis) {
       m.diagnosis = &best->diagnosis();
     }
@@ -254,22 +251,6 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
         m.failed.push_back(std::move(on_grid));
       }
     }
-  }
-  if (h.rounds != nullptr) {
-    absl::flat_hash_map<std::string, int> times;
-    for (const v1::Round& r : *h.rounds) ++times[ParamsKey(r.params())];
-    for (const v1::Round& r : *h.rounds) {
-      if (r.state() == v1::ROUND_STATE_DONE &&
-          r.decision() == v1::DECISION_INCONCLUSIVE &&
-          times[ParamsKey(r.params())] == 1) {
-        m.unraced.push_back(&r);
-      }
-    }
-    std::stable_sort(m.unraced.begin(), m.unraced.end(),
-                     [](const v1::Round* a, const v1::Round* b) {
-                       return a->result().measurement().median_us() <
-                              b->result().measurement().median_us();
-                     });
   }
   std::stable_sort(
       m.ok.begin(), m.ok.end(),
@@ -505,25 +486,11 @@ class HybridStrategy : public Strategy {
     return Uniform(h, m, rng, "");
   }
 
-  // A re-race: an inconclusive round (only noise stood between its
-  // estimate and min_gain) measured once more, now against the current
-  // best, when its median beats the best's by min_gain. At most once per
-  // configuration (the only proposals that repeat a tried configuration).
+  // A re-race (RaceAgainCandidate), at most once per configuration.
   std::optional<Candidate> Rerace(const SearchHistory& h, Model& m) const {
-    if (m.best_us <= 0 || h.best_round < 0) return std::nullopt;
-    const double min_gain = h.spec != nullptr ? h.spec->min_gain() : 0;
-    for (auto it = m.unraced.begin(); it != m.unraced.end(); ++it) {
-      const v1::Round& r = **it;
-      const double us = r.result().measurement().median_us();
-      if (us <= 0 || us > m.best_us * (1 - min_gain)) continue;
-      m.unraced.erase(it);
-      return Make(
-          h, m, r.params(), kRerace,
-          absl::StrFormat("re-race of inconclusive round %d (%.1f µs, below "
-                          "the best's %.1f µs) against the current best",
-                          r.round_id(), us, m.best_us));
-    }
-    return std::nullopt;
+    std::optional<Candidate> c = RaceAgainCandidate(h, m.reraced);
+    if (c.has_value()) m.reraced.push_back(ParamsKey(c->params));
+    return c;
   }
 
   // An elite restart: the walk from the fastest other configuration that

@@ -6,12 +6,15 @@
 //           (as Optuna's multivariate TPE): the finished rounds are split
 //           into the good ones (the fastest gamma fraction) and the rest
 //           (slower, failed or out of the space); candidates are drawn
-//           around good configurations (a per-parameter kernel over the
-//           domain's order, plus a uniform prior) and the one with the
-//           highest density ratio good / rest is proposed. It starts from
-//           `startup` uniform draws. Failures teach it the constraints it
-//           was not given: a failed configuration's neighbourhood scores
-//           low.
+//           around good configurations (per parameter, a mixture of a
+//           kernel over the domain's order and a categorical one, weighted
+//           by how much the order explains the times so far: OrderWeight;
+//           plus a uniform prior) and the one with the highest density
+//           ratio good / rest is proposed. It starts from `startup` draws
+//           of a maximin design (of 4 uniform untried draws, the one
+//           farthest from every configuration tried). Failures teach it the
+//           constraints it was not given: a failed configuration's
+//           neighbourhood scores low.
 //   hybrid  a bandit over three techniques, as OpenTuner's AUC bandit:
 //           the walk (one change from the current best: the best round's
 //           diagnosis suggestions first, then the single change the model
@@ -53,7 +56,7 @@
 // and the seed (the generator is seeded from seed and the history length),
 // so a restarted coordinator proposes the same.
 //
-// Options (StrategySpec.options): startup (uniform draws before the model,
+// Options (StrategySpec.options): startup (start-up draws before the model,
 // default 10), gamma_pct (the good fraction in percent, default 15),
 // candidates (draws scored per proposal, default 64), use_diagnosis (1 =
 // walk from the diagnosis' suggestions first, default 1); hybrid only: walk
@@ -73,6 +76,7 @@
 
 #include "absl/status/statusor.h"
 #include "coordinator/strategy.h"
+#include "coordinator/strategy_util.h"  // kRerace
 #include "tunefarm/v1/types.pb.h"
 
 namespace tunefarm {
@@ -86,9 +90,6 @@ inline constexpr char kExploreStage[] = "explore";
 // other than the best (elite restart).
 inline constexpr char kRecombineStage[] = "recombine";
 inline constexpr char kRestartStage[] = "restart";
-// Round.stage of a re-race: an inconclusive round's configuration measured
-// again against the current best.
-inline constexpr char kRerace[] = "rerace";
 
 struct HybridOptions {
   int startup = 10;

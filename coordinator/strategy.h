@@ -25,9 +25,9 @@
 //     state that is not derivable from the history.
 //   * Proposals never repeat a configuration already in the history (any
 //     state) or each other. Configurations are identified by ParamsKey.
-//     The one exception: hybrid and tpe re-race an inconclusive round's
-//     configuration once against a later best (stage "rerace",
-//     hybrid_strategy.h).
+//     The one exception: guided, hybrid and tpe re-race an inconclusive
+//     round's configuration once against a later best (stage "rerace",
+//     RaceAgainCandidate in strategy_util.h).
 //   * Each candidate's parent_round is history.best_round and its changes
 //     are DiffParams(parent's params, params); before a baseline passed
 //     (best_round -1) the parent's params are the spec's baseline_params.

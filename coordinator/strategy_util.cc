@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace tunefarm {
 
@@ -54,6 +59,54 @@ double OrderWeight(const std::vector<std::vector<double>>& times,
   all /= pairs;
   if (all <= 0) return undetermined;
   return std::clamp(1 - adjacent / all, 0.0, 1.0);
+}
+
+std::optional<Candidate> RaceAgainCandidate(
+    const SearchHistory& h, const std::vector<std::string>& skip) {
+  if (h.rounds == nullptr || h.best_round < 0) return std::nullopt;
+  const v1::Round* best = nullptr;
+  absl::flat_hash_map<std::string, int> times;
+  for (const v1::Round& r : *h.rounds) {
+    ++times[ParamsKey(r.params())];
+    if (r.round_id() == h.best_round) best = &r;
+  }
+  if (best == nullptr) return std::nullopt;
+  const double best_us = best->result().measurement().median_us();
+  if (best_us <= 0) return std::nullopt;
+  const double min_gain = h.spec != nullptr ? h.spec->min_gain() : 0;
+  const v1::Round* pick = nullptr;
+  for (const v1::Round& r : *h.rounds) {
+    if (r.state() != v1::ROUND_STATE_DONE ||
+        r.decision() != v1::DECISION_INCONCLUSIVE) {
+      continue;
+    }
+    const std::string key = ParamsKey(r.params());
+    if (times[key] != 1 ||
+        std::find(skip.begin(), skip.end(), key) != skip.end()) {
+      continue;
+    }
+    const double us = r.result().measurement().median_us();
+    if (us <= 0 || us > best_us * (1 - min_gain)) continue;
+    if (pick == nullptr || us < pick->result().measurement().median_us()) {
+      pick = &r;
+    }
+  }
+  if (pick == nullptr) return std::nullopt;
+  Candidate c;
+  c.parent_round = h.best_round;
+  c.changes = DiffParams(best->params(), pick->params());
+  c.params = pick->params();
+  c.stage = kRerace;
+  const size_t k = c.changes.size();
+  c.rationale = absl::StrCat(
+      absl::StrFormat("re-race of inconclusive round %d (%.1f µs, below the "
+                      "best's %.1f µs) against the current best",
+                      pick->round_id(),
+                      pick->result().measurement().median_us(), best_us),
+      k == 1
+          ? std::string("; 1 parameter changed")
+          : absl::StrCat("; multi-parameter move: ", k, " parameters at once"));
+  return c;
 }
 
 }  // namespace tunefarm

@@ -8,9 +8,11 @@
 #define TUNEFARM_COORDINATOR_STRATEGY_UTIL_H_
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
+#include "coordinator/strategy.h"
 #include "tunefarm/v1/types.pb.h"
 
 namespace tunefarm {
@@ -56,6 +58,20 @@ int SuggestedPosition(const v1::Suggestion& s, int from, int given, int size);
 // than 3 values were observed or every value has the same mean.
 double OrderWeight(const std::vector<std::vector<double>>& times,
                    double undetermined);
+
+// Round.stage of a re-race: an inconclusive round's configuration measured
+// again against the current best.
+inline constexpr char kRerace[] = "rerace";
+
+// The re-race the history calls for, if any: the fastest round the keep
+// rule left inconclusive (only noise stood between its estimate and
+// min_gain) whose configuration was measured once only and whose median
+// beats the current best's by min_gain, proposed again with the best as
+// parent (stage kRerace), so that the keep rule judges it with fresh
+// samples against the best. `skip` lists configurations (ParamsKey)
+// already re-raced by this call's earlier proposals.
+std::optional<Candidate> RaceAgainCandidate(
+    const SearchHistory& h, const std::vector<std::string>& skip);
 
 }  // namespace tunefarm
 

@@ -97,11 +97,26 @@ struct Sweep {
       r.set_decision(v1::DECISION_ROLLED_BACK);
     }
   }
-  void Baseline(const Objective& f) {
+  // A candidate: the baseline's parameters with `set` changed, parent the
+  // best, as a strategy would propose it.
+  Candidate From(const std::map<std::string, int64_t>& set,
+                 std::string stage = "") const {
     Candidate c;
+    c.parent_round = best;
     c.params = spec.baseline_params();
-    Finish(Add(c), f);
+    for (const auto& [name, v] : set) c.params[name] = IntParam(v);
+    c.changes = DiffParams(spec.baseline_params(), c.params);
+    c.stage = std::move(stage);
+    return c;
   }
+  // Finishes `r` measured at `us` with the keep rule's `decision`.
+  void FinishAs(v1::Round& r, double us, v1::Decision decision) {
+    r.set_state(v1::ROUND_STATE_DONE);
+    r.mutable_result()->set_outcome(v1::OUTCOME_OK);
+    r.mutable_result()->mutable_measurement()->set_median_us(us);
+    r.set_decision(decision);
+  }
+  void Baseline(const Objective& f) { Finish(Add(From({})), f); }
 };
 
 std::unique_ptr<Strategy> Make(const Sweep& s) {
@@ -364,42 +379,37 @@ TEST(HybridStrategy, RestartsFromAnEliteWhenStuck) {
   EXPECT_THAT(*why, HasSubstr("elite restart from round "));
 }
 
+// guided, tpe and hybrid alike (RaceAgainCandidate).
 TEST(HybridStrategy, ReracesAnInconclusiveRoundOnceAgainstTheBest) {
-  Sweep s(Toy(8), "hybrid", 3);
-  s.spec.set_min_gain(0.02);
-  s.Baseline(Bowl);  // all 0: 225 µs
-  // Two inconclusive rounds: one 20% faster than the best (worth a second
-  // race), one 0.5% faster (below min_gain: not).
-  auto inconclusive = [&](int64_t a, double us) {
-    Candidate c;
-    c.parent_round = 0;
-    c.params = s.spec.baseline_params();
-    c.params["a"] = IntParam(a);
-    c.changes = DiffParams(s.spec.baseline_params(), c.params);
-    c.stage = "tiling";
-    v1::Round& r = s.Add(c);
-    r.set_state(v1::ROUND_STATE_DONE);
-    r.mutable_result()->set_outcome(v1::OUTCOME_OK);
-    r.mutable_result()->mutable_measurement()->set_median_us(us);
-    r.set_decision(v1::DECISION_INCONCLUSIVE);
-    return r.round_id();
-  };
-  const int64_t fast = inconclusive(3, 180);
-  inconclusive(1, 224);
-  std::unique_ptr<Strategy> st = Make(s);
-  std::vector<Candidate> c = st->Propose(s.view(), 1);
-  ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0].stage, "rerace");
-  EXPECT_EQ(ParamsKey(c[0].params), ParamsKey(s.rounds[fast].params()));
-  EXPECT_EQ(c[0].parent_round, 0);
-  EXPECT_THAT(c[0].rationale,
-              HasSubstr(absl::StrCat("re-race of inconclusive round ", fast)));
-  s.Add(c[0]);
-  // Once raced (here still in flight), never again; nor the other one.
-  for (int i = 0; i < 20; ++i) {
-    for (const Candidate& next : st->Propose(s.view(), 1)) {
-      EXPECT_NE(next.stage, "rerace") << next.rationale;
-      s.Finish(s.Add(next), Bowl);
+  for (const char* strategy : {"hybrid", "tpe", "guided"}) {
+    SCOPED_TRACE(strategy);
+    Sweep s(Toy(8), strategy, 3);
+    s.spec.set_min_gain(0.02);
+    s.Baseline(Bowl);  // all 0: 225 µs
+    // Two inconclusive rounds: one 20% faster than the best (worth a second
+    // race), one 0.5% faster (below min_gain: not).
+    auto inconclusive = [&](int64_t a, double us) {
+      v1::Round& r = s.Add(s.From({{"a", a}}, "tiling"));
+      s.FinishAs(r, us, v1::DECISION_INCONCLUSIVE);
+      return r.round_id();
+    };
+    const int64_t fast = inconclusive(3, 180);
+    inconclusive(1, 224);
+    std::unique_ptr<Strategy> st = Make(s);
+    std::vector<Candidate> c = st->Propose(s.view(), 1);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].stage, "rerace");
+    EXPECT_EQ(ParamsKey(c[0].params), ParamsKey(s.rounds[fast].params()));
+    EXPECT_EQ(c[0].parent_round, 0);
+    EXPECT_THAT(c[0].rationale, HasSubstr(absl::StrCat(
+                                    "re-race of inconclusive round ", fast)));
+    s.Add(c[0]);
+    // Once raced (here still in flight), never again; nor the other one.
+    for (int i = 0; i < 20; ++i) {
+      for (const Candidate& next : st->Propose(s.view(), 1)) {
+        EXPECT_NE(next.stage, "rerace") << next.rationale;
+        s.Finish(s.Add(next), Bowl);
+      }
     }
   }
 }
@@ -466,11 +476,7 @@ TEST(HybridStrategy, ModelTreatsAParameterWhoseOrderDoesNotMatterAsCategory) {
   for (int a = 0; a < 8; ++a) {
     for (int m = 0; m < 8; ++m) {
       if (a == 0 && m == 0) continue;  // the baseline
-      Candidate c;
-      c.params = s.spec.baseline_params();
-      c.params["a"] = IntParam(a);
-      c.params["m"] = IntParam(m);
-      s.Finish(s.Add(c), f);
+      s.Finish(s.Add(s.From({{"a", a}, {"m", m}})), f);
     }
   }
   std::unique_ptr<Strategy> st = Make(s);
