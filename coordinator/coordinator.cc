@@ -13,6 +13,7 @@
 #include "common/files.h"
 #include "common/params.h"
 #include "common/status_macros.h"
+#include "coordinator/health_checker.h"
 #include "coordinator/keep_rule.h"
 #include "coordinator/lease_id.h"
 #include "coordinator/placement.h"
@@ -69,12 +70,6 @@ constexpr int32_t kMaxLeasesAhead = 8;
 // the extra looks use this confidence at least.
 constexpr int kMaxRemeasures = 2;
 constexpr double kRemeasureConfidence = 0.99;
-// When a healthy board's next periodic check is due (never for zero).
-absl::Time NextPeriodicCheck(absl::Time now, absl::Duration interval) {
-  return interval > absl::ZeroDuration() ? now + interval
-                                         : absl::InfiniteFuture();
-}
-
 std::string IdempotencyMetaKey(const std::string& team,
                                const std::string& key) {
   return absl::StrCat("idempotency/", team, "/", key);
@@ -143,7 +138,11 @@ Coordinator::Coordinator(Store* store, const OperatorCatalog* catalog,
       options_(std::move(options)),
       metrics_(metrics),
       placement_(options_.default_quota, options_.team_quotas,
-                 options_.reservations) {}
+                 options_.reservations),
+      health_(catalog_, HealthCheckerOptions{options_.health_checks,
+                                             options_.health_check_interval,
+                                             options_.health_retry_interval,
+                                             options_.lease_duration}) {}
 
 Coordinator::~Coordinator() = default;
 
@@ -796,7 +795,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
                                             : v1::BOARD_STATE_BUSY);
     br.info.set_reserved_for(placement_.ReservedFor(br.info));
     // LAVA: a board that joins proves itself on its golden first.
-    br.check_due = options_.health_checks.contains(br.info.kind());
+    br.check_due = health_.Checks(br.info.kind());
     txn.writes.PutBoard(br.info);
   }
   SaveAgent(txn, request.agent_id());
@@ -1345,8 +1344,7 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
     // let the board prove itself on its golden before more work.
     if (auto b = boards_.find(round.lease().board_id()); b != boards_.end()) {
       SaveBoard(txn, b->first);
-      b->second.check_due =
-          options_.health_checks.contains(b->second.info.kind());
+      b->second.check_due = health_.Checks(b->second.info.kind());
     }
     Requeue(txn, *s, round,
             absl::StrCat("board fault: ", request.result().detail()));
@@ -1879,8 +1877,7 @@ absl::StatusOr<v1::BoardInfo> Coordinator::AdmitBoard(
   }
   // An admin's word replaces a pending or failed health check.
   it->second.check_due = false;
-  it->second.next_check =
-      NextPeriodicCheck(clock_->Now(), options_.health_check_interval);
+  it->second.next_check = health_.NextCheck(clock_->Now(), /*passed=*/true);
   if (info.state() == v1::BOARD_STATE_QUARANTINED ||
       info.state() == v1::BOARD_STATE_DRAINING) {
     info.set_state(it->second.lease_id.empty() ? v1::BOARD_STATE_IDLE
@@ -1971,66 +1968,41 @@ absl::StatusOr<v1::ListReservationsResponse> Coordinator::UnreserveBoards(
 // --- health checks ----------------------------------------------------------
 
 bool Coordinator::HealthCheckDue(const BoardRuntime& board) const {
-  if (!options_.health_checks.contains(board.info.kind()) ||
-      board.info.state() == v1::BOARD_STATE_DRAINING) {
-    return false;
-  }
-  return board.check_due || clock_->Now() >= board.next_check;
+  return health_.Due(board.info, board.check_due, board.next_check,
+                     clock_->Now());
 }
 
 bool Coordinator::GrantHealthCheck(BoardRuntime& board, v1::WorkItem* work) {
-  const HealthCheck& golden = options_.health_checks.at(board.info.kind());
-  auto op = catalog_->Find(golden.spec.operator_name());
-  if (!op.ok()) {
-    spdlog::error("health check of {} ({}): {}", board.info.board_id(),
-                  golden.source, op.status().ToString());
+  const int64_t check = board.checks_run + 1;
+  const absl::Time expires = clock_->Now() + options_.lease_duration;
+  if (absl::Status st = health_.Work(board.info, check, expires, work);
+      !st.ok()) {
+    spdlog::error("health check of {}: {}", board.info.board_id(),
+                  st.ToString());
     return false;
   }
-  const absl::Time now = clock_->Now();
-  ++board.checks_run;
-  board.lease_id =
-      HealthLeaseId{board.info.board_id(), board.checks_run}.ToString();
-  board.check_expires = now + options_.lease_duration;
+  board.checks_run = check;
+  board.lease_id = work->lease_id();
+  board.check_expires = expires;
   board.info.set_current_lease_id(board.lease_id);
   // A quarantined board stays so until its re-check passes.
   if (board.info.state() != v1::BOARD_STATE_QUARANTINED) {
     board.info.set_state(v1::BOARD_STATE_BUSY);
   }
-  work->set_lease_id(board.lease_id);
-  work->set_epoch(board.checks_run);
-  *work->mutable_operator_() = ProjectManifest(**op, board.info.kind());
-  *work->mutable_workload() = golden.spec.workload();
-  *work->mutable_params() = golden.spec.baseline_params();
-  *work->mutable_measurement() = golden.spec.measurement();
-  work->set_lease_expires_unix_ms(absl::ToUnixMillis(board.check_expires));
-  work->set_lease_duration_ms(
-      absl::ToInt64Milliseconds(options_.lease_duration));
-  work->set_seed(static_cast<uint64_t>(board.checks_run));
-  work->set_health_check(true);
   spdlog::info("health check {} on {} ({})", board.lease_id,
-               board.info.board_id(), golden.source);
+               board.info.board_id(), health_.Golden(board.info.kind()).source);
   return true;
 }
 
 void Coordinator::RecordHealthCheck(Txn& txn, BoardRuntime& board,
                                     const v1::RoundResult* result,
                                     const std::string& detail) {
-  const HealthCheck& golden = options_.health_checks.at(board.info.kind());
   const absl::Time now = clock_->Now();
   SaveBoard(txn, board.info.board_id());
-  bool passed = false;
-  std::string why = detail;
-  if (result != nullptr && result->outcome() != v1::OUTCOME_OK) {
-    why = absl::StrCat(v1::Outcome_Name(result->outcome()), ": ",
-                       result->detail());
-  } else if (result != nullptr) {
-    const double median = result->measurement().median_us();
-    passed = median >= golden.min_us && median <= golden.max_us;
-    why = absl::StrFormat(
-        "%s %s [%.1f, %.1f] µs%s", Us(median), passed ? "in" : "outside",
-        golden.min_us, golden.max_us,
-        result->measurement().simulated() ? " [simulated]" : "");
-  }
+  const HealthVerdict verdict =
+      health_.Judge(board.info.kind(), result, detail);
+  const bool passed = verdict.passed;
+  const std::string& why = verdict.why;
   board.lease_id.clear();
   board.info.clear_current_lease_id();
   board.check_due = false;
@@ -2041,16 +2013,14 @@ void Coordinator::RecordHealthCheck(Txn& txn, BoardRuntime& board,
     if (board.info.state() != v1::BOARD_STATE_DRAINING) {
       board.info.set_state(v1::BOARD_STATE_IDLE);
     }
-    board.next_check = NextPeriodicCheck(now, options_.health_check_interval);
+    board.next_check = health_.NextCheck(now, /*passed=*/true);
     board.info.set_health_detail(absl::StrCat("health check passed: ", why));
     spdlog::info("board {} passed its health check: {}", board.info.board_id(),
                  why);
   } else {
     board.info.set_state(v1::BOARD_STATE_QUARANTINED);
-    board.next_check = now + options_.health_retry_interval;
-    board.info.set_health_detail(absl::StrCat(
-        "health check failed (", golden.source, "): ", why, "; re-checked in ",
-        absl::FormatDuration(options_.health_retry_interval)));
+    board.next_check = health_.NextCheck(now, /*passed=*/false);
+    board.info.set_health_detail(health_.FailedDetail(board.info.kind(), why));
     spdlog::warn("board {} failed its health check, quarantined: {}",
                  board.info.board_id(), why);
     if (!was_quarantined && metrics_ != nullptr) {

@@ -36,6 +36,7 @@
 #include "coordinator/control_loop.h"
 #include "coordinator/farm_metrics.h"
 #include "coordinator/health.h"
+#include "coordinator/health_checker.h"
 #include "coordinator/liveness.h"
 #include "coordinator/placement.h"
 #include "coordinator/strategy.h"
@@ -327,6 +328,8 @@ class Coordinator {
   std::map<std::string, double> team_board_seconds_;
   // Reservations and quotas (coordinator/placement.h).
   Placement placement_;
+  // Health-check rules (coordinator/health_checker.h).
+  HealthChecker health_;
   absl::Time last_commit_error_log_ = absl::InfinitePast();
   std::unique_ptr<Txn> batch_;  // open group commit, or null
   std::vector<std::unique_ptr<Txn>> spare_batches_;  // see Recycle
