@@ -6,7 +6,6 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -20,6 +19,7 @@
 #include "coordinator/report.h"
 #include "coordinator/saturation.h"
 #include "coordinator/spec.h"
+#include "coordinator/sweep_book.h"
 #include "coordinator/workloads.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
@@ -27,41 +27,8 @@
 
 namespace tunefarm {
 
-struct Coordinator::SweepRuntime {
-  v1::Sweep sweep;
-  // The operator as the sweep's board kind sees it (ProjectManifest).
-  v1::OperatorManifest projected;
-  const v1::OperatorManifest* op = nullptr;
-  std::unique_ptr<Strategy> strategy;
-  // PER_WORKLOAD sweeps: one strategy per workload (its own lineage).
-  std::vector<std::unique_ptr<Strategy>> workload_strategies;
-  std::vector<v1::Round> rounds;  // index == round_id
-  bool finished = false;
-  // No round below this index is QUEUED: the queue is searched from here,
-  // so finding work costs no walk over the whole sweep. Requeue lowers it.
-  size_t queued_from = 0;
-};
-
-// One mutation of the core: its writes, and how to put memory back. Every
-// change to memory is first saved here (Save*, Touch), so that when the
-// commit fails the core is exactly as it was before and nothing is
-// acknowledged; effects outside memory (metrics) wait in after_commit.
-struct Coordinator::Txn {
-  WriteSet writes;
-  std::set<SweepRuntime*> touched;
-  // Run newest first when the commit fails. They find their objects by id:
-  // rounds may move when a sweep's vector grows.
-  std::vector<std::function<void()>> undo;
-  std::set<std::string> saved_sweeps, saved_boards;
-  std::set<std::pair<std::string, int64_t>> saved_rounds;
-  std::set<std::string> saved_teams;
-  bool saved_reservations = false;
-  std::vector<std::function<void()>> after_commit;
-};
-
 namespace {
 
-constexpr char kNextSweepKey[] = "next_sweep_number";
 // Leases one board may hold ahead of its current one, whatever its agent
 // asks (LeaseWorkRequest.max_ahead): each is a round no other board can run.
 constexpr int32_t kMaxLeasesAhead = 8;
@@ -70,11 +37,6 @@ constexpr int32_t kMaxLeasesAhead = 8;
 // the extra looks use this confidence at least.
 constexpr int kMaxRemeasures = 2;
 constexpr double kRemeasureConfidence = 0.99;
-std::string IdempotencyMetaKey(const std::string& team,
-                               const std::string& key) {
-  return absl::StrCat("idempotency/", team, "/", key);
-}
-
 bool IsFinal(v1::SweepState state) {
   return state == v1::SWEEP_STATE_SUCCEEDED ||
          state == v1::SWEEP_STATE_FAILED || state == v1::SWEEP_STATE_CANCELLED;
@@ -137,6 +99,7 @@ Coordinator::Coordinator(Store* store, const OperatorCatalog* catalog,
       clock_(clock),
       options_(std::move(options)),
       metrics_(metrics),
+      book_(catalog_),
       placement_(options_.default_quota, options_.team_quotas,
                  options_.reservations),
       health_(catalog_, HealthCheckerOptions{options_.health_checks,
@@ -242,8 +205,8 @@ void Coordinator::SaveReservationList(Txn& txn) {
 
 std::string Coordinator::DescribeState() const {
   std::string out =
-      absl::StrCat("next_sweep_number: ", next_sweep_number_, "\n");
-  for (const auto& [id, s] : sweeps_) {
+      absl::StrCat("next_sweep_number: ", book_.next_number(), "\n");
+  for (const auto& [id, s] : book_.sweeps()) {
     absl::StrAppend(&out, "sweep ", id, (s->finished ? " finished" : ""), ": ",
                     s->sweep.ShortDebugString(), "\n");
     for (const v1::Round& r : s->rounds) {
@@ -276,29 +239,8 @@ std::string Coordinator::DescribeState() const {
   return out;
 }
 
-Coordinator::SweepRuntime* Coordinator::FindSweep(const std::string& sweep_id) {
-  auto it = sweeps_.find(sweep_id);
-  return it == sweeps_.end() ? nullptr : it->second.get();
-}
-
-absl::StatusOr<Coordinator::SweepRuntime*> Coordinator::LoadRuntime(
-    const v1::Sweep& sweep) {
-  auto rt = std::make_unique<SweepRuntime>();
-  rt->sweep = sweep;
-  TF_ASSIGN_OR_RETURN(const v1::OperatorManifest* op,
-                      catalog_->Find(sweep.spec().operator_name()));
-  rt->projected = ProjectManifest(*op, sweep.spec().boards().kind());
-  rt->op = &rt->projected;
-  TF_ASSIGN_OR_RETURN(rt->strategy, NewStrategy(sweep.spec(), *rt->op));
-  if (sweep.spec().objective() == v1::WORKLOAD_OBJECTIVE_PER_WORKLOAD) {
-    for (int i = 0; i < sweep.spec().workloads_size(); ++i) {
-      TF_ASSIGN_OR_RETURN(rt->workload_strategies.emplace_back(),
-                          NewStrategy(sweep.spec(), *rt->op));
-    }
-  }
-  SweepRuntime* raw = rt.get();
-  sweeps_[sweep.sweep_id()] = std::move(rt);
-  return raw;
+SweepRuntime* Coordinator::FindSweep(const std::string& sweep_id) {
+  return book_.Find(sweep_id);
 }
 
 absl::Status Coordinator::Recover() {
@@ -307,26 +249,21 @@ absl::Status Coordinator::Recover() {
   TF_RETURN_IF_ERROR(placement_.LoadStored(reservations, std::nullopt));
   TF_ASSIGN_OR_RETURN(auto quotas, store_->GetMeta(Placement::kQuotasKey));
   TF_RETURN_IF_ERROR(placement_.LoadStored(std::nullopt, quotas));
-  TF_ASSIGN_OR_RETURN(auto next, store_->GetMeta(kNextSweepKey));
-  if (next.has_value() && !absl::SimpleAtoi(*next, &next_sweep_number_)) {
-    return absl::DataLossError(
-        absl::StrCat("meta ", kNextSweepKey, " is not a number: ", *next));
-  }
+  TF_ASSIGN_OR_RETURN(auto next, store_->GetMeta(SweepBook::kNextSweepKey));
+  TF_RETURN_IF_ERROR(book_.LoadNextNumber(next));
   TF_ASSIGN_OR_RETURN(std::vector<v1::Sweep> sweeps, store_->ListSweeps());
   const absl::Time now = clock_->Now();
   for (const v1::Sweep& sweep : sweeps) {
     if (IsFinal(sweep.state())) continue;
-    auto rt = LoadRuntime(sweep);
+    auto rt = book_.Load(sweep);
     if (!rt.ok()) {
       // The operator may have been removed: fail this sweep the normal way
       // (rounds closed, FINISHED event for watchers), keep the rest.
       spdlog::error("cannot resume {}: {}", sweep.sweep_id(),
                     rt.status().ToString());
-      auto failed = std::make_unique<SweepRuntime>();
-      failed->sweep = sweep;
-      TF_ASSIGN_OR_RETURN(failed->rounds, store_->ListRounds(sweep.sweep_id()));
-      SweepRuntime* f = failed.get();
-      sweeps_[sweep.sweep_id()] = std::move(failed);
+      TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds,
+                          store_->ListRounds(sweep.sweep_id()));
+      SweepRuntime* f = book_.AddUnrunnable(sweep, std::move(rounds));
       Txn txn;
       Finish(txn, *f, v1::SWEEP_STATE_FAILED, v1::TERMINATION_UNSPECIFIED,
              absl::StrCat("cannot resume after a restart: ",
@@ -335,21 +272,11 @@ absl::Status Coordinator::Recover() {
       continue;
     }
     SweepRuntime& s = **rt;
-    TF_ASSIGN_OR_RETURN(s.rounds, store_->ListRounds(sweep.sweep_id()));
-    for (size_t i = 0; i < s.rounds.size(); ++i) {
-      if (s.rounds[i].round_id() != static_cast<int64_t>(i)) {
-        return absl::DataLossError(
-            absl::StrCat("sweep ", sweep.sweep_id(),
-                         ": round ids are not contiguous at ", i));
-      }
-      v1::Round& r = s.rounds[i];
-      if (r.state() == v1::ROUND_STATE_LEASED) {
-        // Give the agent that holds it time to reconnect and report.
-        int64_t grace = absl::ToUnixMillis(now + options_.lease_duration);
-        r.mutable_lease()->set_expires_unix_ms(
-            std::max(r.lease().expires_unix_ms(), grace));
-      }
-    }
+    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds,
+                        store_->ListRounds(sweep.sweep_id()));
+    // Give the agents that hold leases time to reconnect and report.
+    TF_RETURN_IF_ERROR(
+        SweepBook::Resume(s, std::move(rounds), now + options_.lease_duration));
     spdlog::info("resumed sweep {} ({} rounds)", sweep.sweep_id(),
                  s.rounds.size());
   }
@@ -509,10 +436,10 @@ void Coordinator::Settle(Txn& txn, const Sealed& sealed,
     SweepRuntime* s = FindSweep(id);
     if (s != nullptr && s->finished) done.push_back(id);
   }
-  for (const std::string& id : done) sweeps_.erase(id);
+  for (const std::string& id : done) book_.Erase(id);
   if (metrics_ != nullptr) {
     int queued = 0;
-    for (const auto& [id, s] : sweeps_) {
+    for (const auto& [id, s] : book_.sweeps()) {
       for (size_t i = s->queued_from; i < s->rounds.size(); ++i) {
         queued += s->rounds[i].state() == v1::ROUND_STATE_QUEUED ? 1 : 0;
       }
@@ -564,7 +491,7 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
   const std::string idem_key =
       request.idempotency_key().empty()
           ? ""
-          : IdempotencyMetaKey(spec.team(), request.idempotency_key());
+          : SweepBook::IdempotencyKey(spec.team(), request.idempotency_key());
   if (!idem_key.empty()) {
     TF_ASSIGN_OR_RETURN(auto existing_id, store_->GetMeta(idem_key));
     if (existing_id.has_value()) {
@@ -584,10 +511,7 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
 
   const v1::TeamQuota& quota = placement_.QuotaOf(spec.team());
   if (quota.max_active_sweeps() > 0) {
-    int active = 0;
-    for (const auto& [id, s] : sweeps_) {
-      active += s->sweep.spec().team() == spec.team() ? 1 : 0;
-    }
+    const int active = book_.ActiveOf(spec.team());
     if (active >= quota.max_active_sweeps()) {
       return absl::ResourceExhaustedError(
           absl::StrCat("team '", spec.team(), "' already has ", active,
@@ -601,7 +525,7 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
   TF_RETURN_IF_ERROR(store_->Writable());
 
   v1::Sweep sweep;
-  sweep.set_sweep_id(absl::StrFormat("sw-%06d", next_sweep_number_));
+  sweep.set_sweep_id(book_.NextId());
   *sweep.mutable_spec() = spec;
   sweep.set_state(v1::SWEEP_STATE_QUEUED);
   sweep.set_submitted_unix_ms(clock_->NowUnixMs());
@@ -615,8 +539,8 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
   sweep.set_idempotency_key(request.idempotency_key());
   sweep.set_simulated(spec.boards().kind() == "sim");
   Txn txn;
-  TF_ASSIGN_OR_RETURN(SweepRuntime * s, LoadRuntime(sweep));
-  txn.undo.push_back([this, id = sweep.sweep_id()] { sweeps_.erase(id); });
+  TF_ASSIGN_OR_RETURN(SweepRuntime * s, book_.Load(sweep));
+  txn.undo.push_back([this, id = sweep.sweep_id()] { book_.Erase(id); });
 
   // One baseline round per workload (round i measures workload i).
   for (int i = 0; i < WorkloadCount(spec); ++i) {
@@ -635,7 +559,7 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
     s->rounds.push_back(baseline);
     txn.writes.PutRound(baseline);
   }
-  txn.writes.PutMeta(kNextSweepKey, absl::StrCat(next_sweep_number_ + 1));
+  txn.writes.PutMeta(SweepBook::kNextSweepKey, book_.StoredNextNumber());
   if (!idem_key.empty()) txn.writes.PutMeta(idem_key, sweep.sweep_id());
   AddEvent(txn, *s, v1::EVENT_KIND_SUBMITTED,
            absl::StrCat("sweep ", sweep.sweep_id(), " submitted by team ",
@@ -644,7 +568,7 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
                         spec.strategy().name()),
            nullptr);
   TF_RETURN_IF_ERROR(Commit(txn));
-  ++next_sweep_number_;
+  book_.Advance();
   spdlog::info("submitted {} ({} / {})", s->sweep.sweep_id(),
                spec.operator_name(), spec.name());
   v1::SubmitSweepResponse response;
@@ -744,7 +668,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
                        b.more_lease_ahead_ids().end(),
                        id) != b.more_lease_ahead_ids().end();
     };
-    for (auto& [sweep_id, s] : sweeps_) {
+    for (auto& [sweep_id, s] : book_.sweeps()) {
       for (v1::Round& r : s->rounds) {
         if (r.state() == v1::ROUND_STATE_LEASED &&
             r.lease().board_id() == b.board_id() &&
@@ -1093,7 +1017,7 @@ bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
   // time per unit of weight goes first; within a team, higher priority,
   // then submission order. Boards change hands only between rounds.
   std::map<std::string, double> share;
-  for (const auto& [id, s] : sweeps_) share[s->sweep.spec().team()] = 0;
+  for (const auto& [id, s] : book_.sweeps()) share[s->sweep.spec().team()] = 0;
   // One team has nothing to share with (and adding up its board time walks
   // every round it has).
   if (share.size() > 1) {
@@ -1105,7 +1029,7 @@ bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
     }
   }
   std::vector<SweepRuntime*> order;
-  for (auto& [id, s] : sweeps_) order.push_back(s.get());
+  for (auto& [id, s] : book_.sweeps()) order.push_back(s.get());
   std::stable_sort(order.begin(), order.end(),
                    [&share](const SweepRuntime* a, const SweepRuntime* b) {
                      const double sa = share[a->sweep.spec().team()];
@@ -1771,7 +1695,7 @@ absl::Status Coordinator::Tick() {
       boards_changed = true;
     }
   }
-  for (auto& [id, s] : sweeps_) {
+  for (auto& [id, s] : book_.sweeps()) {
     for (v1::Round& r : s->rounds) {
       if (r.state() == v1::ROUND_STATE_LEASED &&
           r.lease().expires_unix_ms() < absl::ToUnixMillis(now)) {
@@ -1814,7 +1738,7 @@ double Coordinator::TeamBoardSeconds(const std::string& team) const {
     total = it->second;
   }
   const int64_t now = clock_->NowUnixMs();
-  for (const auto& [id, s] : sweeps_) {
+  for (const auto& [id, s] : book_.sweeps()) {
     if (s->sweep.spec().team() != team) continue;
     for (const v1::Round& r : s->rounds) {
       if (r.state() == v1::ROUND_STATE_LEASED) {
@@ -1827,7 +1751,7 @@ double Coordinator::TeamBoardSeconds(const std::string& team) const {
 
 int Coordinator::TeamBoardsInUse(const std::string& team) const {
   int n = 0;
-  for (const auto& [id, s] : sweeps_) {
+  for (const auto& [id, s] : book_.sweeps()) {
     if (s->sweep.spec().team() != team) continue;
     for (const v1::Round& r : s->rounds) {
       n += r.state() == v1::ROUND_STATE_LEASED ? 1 : 0;
@@ -1905,7 +1829,8 @@ absl::StatusOr<v1::TeamQuota> Coordinator::SetTeamQuota(
 v1::ListTeamsResponse Coordinator::ListTeams(const std::string& team) {
   std::set<std::string> teams;
   for (const auto& [t, q] : placement_.quotas()) teams.insert(t);
-  for (const auto& [id, s] : sweeps_) teams.insert(s->sweep.spec().team());
+  for (const auto& [id, s] : book_.sweeps())
+    teams.insert(s->sweep.spec().team());
   for (const auto& [t, secs] : team_board_seconds_) teams.insert(t);
   v1::ListTeamsResponse response;
   for (const std::string& t : teams) {
@@ -1915,7 +1840,7 @@ v1::ListTeamsResponse Coordinator::ListTeams(const std::string& team) {
     u->mutable_quota()->set_team(t);
     u->set_boards_in_use(TeamBoardsInUse(t));
     int active = 0;
-    for (const auto& [id, s] : sweeps_) {
+    for (const auto& [id, s] : book_.sweeps()) {
       active += s->sweep.spec().team() == t ? 1 : 0;
     }
     u->set_active_sweeps(active);

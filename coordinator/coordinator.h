@@ -34,12 +34,14 @@
 #include "common/clock.h"
 #include "coordinator/auth.h"
 #include "coordinator/control_loop.h"
+#include "coordinator/core_state.h"
 #include "coordinator/farm_metrics.h"
 #include "coordinator/health.h"
 #include "coordinator/health_checker.h"
 #include "coordinator/liveness.h"
 #include "coordinator/placement.h"
 #include "coordinator/strategy.h"
+#include "coordinator/sweep_book.h"
 #include "ops/catalog.h"
 #include "storage/store.h"
 #include "tunefarm/v1/agent.pb.h"
@@ -163,7 +165,7 @@ class Coordinator {
   }
 
   // Number of sweeps still queued or running (for tests and shutdown).
-  int active_sweeps() const { return static_cast<int>(sweeps_.size()); }
+  int active_sweeps() const { return book_.size(); }
 
   // Everything the core holds in memory as text (sweeps, rounds, boards,
   // agents, leases, usage, reservations, quotas), for tests that check a
@@ -171,32 +173,6 @@ class Coordinator {
   std::string DescribeState() const;
 
  private:
-  struct SweepRuntime;
-  struct BoardRuntime {
-    v1::BoardInfo info;
-    std::string lease_id;  // current lease, "" when free
-    // Leases granted ahead (LeaseWorkRequest.prefetch) that the board runs
-    // after lease_id, in that order. At most the agent's max_ahead (capped
-    // at kMaxLeasesAhead), and only behind a live current lease: FreeBoard
-    // makes the first live one the current one.
-    std::vector<std::string> prefetch_lease_ids;
-    // An admin re-admitted the board while its agent still reported it
-    // quarantined: heartbeats tell the agent to lift its own flag.
-    bool readmit_pending = false;
-    // Health check: due now (joined, faulted) or at next_check; a running
-    // one (lease_id "health:…") expires at check_expires.
-    bool check_due = false;
-    absl::Time next_check = absl::InfiniteFuture();
-    absl::Time check_expires = absl::InfiniteFuture();
-    int64_t checks_run = 0;
-  };
-  struct AgentRuntime {
-    absl::Time last_seen;
-    std::vector<std::string> board_ids;
-  };
-  // A pending batch plus the sweeps whose events it appends.
-  struct Txn;
-
   SweepRuntime* FindSweep(const std::string& sweep_id);
   // Undo records (see Txn in coordinator.cc): each saves the object as it
   // was before the transaction's first change to it.
@@ -208,7 +184,6 @@ class Coordinator {
   void SaveAgent(Txn& txn, const std::string& agent_id);
   void SaveTeamSeconds(Txn& txn, const std::string& team);
   void SaveReservationList(Txn& txn);
-  absl::StatusOr<SweepRuntime*> LoadRuntime(const v1::Sweep& sweep);
   void AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
                 std::string message, const v1::Round* round);
   // Commits `txn`, or stages it into the open batch.
@@ -319,11 +294,10 @@ class Coordinator {
   std::function<void(const std::string&)> event_listener_;
   const AgentLiveness* liveness_ = nullptr;
 
-  // Active (queued or running) sweeps, in submission order.
-  std::map<std::string, std::unique_ptr<SweepRuntime>> sweeps_;
+  // Queued and running sweeps (coordinator/sweep_book.h).
+  SweepBook book_;
   std::map<std::string, BoardRuntime> boards_;
   std::map<std::string, AgentRuntime> agents_;
-  int64_t next_sweep_number_ = 1;
   // Board seconds of recorded results, by team (fair share).
   std::map<std::string, double> team_board_seconds_;
   // Reservations and quotas (coordinator/placement.h).

@@ -58,11 +58,13 @@ target_link_libraries(pipelined_commit_test PRIVATE
   coordinator_test_harness GTest::gtest_main)
 gtest_discover_tests(pipelined_commit_test DISCOVERY_TIMEOUT 60)
 
-# The coordinator's parts on their own: lease ids, placement, health checks.
+# The coordinator's parts on their own: lease ids, placement, health checks,
+# the sweep book.
 add_executable(coordinator_parts_test
   ${CMAKE_CURRENT_LIST_DIR}/health_checker_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/lease_id_test.cc
-  ${CMAKE_CURRENT_LIST_DIR}/placement_test.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/placement_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/sweep_book_test.cc)
 target_link_libraries(coordinator_parts_test PRIVATE
   tunefarm_coordinator GTest::gtest_main)
 gtest_discover_tests(coordinator_parts_test DISCOVERY_TIMEOUT 60)

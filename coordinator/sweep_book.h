@@ -1,0 +1,84 @@
+// SweepBook: the coordinator's queued and running sweeps, in submission
+// order, and the number the next submitted sweep gets. It builds a sweep's
+// runtime from its record (the operator as the sweep's board kind sees it,
+// its strategies), resumes one from its stored rounds after a restart, and
+// names the meta keys of sweep numbering and idempotency.
+//
+// Changes go through the Coordinator's transaction: the Coordinator stages
+// and commits, and adds, advances or erases here (its undo erases a sweep
+// added by a call that did not commit).
+//
+// Owned by the Coordinator; used only on the control loop thread (not
+// thread-safe). The catalog must outlive it.
+#ifndef TUNEFARM_COORDINATOR_SWEEP_BOOK_H_
+#define TUNEFARM_COORDINATOR_SWEEP_BOOK_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "coordinator/core_state.h"
+#include "ops/catalog.h"
+
+namespace tunefarm {
+
+class SweepBook {
+ public:
+  using Sweeps = std::map<std::string, std::unique_ptr<SweepRuntime>>;
+  // Meta key of the next sweep number.
+  static constexpr char kNextSweepKey[] = "next_sweep_number";
+
+  explicit SweepBook(const OperatorCatalog* catalog) : catalog_(catalog) {}
+
+  // --- numbering and idempotency ------------------------------------------
+  // Takes the stored next number (the meta value under kNextSweepKey, when
+  // present): DATA_LOSS when it is not a number.
+  absl::Status LoadNextNumber(const std::optional<std::string>& stored);
+  int64_t next_number() const { return next_number_; }
+  // The id the next submitted sweep gets ("sw-000042").
+  std::string NextId() const;
+  // What a submission stores under kNextSweepKey, and, once it committed,
+  // moving on to the next number.
+  std::string StoredNextNumber() const;
+  void Advance() { ++next_number_; }
+  // Meta key that maps a team's idempotency key to its sweep's id.
+  static std::string IdempotencyKey(const std::string& team,
+                                    const std::string& key);
+
+  // --- the sweeps ---------------------------------------------------------
+  SweepRuntime* Find(const std::string& sweep_id);
+  Sweeps& sweeps() { return sweeps_; }
+  const Sweeps& sweeps() const { return sweeps_; }
+  int size() const { return static_cast<int>(sweeps_.size()); }
+  // Sweeps of `team` queued or running.
+  int ActiveOf(const std::string& team) const;
+  // Builds `sweep`'s runtime and adds it (no rounds yet): an error when its
+  // operator is not in the catalog or its strategy cannot be made.
+  absl::StatusOr<SweepRuntime*> Load(const v1::Sweep& sweep);
+  // Adds a sweep that cannot run (Load failed) with its stored rounds, so
+  // that it can be ended the normal way.
+  SweepRuntime* AddUnrunnable(const v1::Sweep& sweep,
+                              std::vector<v1::Round> rounds);
+  void Erase(const std::string& sweep_id) { sweeps_.erase(sweep_id); }
+
+  // Gives `s` its stored rounds after a restart: DATA_LOSS when their ids
+  // are not 0, 1, 2, ...; a leased round's lease runs at least until
+  // `grace_until`, so the agent that holds it can reconnect and report.
+  static absl::Status Resume(SweepRuntime& s, std::vector<v1::Round> rounds,
+                             absl::Time grace_until);
+
+ private:
+  const OperatorCatalog* catalog_;
+  Sweeps sweeps_;
+  int64_t next_number_ = 1;
+};
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_COORDINATOR_SWEEP_BOOK_H_
