@@ -10,11 +10,9 @@
 //           kernel over the domain's order and a categorical one, weighted
 //           by how much the order explains the times so far: OrderWeight;
 //           plus a uniform prior) and the one with the highest density
-//           ratio good / rest is proposed. It starts from `startup` draws
-//           of a maximin design (of 4 uniform untried draws, the one
-//           farthest from every configuration tried). Failures teach it the
-//           constraints it was not given: a failed configuration's
-//           neighbourhood scores low.
+//           ratio good / rest is proposed. It starts from `startup`
+//           uniform draws. Failures teach it the constraints it was not
+//           given: a failed configuration's neighbourhood scores low.
 //   hybrid  a bandit over three techniques, as OpenTuner's AUC bandit:
 //           the walk (one change from the current best: the best round's
 //           diagnosis suggestions first, then the single change the model
@@ -27,6 +25,9 @@
 //           other board goes to the technique with the best recent record
 //           of new bests (the area under its curve over its last uses in
 //           the last `bandit_window` rounds) plus an exploration bonus.
+//           Its `startup` first rounds are draws of a maximin design (of 4
+//           uniform untried draws, the one farthest from every
+//           configuration tried or in flight).
 //
 // Inconclusive rounds are re-raced: when an inconclusive round's median
 // beats the current best's by min_gain, its configuration is proposed once
