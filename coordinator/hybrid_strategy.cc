@@ -55,11 +55,12 @@ enum Technique {
   kWalkTechnique = 0,
   kRestartTechnique,
   kModelTechnique,
-  kRecombineTechnique
+  kRecombineTechnique,
+  kExploreTechnique
 };
-constexpr int kTechniques = 4;
-constexpr const char* kTechniqueNames[kTechniques] = {"walk", "elite restart",
-                                                      "model", "recombine"};
+constexpr int kTechniques = 5;
+constexpr const char* kTechniqueNames[kTechniques] = {
+    "walk", "elite restart", "model", "recombine", "exploration"};
 
 bool IsWalkStage(const std::string& s) {
   return s == "tiling" || s == "pipeline" || s == "in_core";
@@ -70,7 +71,8 @@ bool IsWalkStage(const std::string& s) {
 int TechniqueOf(const std::string& stage) {
   if (IsWalkStage(stage)) return kWalkTechnique;
   if (stage == kRestartStage) return kRestartTechnique;
-  if (stage == kGlobalStage || stage == kExploreStage) return kModelTechnique;
+  if (stage == kExploreStage) return kExploreTechnique;
+  if (stage == kGlobalStage) return kModelTechnique;
   if (stage == kRecombineStage) return kRecombineTechnique;
   return -1;
 }
@@ -462,7 +464,7 @@ class HybridStrategy : public Strategy {
     const bool stalled =
         o_.restart_after > 0 && m.since_best >= o_.restart_after;
     std::array<bool, kTechniques> open = {!m.best.empty(), stalled, true,
-                                          m.ok.size() >= 2};
+                                          m.ok.size() >= 2, true};
     while (true) {
       std::string why;
       const int t = PickTechnique(m, open, &why);
@@ -475,6 +477,9 @@ class HybridStrategy : public Strategy {
         c = Restart(h, m, stalled, why);
       } else if (t == kRecombineTechnique) {
         c = Recombine(h, m, rng, why);
+      } else if (t == kExploreTechnique) {
+        c = ModelReady(m) ? Explore(h, m, rng, why)
+                          : Uniform(h, m, rng, why, true);
       } else if (ModelReady(m)) {
         c = Tpe(h, m, rng, why);
       } else {
@@ -690,6 +695,39 @@ class HybridStrategy : public Strategy {
             static_cast<int>(m.ok.size() + m.failed.size()),
             static_cast<int>(m.good.size()), scored, pick_score,
             unordered.empty() ? "" : absl::StrCat("; unordered: ", unordered)));
+  }
+
+  // Exploration: of kDesignDraws uniform untried draws, the one the model
+  // rates best. Unlike the model's own draws around good configurations,
+  // these can land in a basin no good round is near yet (a method that
+  // wins only with another parameter at its far end); the model's rating
+  // keeps them off regions where rounds failed.
+  std::optional<Candidate> Explore(const SearchHistory& h, const Model& m,
+                                   std::mt19937_64& rng,
+                                   const std::string& why) const {
+    std::optional<Config> pick;
+    double pick_score = -INFINITY;
+    int got = 0;
+    Config c(m.dims.size());
+    for (int draw = 0; draw < kUniformDraws && got < kDesignDraws; ++draw) {
+      for (size_t i = 0; i < m.dims.size(); ++i) {
+        c[i] = Below(rng, static_cast<int>(m.dims[i].ordered.size()));
+      }
+      if (!Fresh(m, c)) continue;
+      ++got;
+      const double score = Score(m, c);
+      if (score > pick_score) {
+        pick_score = score;
+        pick = c;
+      }
+    }
+    if (!pick.has_value()) return Uniform(h, m, rng, why);
+    return Make(h, m, ToParams(m, *pick), kExploreStage,
+                absl::StrFormat("%sexploration: of %d uniform untried "
+                                "draws, the one the model rates best (log "
+                                "ratio %.2f)",
+                                why.empty() ? "" : absl::StrCat(why, "; "), got,
+                                pick_score));
   }
 
   // Uniform over the untried feasible configurations (rejection sampling,

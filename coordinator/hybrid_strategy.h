@@ -13,15 +13,16 @@
 //           ratio good / rest is proposed. It starts from `startup`
 //           uniform draws. Failures teach it the constraints it was not
 //           given: a failed configuration's neighbourhood scores low.
-//   hybrid  a bandit over three techniques, as OpenTuner's AUC bandit:
+//   hybrid  a bandit over four techniques, as OpenTuner's AUC bandit:
 //           the walk (one change from the current best: the best round's
 //           diagnosis suggestions first, then the single change the model
 //           rates best; an elite restart walks from the fastest other
 //           configuration instead when the best has no single change left
 //           or `restart_after` finished rounds brought no new best), the
-//           model (tpe), and recombination (a genetic algorithm's
-//           crossover of two of the fastest configurations, plus
-//           mutation). Each new best first gets `walk` walk rounds; every
+//           model (tpe), recombination (a genetic algorithm's crossover
+//           of two of the fastest configurations, plus mutation) and
+//           exploration (of 4 uniform untried draws, the one the model
+//           rates best). Each new best first gets `walk` walk rounds; every
 //           other board goes to the technique with the best recent record
 //           of new bests (the area under its curve over its last uses in
 //           the last `bandit_window` rounds) plus an exploration bonus.
@@ -43,7 +44,8 @@
 // Rounds carry their lineage: the parent is the best round; walk rounds are
 // tagged with the parameter's stage (tiling, pipeline, in_core) and change
 // one parameter; elite restarts are tagged "restart", recombinations
-// "recombine", model rounds "global" ("explore" while the model starts up);
+// "recombine", model rounds "global", start-up and exploration rounds
+// "explore";
 // the rationale says which technique and why, and how many parameters a
 // round moves at once.
 //
@@ -84,7 +86,7 @@ namespace tunefarm {
 
 inline constexpr char kHybridStrategyName[] = "hybrid";
 inline constexpr char kTpeStrategyName[] = "tpe";
-// Round.stage of model rounds, and of uniform draws before the model.
+// Round.stage of model rounds, and of start-up and exploration draws.
 inline constexpr char kGlobalStage[] = "global";
 inline constexpr char kExploreStage[] = "explore";
 // Round.stage of recombination rounds and of walk rounds from an elite

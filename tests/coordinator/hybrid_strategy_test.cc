@@ -341,6 +341,19 @@ TEST(HybridStrategy, ABatchSpreadsOverTheTechniques) {
   }
 }
 
+TEST(HybridStrategy, ExplorationIsOneOfTheBanditsTechniques) {
+  // After the start-up, the bandit also gives rounds to exploration: untried
+  // uniform draws, the one the model rates best.
+  Sweep s(Toy(8), "hybrid", 5);
+  RunSequential(s, Bowl, 30);
+  const std::optional<std::string> why =
+      NextRationaleOf(s, Bowl, "explore", 60);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_THAT(*why, HasSubstr("bandit: exploration"));
+  EXPECT_THAT(*why, HasSubstr("exploration: of 4 uniform untried draws, the "
+                              "one the model rates best"));
+}
+
 TEST(HybridStrategy, RecombinesTwoFastConfigurations) {
   Sweep s(Toy(8), "hybrid", 6);
   RunSequential(s, Bowl, 60);
