@@ -30,19 +30,24 @@ struct Agent::Slot {
     std::shared_ptr<std::atomic<bool>> finished;
   };
   std::vector<Build> builds ABSL_GUARDED_BY(mu);
-  // Moving averages of a build (Board::Prefetch) and of an evaluation, in
-  // seconds; < 0 until measured.
-  double build_s ABSL_GUARDED_BY(mu) = -1;
-  double eval_s ABSL_GUARDED_BY(mu) = -1;
+  // The latest builds (Board::Prefetch) and evaluations, in seconds. Their
+  // medians set how many leases are held ahead: one 20 s variant among
+  // half-second rounds must not shrink the build window for the next dozen.
+  RecentTimes build_s ABSL_GUARDED_BY(mu);
+  RecentTimes eval_s ABSL_GUARDED_BY(mu);
 };
 
-namespace {
-
-void Average(double* avg, double sample) {
-  *avg = *avg < 0 ? sample : 0.7 * *avg + 0.3 * sample;
+void Agent::RecentTimes::Add(double seconds) {
+  if (samples.size() >= kKept) samples.pop_front();
+  samples.push_back(seconds);
 }
 
-}  // namespace
+double Agent::RecentTimes::Median() const {
+  if (samples.empty()) return -1;
+  std::vector<double> sorted(samples.begin(), samples.end());
+  std::sort(sorted.begin(), sorted.end());
+  return sorted[sorted.size() / 2];
+}
 
 Agent::Agent(AgentOptions options, CoordinatorClient* client, BundleSink* sink,
              std::vector<std::unique_ptr<Board>> boards)
@@ -215,12 +220,20 @@ void Agent::ReapBuilds(Slot& slot, bool all) {
 }
 
 int Agent::WantedAhead(Slot& slot) {
-  const int most = std::clamp(options_.max_ahead, 1, 8);
+  // More leases ahead than the host's compilers can build for this board
+  // only queue: each waits longer, which would call for more still.
+  const int cores =
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int per_board =
+      std::max(1, cores / static_cast<int>(std::max<size_t>(1, slots_.size())));
+  const int most =
+      std::min(std::clamp(options_.max_ahead, 1, kMostAhead), per_board + 1);
   absl::MutexLock lock(&slot.mu);
-  if (slot.build_s < 0 || slot.eval_s <= 0) return 1;
+  const double build = slot.build_s.Median(), eval = slot.eval_s.Median();
+  if (build < 0 || eval <= 0) return 1;
   // A board that evaluates in R and builds in B keeps its compilers busy
   // ceil(B / R) variants ahead; one more absorbs the spread.
-  const double ratio = slot.build_s / std::max(slot.eval_s, 0.05);
+  const double ratio = build / std::max(eval, 0.05);
   return std::clamp(static_cast<int>(std::ceil(ratio)) + 1, 1, most);
 }
 
@@ -269,7 +282,7 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
     // ahead avoid: count it as build time.
     if (waited > 0.05) {
       absl::MutexLock lock(&slot.mu);
-      Average(&slot.build_s, waited);
+      slot.build_s.Add(waited);
     }
   }
   const absl::Time start = absl::Now();
@@ -278,7 +291,7 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
   evaluated = true;
   {
     absl::MutexLock lock(&slot.mu);
-    Average(&slot.eval_s, absl::ToDoubleSeconds(absl::Now() - start));
+    slot.eval_s.Add(absl::ToDoubleSeconds(absl::Now() - start));
   }
 
   v1::RoundResult result;
@@ -421,7 +434,7 @@ void Agent::LeaseAhead(Slot& slot, const std::atomic<bool>& evaluated,
                             next.lease_id(), st.ToString());
              } else {
                absl::MutexLock lock(&slot.mu);
-               Average(&slot.build_s, absl::ToDoubleSeconds(absl::Now() - t0));
+               slot.build_s.Add(absl::ToDoubleSeconds(absl::Now() - t0));
              }
              *finished = true;
            }),

@@ -10,13 +10,14 @@
 // Build/run overlap (AgentOptions::prefetch): while a board's current variant
 // builds and runs, its worker leases the board's NEXT variants ahead
 // (LeaseWorkRequest.prefetch) and builds them (Board::Prefetch) in parallel
-// on background threads, renewing those leases too. How many: the board's measured build time over its evaluation time
-// (moving averages), rounded up, at least 1 and at most
-// AgentOptions::max_ahead, so a compile never waits in front of the board;
-// the compilers themselves share the host's cores (BuildVariant bounds
-// them). The board still runs one variant at a time: the next one starts
-// when the current one is reported. A lease ahead the coordinator revokes is
-// dropped unrun.
+// on background threads, renewing those leases too. How many: the board's
+// measured build time over its evaluation time (medians of the latest few),
+// rounded up, plus one; at least 1, at most AgentOptions::max_ahead and at
+// most one more than the host's cores per board, so a compile never waits in
+// front of the board; the compilers themselves share the host's cores
+// (BuildVariant bounds them). The board still runs one variant at a time: the
+// next one starts when the current one is reported. A lease ahead the
+// coordinator revokes is dropped unrun.
 //
 // Owns its boards. Run() blocks; Stop-by-flag from any thread. The client
 // and the sink must outlive Run().
@@ -24,6 +25,7 @@
 #define TUNEFARM_AGENT_AGENT_H_
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -60,8 +62,8 @@ struct AgentOptions {
   absl::Duration max_backoff = absl::Seconds(2);
   // Lease and build each board's next variants while the current one runs.
   bool prefetch = true;
-  // Most leases one board holds ahead (1..8).
-  int max_ahead = 8;
+  // Most leases one board holds ahead (1..Agent::kMostAhead).
+  int max_ahead = 16;
   // What the agent's waits (heartbeats, renewals, retries, back-off) sleep
   // on; SystemClock() when null. Not owned. Durations it measures (build
   // and run times) are real time.
@@ -72,6 +74,9 @@ struct AgentOptions {
 
 class Agent {
  public:
+  // The most leases a board may hold ahead (the coordinator's bound too).
+  static constexpr int kMostAhead = 32;
+
   // `sink` may be null (no analyzers).
   Agent(AgentOptions options, CoordinatorClient* client, BundleSink* sink,
         std::vector<std::unique_ptr<Board>> boards);
@@ -81,6 +86,13 @@ class Agent {
   void Run(const std::atomic<bool>& stop);
 
  private:
+  // The latest durations of one kind, for a median that ignores outliers.
+  struct RecentTimes {
+    static constexpr size_t kKept = 9;
+    std::deque<double> samples;
+    void Add(double seconds);
+    double Median() const;  // < 0 until measured
+  };
   struct Slot;  // one board and its worker's state
 
   bool EnsureRegistered(const std::atomic<bool>& stop);

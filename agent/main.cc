@@ -121,11 +121,11 @@ int Main(int argc, char** argv) {
   app.add_option("--prefetch", prefetch,
                  "lease and build each board's next variant while the current "
                  "one runs (build/run overlap)");
-  int max_ahead = 8;
+  int max_ahead = 16;
   app.add_option("--max_ahead", max_ahead,
                  "most leases a board holds ahead (as many as its build time "
                  "over its run time calls for)")
-      ->check(CLI::Range(1, 8));
+      ->check(CLI::Range(1, tunefarm::Agent::kMostAhead));
   app.add_option("--harness_dir", harness_dir,
                  "ops/common of the operator packages (cpu boards)");
   app.add_option("--bin_dir", bin_dir, "where operator programs live");

@@ -31,7 +31,7 @@ namespace {
 
 // Leases one board may hold ahead of its current one, whatever its agent
 // asks (LeaseWorkRequest.max_ahead): each is a round no other board can run.
-constexpr int32_t kMaxLeasesAhead = 8;
+constexpr int32_t kMaxLeasesAhead = 32;
 // An inconclusive result (the estimate beats min_gain, its interval does
 // not) is measured again this many times before it is judged inconclusive;
 // the extra looks use this confidence at least.

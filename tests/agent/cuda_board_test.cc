@@ -625,14 +625,14 @@ TEST_F(FakeCudaBoardTest, RunnerServesEveryRoundFromOneProcess) {
   const std::string env3 = ReadFile(RunDir(3) + "/run/env.txt").value();
   std::string count;
   for (absl::string_view line : absl::StrSplit(env3, '\n')) {
-    if (absl::ConsumePrefix(&line, "runner_run_stages=")) count = std::string(line);
+    if (absl::ConsumePrefix(&line, "runner_run_stages="))
+      count = std::string(line);
   }
   int runs = 0;
   ASSERT_TRUE(absl::SimpleAtoi(count, &runs)) << env3;
   EXPECT_GT(runs, 2) << env3;
   const std::string ncu = ReadFile(root_ + "/ncu.argv").value();
-  EXPECT_TRUE(absl::StrContains(ncu, RunnerBin() + "\n--exec\n"))
-      << ncu;
+  EXPECT_TRUE(absl::StrContains(ncu, RunnerBin() + "\n--exec\n")) << ncu;
 }
 
 // A variant that crashes the runner is RUN_CRASHED with the signal, as in
@@ -773,9 +773,8 @@ TEST_F(RealGpuTest, RunnerAndProcessModesAgreeAndTheRunnerIsReused) {
   const int64_t starts0 = TotalVariantRunnerStarts();
   double runner_us = 0;
   for (int i = 0; i < 2; ++i) {
-    absl::StatusOr<Evaluation> e =
-        board_->Evaluate(Work("gemm", dims, {{"vec_width", i == 0 ? 1 : 4}}),
-                         cancel);
+    absl::StatusOr<Evaluation> e = board_->Evaluate(
+        Work("gemm", dims, {{"vec_width", i == 0 ? 1 : 4}}), cancel);
     ASSERT_TRUE(e.ok()) << e.status();
     ASSERT_EQ(e->result.outcome(), v1::OUTCOME_OK) << e->result.detail();
     EXPECT_TRUE(e->result.precision().passed());
@@ -794,6 +793,39 @@ TEST_F(RealGpuTest, RunnerAndProcessModesAgreeAndTheRunnerIsReused) {
                                 "one process per stage"));
   // The same kernel, timed the same way: the medians agree within 20%.
   EXPECT_NEAR(p->result.measurement().median_us(), runner_us, 0.2 * runner_us);
+}
+
+// On the GPU: in an A/B round the runner's device stays warm between
+// blocks, so a block of a variant timed before in the runner skips the
+// untimed first launch (the harness says so in its timing note), and the
+// round still passes and pairs.
+TEST_F(RealGpuTest, WarmRunnerBlocksSkipTheUntimedFirstLaunch) {
+  std::atomic<bool> cancel{false};
+  v1::WorkItem w =
+      Work("gemm", {{"m", 1024}, {"n", 1024}, {"k", 1024}}, {{"vec_width", 4}});
+  w.set_has_reference(true);
+  w.set_reference_round(1);
+  w.mutable_reference_params()->insert(w.params().begin(), w.params().end());
+  (*w.mutable_reference_params())["vec_width"] = IntParam(1);
+  absl::StatusOr<Evaluation> e = board_->Evaluate(w, cancel);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ(e->result.outcome(), v1::OUTCOME_OK) << e->result.detail();
+  ASSERT_TRUE(e->result.measurement().paired())
+      << e->result.measurement().policy();
+  ASSERT_GE(e->result.measurement().pairs(), 2);
+  int skipped = 0, notes = 0;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(options_.work_root)) {
+    if (entry.path().filename() != "timing_note.txt") continue;
+    ++notes;
+    const std::string note = ReadFile(entry.path().string()).value();
+    if (absl::StrContains(note, "first_launch=skipped")) {
+      ++skipped;
+      EXPECT_TRUE(absl::StrContains(note, "warm_start=yes")) << note;
+    }
+  }
+  EXPECT_GE(notes, 3);
+  EXPECT_GE(skipped, 1) << notes << " timing notes, none skipped";
 }
 
 TEST_F(RealGpuTest, GemmVariantOverThreadLimitFailsTheBuild) {
