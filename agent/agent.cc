@@ -21,8 +21,10 @@ struct Agent::Slot {
   struct Ahead {
     v1::WorkItem work;
     std::shared_ptr<std::atomic<bool>> cancel;  // aborts its build
+    std::shared_ptr<std::atomic<bool>> built;   // its build has ended
   };
-  // The leases held ahead, in the order they run after lease_id.
+  // The leases held ahead, in the order granted; each runs once its build
+  // has ended, the first such one first.
   std::deque<Ahead> ahead ABSL_GUARDED_BY(mu);
   // Background builds of leases ahead: threads and their "finished" flags.
   struct Build {
@@ -167,7 +169,7 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
       continue;
     }
     // A lease held ahead is already ours: run it before asking for more.
-    if (v1::WorkItem work; TakeAhead(slot, &work)) {
+    if (v1::WorkItem work; TakeAhead(slot, &work, stop)) {
       RunLease(slot, work, stop);
       continue;
     }
@@ -422,7 +424,7 @@ void Agent::LeaseAhead(Slot& slot, const std::atomic<bool>& evaluated,
       auto cancel = std::make_shared<std::atomic<bool>>(false);
       auto finished = std::make_shared<std::atomic<bool>>(false);
       absl::MutexLock lock(&slot.mu);
-      slot.ahead.push_back({next, cancel});
+      slot.ahead.push_back({next, cancel, finished});
       // The build runs beside the board (and beside the other builds); the
       // board's Prefetch never touches the device.
       slot.builds.push_back(
@@ -469,15 +471,32 @@ void Agent::RenewAhead(Slot& slot) {
   }
 }
 
-bool Agent::TakeAhead(Slot& slot, v1::WorkItem* work) {
-  while (true) {
+bool Agent::TakeAhead(Slot& slot, v1::WorkItem* work,
+                      const std::atomic<bool>& stop) {
+  while (!stop.load()) {
     std::shared_ptr<std::atomic<bool>> cancel;
+    bool waiting = false;
     {
       absl::MutexLock lock(&slot.mu);
       if (slot.ahead.empty()) return false;
-      *work = slot.ahead.front().work;
-      cancel = slot.ahead.front().cancel;
-      slot.ahead.pop_front();
+      // Builds end out of order (a large variant compiles for longer): the
+      // board runs the first one built rather than wait behind the first
+      // one granted. The coordinator follows (Heartbeat).
+      auto built =
+          std::find_if(slot.ahead.begin(), slot.ahead.end(),
+                       [](const Slot::Ahead& a) { return a.built->load(); });
+      if (built == slot.ahead.end()) {
+        waiting = true;
+      } else {
+        *work = built->work;
+        cancel = built->cancel;
+        slot.ahead.erase(built);
+      }
+    }
+    if (waiting) {
+      // The builds run in real time, whatever clock the agent waits on.
+      absl::SleepFor(absl::Milliseconds(10));
+      continue;
     }
     // It may have been revoked since the last renewal (cancelled sweep).
     if (LeaseStillValid(*work)) return true;
@@ -485,6 +504,7 @@ bool Agent::TakeAhead(Slot& slot, v1::WorkItem* work) {
     spdlog::warn("{}: lease {} held ahead was revoked; dropped",
                  slot.board->info().board_id(), work->lease_id());
   }
+  return false;
 }
 
 void Agent::Run(const std::atomic<bool>& stop) {

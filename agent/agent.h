@@ -110,9 +110,10 @@ class Agent {
   int WantedAhead(Slot& slot);
   // Renews the leases held ahead; drops (and stops building) revoked ones.
   void RenewAhead(Slot& slot);
-  // Moves the first lease held ahead that the coordinator did not revoke
-  // into `work`.
-  bool TakeAhead(Slot& slot, v1::WorkItem* work);
+  // Moves the first lease held ahead whose build has ended (waiting for one
+  // when none has) and that the coordinator did not revoke into `work`;
+  // false when none is held, or on `stop`.
+  bool TakeAhead(Slot& slot, v1::WorkItem* work, const std::atomic<bool>& stop);
   // Joins the slot's finished background builds (all of them, cancelling
   // any still running, when `all`).
   void ReapBuilds(Slot& slot, bool all);

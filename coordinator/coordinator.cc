@@ -777,7 +777,8 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
       });
     }
     if (!b.current_lease_id().empty() &&
-        b.current_lease_id() != bit->second.lease_id) {
+        b.current_lease_id() != bit->second.lease_id &&
+        !PromoteLeaseAhead(txn, bit->second, b.current_lease_id())) {
       response.add_revoked_lease_ids(b.current_lease_id());
     }
   }
@@ -1149,6 +1150,33 @@ void Coordinator::FreeBoard(Txn& txn, const std::string& board_id,
   if (board.lease_id.empty() && board.info.state() == v1::BOARD_STATE_BUSY) {
     board.info.set_state(v1::BOARD_STATE_IDLE);
   }
+}
+
+bool Coordinator::PromoteLeaseAhead(Txn& txn, BoardRuntime& board,
+                                    const std::string& lease_id) {
+  auto ahead = std::find(board.prefetch_lease_ids.begin(),
+                         board.prefetch_lease_ids.end(), lease_id);
+  if (ahead == board.prefetch_lease_ids.end()) return false;
+  v1::Round* round = LiveLease(lease_id);
+  if (round == nullptr) return false;
+  // An agent runs its leases ahead in the order their builds finish: the one
+  // it runs is current, and the one that was waits ahead (its build goes
+  // on). The board time of the one it runs starts now.
+  SaveBoard(txn, board.info.board_id());
+  SaveRound(txn, *FindSweep(round->sweep_id()), *round);
+  board.prefetch_lease_ids.erase(ahead);
+  if (!board.lease_id.empty() && LiveLease(board.lease_id) != nullptr) {
+    board.prefetch_lease_ids.insert(board.prefetch_lease_ids.begin(),
+                                    board.lease_id);
+  }
+  board.lease_id = lease_id;
+  board.info.set_current_lease_id(lease_id);
+  board.info.set_state(v1::BOARD_STATE_BUSY);
+  const absl::Time now = clock_->Now();
+  round->mutable_lease()->set_granted_unix_ms(absl::ToUnixMillis(now));
+  round->mutable_lease()->set_expires_unix_ms(
+      absl::ToUnixMillis(now + options_.lease_duration));
+  return true;
 }
 
 void Coordinator::RequeueLeaseAhead(Txn& txn, BoardRuntime& board,

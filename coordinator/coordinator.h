@@ -229,6 +229,11 @@ class Coordinator {
   // Puts a leased round back in the queue (lease expired, board lost).
   void Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
                const std::string& why);
+  // Makes `lease_id`, one `board` holds ahead, its current lease (the agent
+  // says it runs it), the current one waiting ahead; false when the board
+  // holds no such live lease ahead.
+  bool PromoteLeaseAhead(Txn& txn, BoardRuntime& board,
+                         const std::string& lease_id);
   // Re-queues the rounds `board` holds ahead (drain, board lost).
   void RequeueLeaseAhead(Txn& txn, BoardRuntime& board, const std::string& why);
   // Drops the leases ahead that are no longer live (revoked, requeued).

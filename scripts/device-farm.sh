@@ -112,6 +112,40 @@ for mode in ${TF_FARM_MODES:-runner process}; do
          }
          END { if (n) printf "%s: %d OK rounds, mean eval %.3f s, mean timed kernels %.3f s, eval utilisation %.1f%%, timed kernels %.1f s of the %d s run (%.1f%%)\n", name, n, W/n, K/n, 100*K/W, K, secs, 100*K/secs }' \
       name="$name" secs="$secs" "$data/logs/agent-1.log" >> "$summary" 2>/dev/null
+    # The same over the sweep itself: from the board's first lease to its
+    # last result (the run above also holds the farm's start and its end).
+    python3 - "$name" "$data/logs/agent-1.log" >> "$summary" 2>/dev/null <<'PY'
+import re, sys
+from datetime import datetime
+first = last = None
+timed = 0.0
+for line in open(sys.argv[2]):
+    m = re.match(r"(\S+) I .*: (lease \S+ \(sweep|round \d+ OUTCOME_)", line)
+    if not m:
+        continue
+    t = datetime.fromisoformat(m.group(1)).timestamp()
+    if first is None:
+        first = t
+    if "OUTCOME_" in m.group(2):
+        last = t
+        k = re.search(r"timed kernels ([\d.]+) s", line)
+        timed += float(k.group(1)) if k and "OUTCOME_OK" in line else 0.0
+if first is not None and last is not None and last > first:
+    print(f"{sys.argv[1]}: sweep from first lease to last result {last - first:.1f} s, "
+          f"timed kernels {timed:.1f} s ({100 * timed / (last - first):.1f}%)")
+PY
+    # Where one variant's compile goes (nvcc --time), for the first variant
+    # built in the sweep.
+    header=$(find "$data" -name tf_params.h 2>/dev/null | head -n 1)
+    src="$root/ops/${spec#cuda_}/cuda/${spec#cuda_}.cu"
+    if [ "$mode" = runner ] && [ -n "$header" ] && [ -f "$src" ] && command -v nvcc > /dev/null; then
+      arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
+      nvcc --time "$out/${name}_nvcc_time.csv" -include "$header" -I "$root/ops/common" \
+        "$src" -O3 "-arch=sm_${arch}a" -std=c++17 -lineinfo -shared -Xcompiler -fPIC \
+        -DTF_VARIANT_SHARED -Dmain=tf_variant_main -o "/tmp/nvcc-time-$name.so" > /dev/null 2>&1
+      awk -F, -v name="$name" 'NR > 1 && $2 != "" { t[$2] += $NF } END { for (p in t) printf "%s: nvcc phase %s %.0f ms\n", name, p, t[p] }' \
+        "$out/${name}_nvcc_time.csv" >> "$summary" 2>/dev/null
+    fi
     grep -E "best|speedup|rounds|ended" "$data/local.txt" | head -8 | sed "s/^/$name: /" >> "$summary"
     cp "$data"/reports/*/report.md "$out/${name}_report.md" 2>/dev/null ||
       cp "$data"/reports/*.md "$out/${name}_report.md" 2>/dev/null

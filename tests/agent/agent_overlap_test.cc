@@ -245,8 +245,7 @@ TEST_F(PrefetchLeaseTest, SeveralLeasesAheadRunInOrderAndSurviveARestart) {
   EXPECT_EQ(RoundState(sweeps[4], 0), v1::ROUND_STATE_QUEUED);
 
   ASSERT_NO_FATAL_FAILURE(Restart());
-  RegisterBoard("a1", "a1/sim0", current.work().lease_id(),
-                ahead[0].lease_id(),
+  RegisterBoard("a1", "a1/sim0", current.work().lease_id(), ahead[0].lease_id(),
                 {ahead[1].lease_id(), ahead[2].lease_id()});
   for (const v1::WorkItem& w : ahead) EXPECT_TRUE(Renew("a1", w));
   EXPECT_FALSE(Lease("a1", "a1/sim0", true, 3).granted());
@@ -273,6 +272,40 @@ TEST_F(PrefetchLeaseTest, RevokedLeaseAheadIsInvalidAndFreesTheSlot) {
   v1::LeaseWorkResponse again = Lease("a1", "a1/sim0", true);
   ASSERT_TRUE(again.granted());
   EXPECT_NE(again.work().sweep_id(), held.s2);
+}
+
+// The agent runs a lease ahead whose build ended first, before the current
+// one: its heartbeat names it as the board's current lease, and the
+// coordinator follows instead of revoking it; the one it overtook waits
+// ahead, still valid, and both results are recorded once.
+TEST_F(PrefetchLeaseTest, HeartbeatRunningALeaseAheadPromotesIt) {
+  CurrentAndAhead held;
+  ASSERT_NO_FATAL_FAILURE(LeaseCurrentAndAhead(&held));
+  v1::HeartbeatRequest beat;
+  beat.set_agent_id("a1");
+  v1::BoardInfo* b = beat.add_boards();
+  b->set_board_id("a1/sim0");
+  b->set_current_lease_id(held.ahead.lease_id());
+  b->set_lease_ahead_id(held.current.lease_id());
+  absl::StatusOr<v1::HeartbeatResponse> r = coord()->Heartbeat(beat);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->revoked_lease_ids_size(), 0);
+  EXPECT_EQ(CurrentLease("a1/sim0"), held.ahead.lease_id());
+  EXPECT_TRUE(Renew("a1", held.current));
+  EXPECT_TRUE(Renew("a1", held.ahead));
+  // One slot ahead is held (the overtaken lease): no more is granted.
+  EXPECT_FALSE(Lease("a1", "a1/sim0", true).granted());
+  EXPECT_TRUE(ReportOk("a1", "a1/sim0", held.ahead).accepted());
+  EXPECT_EQ(CurrentLease("a1/sim0"), held.current.lease_id());
+  EXPECT_TRUE(ReportOk("a1", "a1/sim0", held.current).accepted());
+  EXPECT_EQ(RoundState(held.s1, 0), v1::ROUND_STATE_DONE);
+  EXPECT_EQ(RoundState(held.s2, 0), v1::ROUND_STATE_DONE);
+  // A lease the board holds neither as current nor ahead is still revoked.
+  b->set_current_lease_id("sw-999/0/1");
+  r = coord()->Heartbeat(beat);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->revoked_lease_ids_size(), 1);
+  EXPECT_EQ(r->revoked_lease_ids(0), "sw-999/0/1");
 }
 
 TEST_F(PrefetchLeaseTest, LostAgentsLeaseAndLeaseAheadBothRequeue) {
@@ -457,14 +490,25 @@ class RecordingBoard : public Board {
       first = built_.insert(work.lease_id()).second;
     }
     // A compile the first time a lease is built, a cache hit after.
-    if (first && build_delay_ > absl::ZeroDuration()) {
-      absl::SleepFor(build_delay_);
+    absl::Duration delay = build_delay_;
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto it = sweep_build_delay_.find(work.sweep_id());
+          it != sweep_build_delay_.end()) {
+        delay = it->second;
+      }
     }
+    if (first && delay > absl::ZeroDuration()) absl::SleepFor(delay);
     absl::Status st = inner_->Prefetch(work, cancel);
     Record(BoardEvent::kBuildEnd, work);
     return st;
   }
   void set_build_delay(absl::Duration d) { build_delay_ = d; }
+  // The builds of `sweep_id`'s variants take `d` instead.
+  void set_sweep_build_delay(const std::string& sweep_id, absl::Duration d) {
+    absl::MutexLock lock(&mu_);
+    sweep_build_delay_[sweep_id] = d;
+  }
 
   void HoldEvaluations() {
     absl::MutexLock lock(&mu_);
@@ -498,6 +542,7 @@ class RecordingBoard : public Board {
   absl::Duration build_delay_;
   absl::Mutex mu_;
   std::set<std::string> built_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Duration> sweep_build_delay_ ABSL_GUARDED_BY(mu_);
   bool hold_first_eval_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<BoardEvent> events_ ABSL_GUARDED_BY(mu_);
 };
@@ -521,6 +566,9 @@ class AgentOverlapTest : public CoreFixture {
     o.run_delay = run_delay;
     auto board = std::make_unique<RecordingBoard>(NewSimBoard(o));
     board->set_build_delay(build_delay);
+    for (const auto& [sweep, delay] : sweep_build_delay_) {
+      board->set_sweep_build_delay(sweep, delay);
+    }
     board_ = board.get();
     if (hold) board_->HoldEvaluations();
     std::vector<std::unique_ptr<Board>> boards;
@@ -556,6 +604,8 @@ class AgentOverlapTest : public CoreFixture {
     return r.ok() ? *r : std::vector<v1::Round>();
   }
 
+  // Per-sweep build times for the next StartAgent.
+  std::map<std::string, absl::Duration> sweep_build_delay_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<InProcessClient> client_;
   RecordingBoard* board_ = nullptr;
@@ -635,6 +685,57 @@ TEST_F(AgentOverlapTest, SlowBuildsAreLeasedFurtherAheadAndBuiltInParallel) {
   }
   EXPECT_GE(most, 2) << "builds ran one after another";
   EXPECT_EQ(Evaluations(events).size(), 16u);  // 8 baselines + 8 candidates
+}
+
+// One sweep's variants compile for much longer than the others': the board
+// runs the leases ahead whose builds ended instead of waiting behind it,
+// and the coordinator follows (no lease revoked, every round run once).
+TEST_F(AgentOverlapTest, LeasesAheadRunInTheOrderTheirBuildsEnd) {
+  std::vector<std::string> sweeps;
+  for (int i = 0; i < 6; ++i) {
+    sweeps.push_back(Submit(SimSpec(absl::StrCat("o", i), 1)));
+  }
+  const std::string slow = sweeps[2];
+  sweep_build_delay_[slow] = absl::Milliseconds(1500);
+  StartAgent(/*prefetch=*/true, absl::Milliseconds(30), /*hold=*/false,
+             /*build_delay=*/absl::Milliseconds(150));
+  ASSERT_TRUE(WaitSweepsDone());
+  const std::vector<BoardEvent> events = board_->events();
+  EXPECT_EQ(Evaluations(events).size(), 12u);  // 6 baselines + 6 candidates
+  for (const std::string& sweep : sweeps) {
+    for (const v1::Round& r : Rounds(sweep)) {
+      EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE)
+          << sweep << " " << r.round_id();
+      EXPECT_EQ(r.attempts(), 1) << sweep << " " << r.round_id();
+    }
+  }
+  // Some round leased ahead after one of the slow sweep's started running
+  // before it.
+  int overtaken = 0;
+  for (const BoardEvent& s : events) {
+    if (s.kind != BoardEvent::kBuildAhead || s.sweep_id != slow) continue;
+    auto slow_start =
+        std::find_if(events.begin(), events.end(), [&](const BoardEvent& e) {
+          return e.kind == BoardEvent::kEvalStart && e.sweep_id == slow &&
+                 e.round_id == s.round_id;
+        });
+    ASSERT_NE(slow_start, events.end());
+    for (const BoardEvent& o : events) {
+      if (o.kind != BoardEvent::kBuildAhead || o.sweep_id == slow ||
+          o.at <= s.at) {
+        continue;
+      }
+      auto o_start =
+          std::find_if(events.begin(), events.end(), [&](const BoardEvent& e) {
+            return e.kind == BoardEvent::kEvalStart &&
+                   e.sweep_id == o.sweep_id && e.round_id == o.round_id;
+          });
+      if (o_start != events.end() && o_start->at < slow_start->at) {
+        ++overtaken;
+      }
+    }
+  }
+  EXPECT_GE(overtaken, 1) << "the board waited behind the slow build";
 }
 
 TEST_F(AgentOverlapTest, WithoutPrefetchNothingIsBuiltAhead) {
