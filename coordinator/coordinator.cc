@@ -181,17 +181,8 @@ void Coordinator::SaveAgent(Txn& txn, const std::string& agent_id) {
 
 void Coordinator::SaveTeamSeconds(Txn& txn, const std::string& team) {
   if (!txn.saved_teams.insert(team).second) return;
-  std::optional<double> before;
-  if (auto it = team_board_seconds_.find(team);
-      it != team_board_seconds_.end()) {
-    before = it->second;
-  }
-  txn.undo.push_back([this, team, before] {
-    if (before.has_value()) {
-      team_board_seconds_[team] = *before;
-    } else {
-      team_board_seconds_.erase(team);
-    }
+  txn.undo.push_back([this, team, before = placement_.RecordedSeconds(team)] {
+    placement_.RestoreRecordedSeconds(team, before);
   });
 }
 
@@ -227,7 +218,7 @@ std::string Coordinator::DescribeState() const {
                     absl::FormatTime(a.last_seen), " boards ",
                     absl::StrJoin(a.board_ids, ","), "\n");
   }
-  for (const auto& [team, secs] : team_board_seconds_) {
+  for (const auto& [team, secs] : placement_.recorded_seconds()) {
     absl::StrAppend(&out, "team ", team, ": ", secs, " board s\n");
   }
   for (const v1::BoardReservation& r : placement_.reservations()) {
@@ -1014,31 +1005,8 @@ bool Coordinator::IdleBoardCouldTake(const BoardRuntime& self,
 
 bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
                                  v1::LeaseWorkResponse* response) {
-  // Weighted fair share between teams: the team that used the least board
-  // time per unit of weight goes first; within a team, higher priority,
-  // then submission order. Boards change hands only between rounds.
-  std::map<std::string, double> share;
-  for (const auto& [id, s] : book_.sweeps()) share[s->sweep.spec().team()] = 0;
-  // One team has nothing to share with (and adding up its board time walks
-  // every round it has).
-  if (share.size() > 1) {
-    for (auto& [team, value] : share) {
-      const double w = placement_.QuotaOf(team).weight() > 0
-                           ? placement_.QuotaOf(team).weight()
-                           : 1;
-      value = TeamBoardSeconds(team) / w;
-    }
-  }
-  std::vector<SweepRuntime*> order;
-  for (auto& [id, s] : book_.sweeps()) order.push_back(s.get());
-  std::stable_sort(order.begin(), order.end(),
-                   [&share](const SweepRuntime* a, const SweepRuntime* b) {
-                     const double sa = share[a->sweep.spec().team()];
-                     const double sb = share[b->sweep.spec().team()];
-                     if (sa != sb) return sa < sb;
-                     return a->sweep.spec().priority() >
-                            b->sweep.spec().priority();
-                   });
+  const std::vector<SweepRuntime*> order =
+      placement_.FairShareOrder(book_.sweeps(), clock_->NowUnixMs());
   for (SweepRuntime* s : order) {
     if (!BoardMatches(board.info, s->sweep.spec().boards()) ||
         !Placement::Allows(board.info, s->sweep.spec().team(),
@@ -1050,7 +1018,8 @@ bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
     if (prefetch && IdleBoardCouldTake(board, *s)) continue;
     const v1::TeamQuota& quota = placement_.QuotaOf(s->sweep.spec().team());
     if (quota.max_boards() > 0 &&
-        TeamBoardsInUse(s->sweep.spec().team()) >= quota.max_boards()) {
+        Placement::BoardsInUse(s->sweep.spec().team(), book_.sweeps()) >=
+            quota.max_boards()) {
       continue;
     }
     v1::Round* round = NextRound(txn, *s);
@@ -1309,7 +1278,7 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
       0.0, absl::ToDoubleSeconds(
                now - absl::FromUnixMillis(round.lease().granted_unix_ms())));
   SaveTeamSeconds(txn, s->sweep.spec().team());
-  team_board_seconds_[s->sweep.spec().team()] += board_seconds;
+  placement_.AddRecordedSeconds(s->sweep.spec().team(), board_seconds);
   if (auto b = boards_.find(round.lease().board_id()); b != boards_.end()) {
     SaveBoard(txn, b->first);
     b->second.info.set_rounds_run(b->second.info.rounds_run() + 1);
@@ -1759,35 +1728,6 @@ void Coordinator::PublishBoardMetrics() {
   metrics_->SetBoardStates(boards);
 }
 
-double Coordinator::TeamBoardSeconds(const std::string& team) const {
-  double total = 0;
-  if (auto it = team_board_seconds_.find(team);
-      it != team_board_seconds_.end()) {
-    total = it->second;
-  }
-  const int64_t now = clock_->NowUnixMs();
-  for (const auto& [id, s] : book_.sweeps()) {
-    if (s->sweep.spec().team() != team) continue;
-    for (const v1::Round& r : s->rounds) {
-      if (r.state() == v1::ROUND_STATE_LEASED) {
-        total += std::max<int64_t>(0, now - r.lease().granted_unix_ms()) / 1e3;
-      }
-    }
-  }
-  return total;
-}
-
-int Coordinator::TeamBoardsInUse(const std::string& team) const {
-  int n = 0;
-  for (const auto& [id, s] : book_.sweeps()) {
-    if (s->sweep.spec().team() != team) continue;
-    for (const v1::Round& r : s->rounds) {
-      n += r.state() == v1::ROUND_STATE_LEASED ? 1 : 0;
-    }
-  }
-  return n;
-}
-
 // --- admin ------------------------------------------------------------------
 
 absl::StatusOr<v1::BoardInfo> Coordinator::DrainBoard(
@@ -1859,20 +1799,21 @@ v1::ListTeamsResponse Coordinator::ListTeams(const std::string& team) {
   for (const auto& [t, q] : placement_.quotas()) teams.insert(t);
   for (const auto& [id, s] : book_.sweeps())
     teams.insert(s->sweep.spec().team());
-  for (const auto& [t, secs] : team_board_seconds_) teams.insert(t);
+  for (const auto& [t, secs] : placement_.recorded_seconds()) teams.insert(t);
   v1::ListTeamsResponse response;
   for (const std::string& t : teams) {
     if (!team.empty() && t != team) continue;
     v1::TeamUsage* u = response.add_teams();
     *u->mutable_quota() = placement_.QuotaOf(t);
     u->mutable_quota()->set_team(t);
-    u->set_boards_in_use(TeamBoardsInUse(t));
+    u->set_boards_in_use(Placement::BoardsInUse(t, book_.sweeps()));
     int active = 0;
     for (const auto& [id, s] : book_.sweeps()) {
       active += s->sweep.spec().team() == t ? 1 : 0;
     }
     u->set_active_sweeps(active);
-    u->set_board_seconds(TeamBoardSeconds(t));
+    u->set_board_seconds(
+        placement_.BoardSeconds(t, book_.sweeps(), clock_->NowUnixMs()));
   }
   return response;
 }

@@ -287,9 +287,6 @@ class Coordinator {
   // reserved_for.
   absl::StatusOr<v1::ListReservationsResponse> SaveReservations(
       std::vector<v1::BoardReservation> reservations);
-  // Board time a team used: finished leases plus the ones running now.
-  double TeamBoardSeconds(const std::string& team) const;
-  int TeamBoardsInUse(const std::string& team) const;
 
   Store* store_;
   const OperatorCatalog* catalog_;
@@ -303,9 +300,7 @@ class Coordinator {
   SweepBook book_;
   std::map<std::string, BoardRuntime> boards_;
   std::map<std::string, AgentRuntime> agents_;
-  // Board seconds of recorded results, by team (fair share).
-  std::map<std::string, double> team_board_seconds_;
-  // Reservations and quotas (coordinator/placement.h).
+  // Reservations, quotas and usage (coordinator/placement.h).
   Placement placement_;
   // Health-check rules (coordinator/health_checker.h).
   HealthChecker health_;

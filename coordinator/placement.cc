@@ -179,4 +179,74 @@ absl::StatusOr<std::string> Placement::StoredQuotasWith(
   return stored.SerializeAsString();
 }
 
+std::optional<double> Placement::RecordedSeconds(
+    const std::string& team) const {
+  auto it = recorded_seconds_.find(team);
+  if (it == recorded_seconds_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Placement::RestoreRecordedSeconds(const std::string& team,
+                                       std::optional<double> before) {
+  if (before.has_value()) {
+    recorded_seconds_[team] = *before;
+  } else {
+    recorded_seconds_.erase(team);
+  }
+}
+
+double Placement::BoardSeconds(const std::string& team,
+                               const SweepBook::Sweeps& sweeps,
+                               int64_t now_unix_ms) const {
+  double total = RecordedSeconds(team).value_or(0);
+  for (const auto& [id, s] : sweeps) {
+    if (s->sweep.spec().team() != team) continue;
+    for (const v1::Round& r : s->rounds) {
+      if (r.state() == v1::ROUND_STATE_LEASED) {
+        total +=
+            std::max<int64_t>(0, now_unix_ms - r.lease().granted_unix_ms()) /
+            1e3;
+      }
+    }
+  }
+  return total;
+}
+
+int Placement::BoardsInUse(const std::string& team,
+                           const SweepBook::Sweeps& sweeps) {
+  int n = 0;
+  for (const auto& [id, s] : sweeps) {
+    if (s->sweep.spec().team() != team) continue;
+    for (const v1::Round& r : s->rounds) {
+      n += r.state() == v1::ROUND_STATE_LEASED ? 1 : 0;
+    }
+  }
+  return n;
+}
+
+std::vector<SweepRuntime*> Placement::FairShareOrder(
+    const SweepBook::Sweeps& sweeps, int64_t now_unix_ms) const {
+  std::map<std::string, double> share;
+  for (const auto& [id, s] : sweeps) share[s->sweep.spec().team()] = 0;
+  // One team has nothing to share with (and adding up its board time walks
+  // every round it has).
+  if (share.size() > 1) {
+    for (auto& [team, value] : share) {
+      const double w = QuotaOf(team).weight() > 0 ? QuotaOf(team).weight() : 1;
+      value = BoardSeconds(team, sweeps, now_unix_ms) / w;
+    }
+  }
+  std::vector<SweepRuntime*> order;
+  for (const auto& [id, s] : sweeps) order.push_back(s.get());
+  std::stable_sort(order.begin(), order.end(),
+                   [&share](const SweepRuntime* a, const SweepRuntime* b) {
+                     const double sa = share[a->sweep.spec().team()];
+                     const double sb = share[b->sweep.spec().team()];
+                     if (sa != sb) return sa < sb;
+                     return a->sweep.spec().priority() >
+                            b->sweep.spec().priority();
+                   });
+  return order;
+}
+
 }  // namespace tunefarm

@@ -1,14 +1,15 @@
-// Placement: who may use which board, and with what weight. It holds the
-// board reservations (the policy file's first, then the admins') and the
-// team quotas (the policy file's, overridden by the admins' stored ones),
-// and answers the placement questions: which team a board is reserved for,
-// whether a board may serve a sweep, and a team's quota. Usage (board time,
-// boards in use) is the Coordinator's, which orders sweeps by fair share.
+// Placement: who may use which board, and who goes first. It holds the
+// board reservations (the policy file's first, then the admins'), the team
+// quotas (the policy file's, overridden by the admins' stored ones) and the
+// board time each team's recorded results used, and answers the placement
+// questions: which team a board is reserved for, whether a board may serve
+// a sweep, a team's quota and usage, and the weighted fair-share order in
+// which sweeps are offered a board.
 //
 // Changes go through the Coordinator's transaction: Placement validates a
 // change and computes the new list and its stored form; the Coordinator
-// commits it, then applies it here (SetReservations, SetQuota), and its
-// undo puts the old list back.
+// commits it, then applies it here (SetReservations, SetQuota,
+// AddRecordedSeconds), and its undo puts the old value back.
 //
 // Owned by the Coordinator; used only on the control loop thread (not
 // thread-safe).
@@ -22,6 +23,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "coordinator/core_state.h"
+#include "coordinator/sweep_book.h"
 #include "tunefarm/v1/farm.pb.h"
 #include "tunefarm/v1/types.pb.h"
 
@@ -83,11 +86,38 @@ class Placement {
       const v1::TeamQuota& quota) const;
   void SetQuota(const v1::TeamQuota& quota) { quotas_[quota.team()] = quota; }
 
+  // --- usage and fair share ----------------------------------------------
+  // Board seconds of recorded results, by team.
+  const std::map<std::string, double>& recorded_seconds() const {
+    return recorded_seconds_;
+  }
+  // `team`'s entry (nullopt: none), and putting one back (undo).
+  std::optional<double> RecordedSeconds(const std::string& team) const;
+  void RestoreRecordedSeconds(const std::string& team,
+                              std::optional<double> before);
+  void AddRecordedSeconds(const std::string& team, double seconds) {
+    recorded_seconds_[team] += seconds;
+  }
+  // Board time `team` used: its recorded results plus the leases of its
+  // sweeps running at `now_unix_ms`.
+  double BoardSeconds(const std::string& team, const SweepBook::Sweeps& sweeps,
+                      int64_t now_unix_ms) const;
+  // Boards running a round of `team`'s sweeps.
+  static int BoardsInUse(const std::string& team,
+                         const SweepBook::Sweeps& sweeps);
+  // `sweeps` in the order they are offered a board: weighted fair share
+  // between teams (the team that used the least board time per unit of
+  // weight first), then higher priority, then submission order. Boards
+  // change hands only between rounds.
+  std::vector<SweepRuntime*> FairShareOrder(const SweepBook::Sweeps& sweeps,
+                                            int64_t now_unix_ms) const;
+
  private:
   v1::TeamQuota default_quota_;
   std::map<std::string, v1::TeamQuota> quotas_;
   // Policy-file reservations first, then the admins' (stored).
   std::vector<v1::BoardReservation> reservations_;
+  std::map<std::string, double> recorded_seconds_;
 };
 
 }  // namespace tunefarm

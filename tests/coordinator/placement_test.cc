@@ -1,9 +1,11 @@
 // Placement (coordinator/placement.h) on its own: which team a board is
 // reserved for, which reservation changes are allowed, and the quotas, each
-// through the stored form a restarted coordinator loads.
+// through the stored form a restarted coordinator loads; usage and the
+// weighted fair-share order.
 #include "coordinator/placement.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -138,6 +140,59 @@ TEST(PlacementTest, ACorruptStoredListIsDataLoss) {
   st = p.LoadStored(std::nullopt, std::string("\xff\xff\xff"));
   EXPECT_TRUE(absl::IsDataLoss(st)) << st;
   EXPECT_NE(st.message().find(Placement::kQuotasKey), std::string::npos);
+}
+
+// A sweep of `team` with `priority` whose rounds are leased at these times.
+void AddSweep(SweepBook::Sweeps& sweeps, const std::string& id,
+              const std::string& team, int priority,
+              const std::vector<int64_t>& leased_at_ms) {
+  auto s = std::make_unique<SweepRuntime>();
+  s->sweep.set_sweep_id(id);
+  s->sweep.mutable_spec()->set_team(team);
+  s->sweep.mutable_spec()->set_priority(priority);
+  for (int64_t at : leased_at_ms) {
+    v1::Round& r = s->rounds.emplace_back();
+    r.set_state(v1::ROUND_STATE_LEASED);
+    r.mutable_lease()->set_granted_unix_ms(at);
+  }
+  s->rounds.emplace_back().set_state(v1::ROUND_STATE_DONE);
+  sweeps[id] = std::move(s);
+}
+
+std::vector<std::string> Ids(const std::vector<SweepRuntime*>& order) {
+  std::vector<std::string> ids;
+  for (const SweepRuntime* s : order) ids.push_back(s->sweep.sweep_id());
+  return ids;
+}
+
+TEST(PlacementTest, TheTeamWithLeastBoardTimePerWeightGoesFirst) {
+  Placement p(Quota("", 1, 0), {{"perf", Quota("perf", 2, 0)}}, {});
+  p.AddRecordedSeconds("qa", 10);
+  p.AddRecordedSeconds("perf", 10);
+  SweepBook::Sweeps sweeps;
+  AddSweep(sweeps, "sw-000001", "qa", 0, {});
+  AddSweep(sweeps, "sw-000002", "qa", 5, {});
+  AddSweep(sweeps, "sw-000003", "perf", 0, {});
+  const int64_t now_ms = 100'000;
+  // qa 10 s / 1, perf 10 s / 2: perf first; within qa, priority first.
+  EXPECT_EQ(Ids(p.FairShareOrder(sweeps, now_ms)),
+            (std::vector<std::string>{"sw-000003", "sw-000002", "sw-000001"}));
+
+  // A perf lease running for 30 s: perf (10 + 30) / 2 = 20 > qa 10.
+  AddSweep(sweeps, "sw-000004", "perf", 0, {now_ms - 30'000});
+  EXPECT_DOUBLE_EQ(p.BoardSeconds("perf", sweeps, now_ms), 40);
+  EXPECT_EQ(Placement::BoardsInUse("perf", sweeps), 1);
+  EXPECT_EQ(Placement::BoardsInUse("qa", sweeps), 0);
+  EXPECT_EQ(Ids(p.FairShareOrder(sweeps, now_ms)),
+            (std::vector<std::string>{"sw-000002", "sw-000001", "sw-000003",
+                                      "sw-000004"}));
+
+  // Undo puts a team's recorded time back as it was, absent included.
+  const std::optional<double> before = p.RecordedSeconds("ops");
+  p.AddRecordedSeconds("ops", 3);
+  p.RestoreRecordedSeconds("ops", before);
+  EXPECT_FALSE(p.RecordedSeconds("ops").has_value());
+  EXPECT_EQ(p.recorded_seconds().size(), 2u);
 }
 
 }  // namespace
