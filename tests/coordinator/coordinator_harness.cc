@@ -154,7 +154,8 @@ absl::Status LoopbackServices::Start(Coordinator* coordinator, Store* store,
       absl::Milliseconds(50), [] {},
       ControlLoop::BatchHooks{
           [coordinator] { coordinator->BeginBatch(); },
-          [coordinator] { return coordinator->CommitBatch(); }});
+          [coordinator] { return coordinator->CommitBatch(); },
+          /*seal=*/nullptr});
   loop_->Start();
   farm_ = std::make_unique<FarmService>(coordinator, loop_.get(), store,
                                         &notifier_, tokens);

@@ -37,7 +37,8 @@ class GroupCommitTest : public ::testing::Test {
     loop_ = std::make_unique<ControlLoop>(
         absl::Hours(1), [] {},
         ControlLoop::BatchHooks{[this] { coord_->BeginBatch(); },
-                                [this] { return coord_->CommitBatch(); }},
+                                [this] { return coord_->CommitBatch(); },
+                                /*seal=*/nullptr},
         loop_options);
     loop_->Start();
     v1::SubmitSweepRequest submit;
@@ -126,7 +127,9 @@ TEST_F(GroupCommitTest, AFailedBatchAnswersEveryCallWithItsError) {
   faults_.FailNthCommit(1);
   for (const auto& lease : LeaseAll()) {
     EXPECT_FALSE(lease.ok()) << "a lease was answered from a failed batch";
-    if (!lease.ok()) EXPECT_TRUE(absl::IsUnavailable(lease.status()));
+    if (!lease.ok()) {
+      EXPECT_TRUE(absl::IsUnavailable(lease.status()));
+    }
   }
   EXPECT_EQ(loop_->Call([&] { return coord_->DescribeState(); }), state);
   // Retried after the store recovered: each round leased once.

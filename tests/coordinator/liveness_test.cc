@@ -91,7 +91,8 @@ int LostAgentsUnderSlowCommits(bool use_liveness, absl::Duration run_for) {
           }
         }
       },
-      {[&] { c.BeginBatch(); }, [&] { return c.CommitBatch(); }});
+      {[&] { c.BeginBatch(); }, [&] { return c.CommitBatch(); },
+       /*seal=*/nullptr});
   loop.Start();
   AgentGrpcService service(&c, &loop, nullptr, &liveness);
   grpc::ServerBuilder builder;
