@@ -12,6 +12,7 @@
 #include "common/files.h"
 #include "common/params.h"
 #include "common/status_macros.h"
+#include "coordinator/board_registry.h"
 #include "coordinator/health_checker.h"
 #include "coordinator/keep_rule.h"
 #include "coordinator/lease_id.h"
@@ -40,23 +41,6 @@ constexpr double kRemeasureConfidence = 0.99;
 bool IsFinal(v1::SweepState state) {
   return state == v1::SWEEP_STATE_SUCCEEDED ||
          state == v1::SWEEP_STATE_FAILED || state == v1::SWEEP_STATE_CANCELLED;
-}
-
-std::string BoardStateName(v1::BoardState s) {
-  switch (s) {
-    case v1::BOARD_STATE_IDLE:
-      return "idle";
-    case v1::BOARD_STATE_BUSY:
-      return "busy";
-    case v1::BOARD_STATE_LOST:
-      return "lost";
-    case v1::BOARD_STATE_QUARANTINED:
-      return "quarantined";
-    case v1::BOARD_STATE_DRAINING:
-      return "draining";
-    default:
-      return "unknown";
-  }
 }
 
 std::string Us(double us) { return absl::StrFormat("%.1f µs", us); }
@@ -153,28 +137,30 @@ void Coordinator::SaveRound(Txn& txn, SweepRuntime& s, const v1::Round& round) {
 void Coordinator::SaveBoard(Txn& txn, const std::string& board_id) {
   if (!txn.saved_boards.insert(board_id).second) return;
   std::optional<BoardRuntime> before;
-  if (auto it = boards_.find(board_id); it != boards_.end()) {
+  if (auto it = registry_.boards().find(board_id);
+      it != registry_.boards().end()) {
     before = it->second;
   }
   txn.undo.push_back([this, board_id, before = std::move(before)] {
     if (before.has_value()) {
-      boards_[board_id] = *before;
+      registry_.boards()[board_id] = *before;
     } else {
-      boards_.erase(board_id);
+      registry_.boards().erase(board_id);
     }
   });
 }
 
 void Coordinator::SaveAgent(Txn& txn, const std::string& agent_id) {
   std::optional<AgentRuntime> before;
-  if (auto it = agents_.find(agent_id); it != agents_.end()) {
+  if (auto it = registry_.agents().find(agent_id);
+      it != registry_.agents().end()) {
     before = it->second;
   }
   txn.undo.push_back([this, agent_id, before = std::move(before)] {
     if (before.has_value()) {
-      agents_[agent_id] = *before;
+      registry_.agents()[agent_id] = *before;
     } else {
-      agents_.erase(agent_id);
+      registry_.agents().erase(agent_id);
     }
   });
 }
@@ -204,7 +190,7 @@ std::string Coordinator::DescribeState() const {
       absl::StrAppend(&out, "  round ", r.ShortDebugString(), "\n");
     }
   }
-  for (const auto& [id, b] : boards_) {
+  for (const auto& [id, b] : registry_.boards()) {
     absl::StrAppend(&out, "board ", id, ": lease '", b.lease_id, "' ahead '",
                     absl::StrJoin(b.prefetch_lease_ids, ","), "' readmit ",
                     b.readmit_pending, " check_due ", b.check_due,
@@ -213,7 +199,7 @@ std::string Coordinator::DescribeState() const {
                     " checks ", b.checks_run, " ", b.info.ShortDebugString(),
                     "\n");
   }
-  for (const auto& [id, a] : agents_) {
+  for (const auto& [id, a] : registry_.agents()) {
     absl::StrAppend(&out, "agent ", id, ": last_seen ",
                     absl::FormatTime(a.last_seen), " boards ",
                     absl::StrJoin(a.board_ids, ","), "\n");
@@ -277,7 +263,7 @@ absl::Status Coordinator::Recover() {
     b.set_state(v1::BOARD_STATE_LOST);
     b.clear_current_lease_id();
     b.set_reserved_for(placement_.ReservedFor(b));
-    boards_[b.board_id()].info = std::move(b);
+    registry_.boards()[b.board_id()].info = std::move(b);
   }
   PublishBoardMetrics();
   return absl::OkStatus();
@@ -592,28 +578,9 @@ absl::StatusOr<v1::Sweep> Coordinator::CancelSweep(
   return snapshot;
 }
 
-bool Coordinator::BoardMatches(const v1::BoardInfo& board,
-                               const v1::BoardSelector& selector) const {
-  if (!selector.kind().empty() && selector.kind() != board.kind()) {
-    return false;
-  }
-  if (!selector.chip().empty() && selector.chip() != board.chip()) {
-    return false;
-  }
-  for (const auto& [key, value] : selector.labels()) {
-    auto it = board.labels().find(key);
-    if (it == board.labels().end() || it->second != value) return false;
-  }
-  return true;
-}
-
 std::vector<v1::BoardInfo> Coordinator::ListBoards(
     const v1::BoardSelector& selector) {
-  std::vector<v1::BoardInfo> out;
-  for (const auto& [id, b] : boards_) {
-    if (BoardMatches(b.info, selector)) out.push_back(b.info);
-  }
-  return out;
+  return registry_.List(selector);
 }
 
 // --- agent side -----------------------------------------------------------
@@ -635,10 +602,10 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
       return absl::InvalidArgumentError(
           absl::StrCat("boards: duplicate board_id ", b.board_id()));
     }
-    auto it = boards_.find(b.board_id());
-    if (it != boards_.end() &&
+    auto it = registry_.boards().find(b.board_id());
+    if (it != registry_.boards().end() &&
         it->second.info.agent_id() != request.agent_id() &&
-        agents_.contains(it->second.info.agent_id())) {
+        registry_.agents().contains(it->second.info.agent_id())) {
       return absl::AlreadyExistsError(absl::StrCat("board ", b.board_id(),
                                                    " is registered by agent ",
                                                    it->second.info.agent_id()));
@@ -648,7 +615,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
   const absl::Time now = clock_->Now();
   for (const v1::BoardInfo& b : request.boards()) {
     SaveBoard(txn, b.board_id());
-    BoardRuntime& br = boards_[b.board_id()];
+    BoardRuntime& br = registry_.boards()[b.board_id()];
     // A lease on this board that the agent does not claim is work it lost
     // (an agent restart), a lease a restarted coordinator recovered
     // included. Either claim covers either lease: the agent may have moved
@@ -714,7 +681,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
     txn.writes.PutBoard(br.info);
   }
   SaveAgent(txn, request.agent_id());
-  AgentRuntime& agent = agents_[request.agent_id()];
+  AgentRuntime& agent = registry_.agents()[request.agent_id()];
   agent.last_seen = now;
   agent.board_ids.assign(ids.begin(), ids.end());
   TF_RETURN_IF_ERROR(Commit(txn));
@@ -731,8 +698,8 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
 
 absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
     const v1::HeartbeatRequest& request) {
-  auto it = agents_.find(request.agent_id());
-  if (it == agents_.end()) {
+  auto it = registry_.agents().find(request.agent_id());
+  if (it == registry_.agents().end()) {
     return absl::NotFoundError(
         absl::StrCat("agent ", request.agent_id(), " is not registered"));
   }
@@ -741,8 +708,8 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
   Txn txn;
   bool boards_changed = false;
   for (const v1::BoardInfo& b : request.boards()) {
-    auto bit = boards_.find(b.board_id());
-    if (bit == boards_.end() ||
+    auto bit = registry_.boards().find(b.board_id());
+    if (bit == registry_.boards().end() ||
         bit->second.info.agent_id() != request.agent_id()) {
       continue;
     }
@@ -915,14 +882,14 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
 
 absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
     const v1::LeaseWorkRequest& request) {
-  auto agent = agents_.find(request.agent_id());
-  if (agent == agents_.end()) {
+  auto agent = registry_.agents().find(request.agent_id());
+  if (agent == registry_.agents().end()) {
     return absl::NotFoundError(
         absl::StrCat("agent ", request.agent_id(), " is not registered"));
   }
   agent->second.last_seen = clock_->Now();
-  auto bit = boards_.find(request.board_id());
-  if (bit == boards_.end() ||
+  auto bit = registry_.boards().find(request.board_id());
+  if (bit == registry_.boards().end() ||
       bit->second.info.agent_id() != request.agent_id()) {
     return absl::NotFoundError(absl::StrCat("board ", request.board_id(),
                                             " is not registered by agent ",
@@ -989,12 +956,12 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
 
 bool Coordinator::IdleBoardCouldTake(const BoardRuntime& self,
                                      const SweepRuntime& s) const {
-  for (const auto& [id, other] : boards_) {
+  for (const auto& [id, other] : registry_.boards()) {
     if (&other == &self || !other.lease_id.empty() ||
         other.info.state() != v1::BOARD_STATE_IDLE) {
       continue;
     }
-    if (BoardMatches(other.info, s.sweep.spec().boards()) &&
+    if (BoardRegistry::Matches(other.info, s.sweep.spec().boards()) &&
         Placement::Allows(other.info, s.sweep.spec().team(),
                           s.sweep.spec().boards())) {
       return true;
@@ -1008,7 +975,7 @@ bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
   const std::vector<SweepRuntime*> order =
       placement_.FairShareOrder(book_.sweeps(), clock_->NowUnixMs());
   for (SweepRuntime* s : order) {
-    if (!BoardMatches(board.info, s->sweep.spec().boards()) ||
+    if (!BoardRegistry::Matches(board.info, s->sweep.spec().boards()) ||
         !Placement::Allows(board.info, s->sweep.spec().team(),
                            s->sweep.spec().boards())) {
       continue;
@@ -1048,12 +1015,13 @@ v1::Round* Coordinator::LiveLease(const std::string& lease_id) {
 
 absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
     const v1::RenewLeaseRequest& request) {
-  if (auto a = agents_.find(request.agent_id()); a != agents_.end()) {
+  if (auto a = registry_.agents().find(request.agent_id());
+      a != registry_.agents().end()) {
     a->second.last_seen = clock_->Now();
   }
   v1::RenewLeaseResponse response;
   if (HealthLeaseId::IsHealthLease(request.lease_id())) {
-    for (auto& [id, b] : boards_) {
+    for (auto& [id, b] : registry_.boards()) {
       if (b.lease_id != request.lease_id()) continue;
       b.check_expires = clock_->Now() + options_.lease_duration;
       response.set_valid(true);
@@ -1089,8 +1057,8 @@ absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
 
 void Coordinator::FreeBoard(Txn& txn, const std::string& board_id,
                             const std::string& lease_id) {
-  auto it = boards_.find(board_id);
-  if (it == boards_.end() || lease_id.empty()) return;
+  auto it = registry_.boards().find(board_id);
+  if (it == registry_.boards().end() || lease_id.empty()) return;
   SaveBoard(txn, board_id);
   BoardRuntime& board = it->second;
   auto ahead = std::find(board.prefetch_lease_ids.begin(),
@@ -1188,7 +1156,8 @@ void Coordinator::Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
 
 absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
     const v1::ReportResultRequest& request) {
-  if (auto a = agents_.find(request.agent_id()); a != agents_.end()) {
+  if (auto a = registry_.agents().find(request.agent_id());
+      a != registry_.agents().end()) {
     a->second.last_seen = clock_->Now();
   }
   v1::ReportResultResponse response;
@@ -1196,8 +1165,9 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
     return absl::InvalidArgumentError("result.outcome: must be set");
   }
   if (HealthLeaseId::IsHealthLease(request.lease_id())) {
-    auto b = boards_.find(request.board_id());
-    if (b == boards_.end() || b->second.lease_id != request.lease_id()) {
+    auto b = registry_.boards().find(request.board_id());
+    if (b == registry_.boards().end() ||
+        b->second.lease_id != request.lease_id()) {
       response.set_reason(
           absl::StrCat("stale health check ", request.lease_id()));
       return response;
@@ -1263,7 +1233,8 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
   if (request.result().outcome() == v1::OUTCOME_BOARD_LOST) {
     // The board's fault, not the variant's: run it again elsewhere, and
     // let the board prove itself on its golden before more work.
-    if (auto b = boards_.find(round.lease().board_id()); b != boards_.end()) {
+    if (auto b = registry_.boards().find(round.lease().board_id());
+        b != registry_.boards().end()) {
       SaveBoard(txn, b->first);
       b->second.check_due = health_.Checks(b->second.info.kind());
     }
@@ -1279,7 +1250,8 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
                now - absl::FromUnixMillis(round.lease().granted_unix_ms())));
   SaveTeamSeconds(txn, s->sweep.spec().team());
   placement_.AddRecordedSeconds(s->sweep.spec().team(), board_seconds);
-  if (auto b = boards_.find(round.lease().board_id()); b != boards_.end()) {
+  if (auto b = registry_.boards().find(round.lease().board_id());
+      b != registry_.boards().end()) {
     SaveBoard(txn, b->first);
     b->second.info.set_rounds_run(b->second.info.rounds_run() + 1);
     if (metrics_ != nullptr) {
@@ -1643,7 +1615,7 @@ absl::Status Coordinator::Tick() {
   const absl::Time now = clock_->Now();
   Txn txn;
   bool boards_changed = false;
-  for (auto it = agents_.begin(); it != agents_.end();) {
+  for (auto it = registry_.agents().begin(); it != registry_.agents().end();) {
     // Any call counts, the ones still waiting for this loop included.
     absl::Time last_seen = it->second.last_seen;
     if (liveness_ != nullptr) {
@@ -1660,8 +1632,8 @@ absl::Status Coordinator::Tick() {
     spdlog::warn("{}: its boards are lost", why);
     SaveAgent(txn, it->first);
     for (const std::string& board_id : it->second.board_ids) {
-      auto b = boards_.find(board_id);
-      if (b == boards_.end()) continue;
+      auto b = registry_.boards().find(board_id);
+      if (b == registry_.boards().end()) continue;
       SaveBoard(txn, board_id);
       // The lease held ahead first, so it is not promoted in its place.
       RequeueLeaseAhead(txn, b->second, absl::StrCat("board lost: ", why));
@@ -1684,9 +1656,9 @@ absl::Status Coordinator::Tick() {
       txn.writes.PutBoard(b->second.info);
       boards_changed = true;
     }
-    it = agents_.erase(it);
+    it = registry_.agents().erase(it);
   }
-  for (auto& [id, b] : boards_) {
+  for (auto& [id, b] : registry_.boards()) {
     if (HealthLeaseId::IsHealthLease(b.lease_id) && b.check_expires < now) {
       RecordHealthCheck(txn, b, nullptr, "no result within the lease");
       boards_changed = true;
@@ -1712,28 +1684,16 @@ absl::Status Coordinator::Tick() {
 
 void Coordinator::PublishBoardMetrics() {
   if (metrics_ == nullptr) return;
-  std::map<std::string, int> counts;
-  for (v1::BoardState st :
-       {v1::BOARD_STATE_IDLE, v1::BOARD_STATE_BUSY, v1::BOARD_STATE_LOST,
-        v1::BOARD_STATE_QUARANTINED, v1::BOARD_STATE_DRAINING}) {
-    counts[BoardStateName(st)] = 0;
-  }
-  std::vector<v1::BoardInfo> boards;
-  boards.reserve(boards_.size());
-  for (const auto& [id, b] : boards_) {
-    ++counts[BoardStateName(b.info.state())];
-    boards.push_back(b.info);
-  }
-  metrics_->SetBoardsByState(counts);
-  metrics_->SetBoardStates(boards);
+  metrics_->SetBoardsByState(registry_.CountByState());
+  metrics_->SetBoardStates(registry_.Infos());
 }
 
 // --- admin ------------------------------------------------------------------
 
 absl::StatusOr<v1::BoardInfo> Coordinator::DrainBoard(
     const v1::BoardAdminRequest& request) {
-  auto it = boards_.find(request.board_id());
-  if (it == boards_.end()) {
+  auto it = registry_.boards().find(request.board_id());
+  if (it == registry_.boards().end()) {
     return absl::NotFoundError(absl::StrCat("no board ", request.board_id()));
   }
   // The round it runs now finishes; LeaseWork gives it nothing more, and
@@ -1755,8 +1715,8 @@ absl::StatusOr<v1::BoardInfo> Coordinator::DrainBoard(
 
 absl::StatusOr<v1::BoardInfo> Coordinator::AdmitBoard(
     const v1::BoardAdminRequest& request) {
-  auto it = boards_.find(request.board_id());
-  if (it == boards_.end()) {
+  auto it = registry_.boards().find(request.board_id());
+  if (it == registry_.boards().end()) {
     return absl::NotFoundError(absl::StrCat("no board ", request.board_id()));
   }
   Txn txn;
@@ -1827,7 +1787,7 @@ absl::StatusOr<v1::ListReservationsResponse> Coordinator::SaveReservations(
                      Placement::StoredReservations(reservations));
   SaveReservationList(txn);
   placement_.SetReservations(std::move(reservations));
-  for (auto& [id, b] : boards_) {
+  for (auto& [id, b] : registry_.boards()) {
     const std::string team = placement_.ReservedFor(b.info);
     if (team == b.info.reserved_for()) continue;
     SaveBoard(txn, id);

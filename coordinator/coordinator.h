@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/auth.h"
+#include "coordinator/board_registry.h"
 #include "coordinator/control_loop.h"
 #include "coordinator/core_state.h"
 #include "coordinator/farm_metrics.h"
@@ -204,8 +205,6 @@ class Coordinator {
   // Keeps a settled batch's memory for a later BeginBatch.
   void Recycle(std::unique_ptr<Txn> txn);
 
-  bool BoardMatches(const v1::BoardInfo& board,
-                    const v1::BoardSelector& selector) const;
   // The lowest queued round of `s`, or null (moves s.queued_from up).
   v1::Round* FirstQueued(SweepRuntime& s);
   // Candidates leased or queued, not yet recorded.
@@ -298,8 +297,8 @@ class Coordinator {
 
   // Queued and running sweeps (coordinator/sweep_book.h).
   SweepBook book_;
-  std::map<std::string, BoardRuntime> boards_;
-  std::map<std::string, AgentRuntime> agents_;
+  // Boards and agents (coordinator/board_registry.h).
+  BoardRegistry registry_;
   // Reservations, quotas and usage (coordinator/placement.h).
   Placement placement_;
   // Health-check rules (coordinator/health_checker.h).
