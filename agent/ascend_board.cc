@@ -237,22 +237,6 @@ class AscendBoardImpl : public Board {
     return c;
   }
 
-  std::vector<std::string> StageArgv(const std::vector<std::string>& command,
-                                     const std::string& work_dir,
-                                     const std::string& stage,
-                                     const std::string& out_dir,
-                                     uint64_t seed) const {
-    std::vector<std::string> argv = command;
-    for (std::string a :
-         {std::string("--stage"), stage, std::string("--params"),
-          work_dir + "/params.json", std::string("--workload"),
-          work_dir + "/workload.json", std::string("--out"), out_dir,
-          std::string("--seed"), absl::StrCat(seed)}) {
-      argv.push_back(std::move(a));
-    }
-    return argv;
-  }
-
   absl::StatusOr<std::vector<std::string>> ExpandCommand(
       const v1::OperatorManifest& op) const;
 
@@ -422,9 +406,9 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(
   stages.setup_timeout = options_.precision_timeout;
   stages.env = Env();
   stages.pass_output_flag = true;
-  stages.policy_note = absl::StrCat(
-      "NPU events around each launch, on ", chip_.name, " device ", device_id_,
-      " (ASCEND_RT_VISIBLE_DEVICES=", device_id_, ")");
+  stages.policy_note =
+      absl::StrCat("NPU events around each launch, on ", chip_.name, " device ",
+                   device_id_, " (ASCEND_RT_VISIBLE_DEVICES=", device_id_, ")");
   stages.board_id = info().board_id();
   stages.board_kind = kKind;
   stages.chip = chip_.name;
@@ -439,13 +423,14 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(
     const std::string profile_root = work_dir + "/profile";
     auto run_failed = [&](const std::string& what,
                           const Child& c) -> absl::Status {
-      const AscendFailure f = ClassifyAscendFailure(Tail(c.stderr_path) +
-                                                    "\n" + Tail(c.stdout_path));
+      const AscendFailure f = ClassifyAscendFailure(Tail(c.stderr_path) + "\n" +
+                                                    Tail(c.stdout_path));
       if (f.fault == AscendFault::kDevice) return DeviceError(what, f);
-      *failure = c.result.timed_out
-                     ? absl::StrCat(what, " did not finish within ",
-                                    absl::FormatDuration(options_.profile_timeout))
-                     : StageFailure(what, c.result);
+      *failure =
+          c.result.timed_out
+              ? absl::StrCat(what, " did not finish within ",
+                             absl::FormatDuration(options_.profile_timeout))
+              : StageFailure(what, c.result);
       return absl::OkStatus();
     };
     absl::StatusOr<v1::ProfileBundle> collected;
@@ -507,10 +492,10 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(
          f.fault == AscendFault::kGridLimit ||
          f.fault == AscendFault::kCompile)) {
       result.set_outcome(v1::OUTCOME_BUILD_FAILED);
-      result.set_detail(absl::StrCat(
-          f.summary, f.fault == AscendFault::kCompile
-                         ? std::string()
-                         : absl::StrCat(" [", f.evidence, "]")));
+      result.set_detail(
+          absl::StrCat(f.summary, f.fault == AscendFault::kCompile
+                                      ? std::string()
+                                      : absl::StrCat(" [", f.evidence, "]")));
     }
   }
   DeviceOk();
@@ -571,8 +556,7 @@ absl::StatusOr<AscendProfilerPlan> AscendProfilerPlanFor(
 }
 
 std::unique_ptr<Board> NewAscendBoard(const AscendBoardOptions& options,
-                                            const NpuChip& chip,
-                                            int device_id) {
+                                      const NpuChip& chip, int device_id) {
   return std::make_unique<AscendBoardImpl>(options, chip, device_id);
 }
 

@@ -136,7 +136,7 @@ class CudaBoardImpl : public Board {
   const GpuInfo gpu_;
   const GpuSpec spec_;
   std::string arch_, nvcc_, ncu_, local_name_, runner_binary_;
-  v1::BoardInfo info_;  // immutable after construction
+  v1::BoardInfo info_;                     // immutable after construction
   std::unique_ptr<VariantRunner> runner_;  // null: no runner binary
 };
 
@@ -226,10 +226,8 @@ void CudaBoardImpl::Profile(const std::string& binary,
   // The profile stage launches only the candidate: 3 warm-ups, then the
   // profiled one (-s 3 -c 1 counts kernel launches).
   ProcessSpec spec;
-  std::vector<std::string> program = {
-      binary,  "--stage",    "profile", "--params", work_dir + "/params.json",
-      "--workload", work_dir + "/workload.json", "--out", dir + "/out",
-      "--seed", absl::StrCat(seed)};
+  std::vector<std::string> program =
+      StageArgv({binary}, work_dir, "profile", dir + "/out", seed);
   if (shared_object) {
     // ncu profiles a process: the runner runs the one stage and exits.
     program.insert(program.begin(), {runner_binary_, "--exec"});
@@ -442,8 +440,7 @@ std::vector<std::string> ExpandCudaFlags(const std::vector<std::string>& flags,
 }
 
 std::unique_ptr<Board> NewCudaBoard(const CudaBoardOptions& options,
-                                        const GpuInfo& gpu,
-                                        const GpuSpec& spec) {
+                                    const GpuInfo& gpu, const GpuSpec& spec) {
   return std::make_unique<CudaBoardImpl>(options, gpu, spec);
 }
 

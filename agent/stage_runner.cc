@@ -18,6 +18,20 @@
 #include "nlohmann/json.hpp"
 
 namespace tunefarm {
+
+std::vector<std::string> StageArgv(std::vector<std::string> command,
+                                   const std::string& work_dir,
+                                   const std::string& stage,
+                                   const std::string& out_dir, uint64_t seed) {
+  for (std::string a : {std::string("--stage"), stage, std::string("--params"),
+                        work_dir + "/params.json", std::string("--workload"),
+                        work_dir + "/workload.json", std::string("--out"),
+                        out_dir, std::string("--seed"), absl::StrCat(seed)}) {
+    command.push_back(std::move(a));
+  }
+  return command;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -38,9 +52,8 @@ constexpr int kStageExitInternal = 3;
 
 absl::Duration StageTimeout(const StagePlan& plan, const std::string& stage) {
   const bool setup = stage == "build" || stage == "reference";
-  return setup && plan.setup_timeout > absl::ZeroDuration()
-             ? plan.setup_timeout
-             : plan.timeout;
+  return setup && plan.setup_timeout > absl::ZeroDuration() ? plan.setup_timeout
+                                                            : plan.timeout;
 }
 
 // Runs `stage` of plan.command; its outputs go to <work_dir>/<out_name>
@@ -55,14 +68,8 @@ absl::StatusOr<Stage> RunOne(const StagePlan& plan, const std::string& stage,
   TF_RETURN_IF_ERROR(MakeDirs(s.out_dir));
   TF_RETURN_IF_ERROR(MakeDirs(plan.work_dir + "/logs"));
   ProcessSpec spec;
-  spec.argv = plan.command;
-  for (std::string a :
-       {std::string("--stage"), stage, std::string("--params"),
-        plan.work_dir + "/params.json", std::string("--workload"),
-        plan.work_dir + "/workload.json", std::string("--out"), s.out_dir,
-        std::string("--seed"), absl::StrCat(plan.seed)}) {
-    spec.argv.push_back(std::move(a));
-  }
+  spec.argv =
+      StageArgv(plan.command, plan.work_dir, stage, s.out_dir, plan.seed);
   for (std::string& a : extra_args) spec.argv.push_back(std::move(a));
   spec.cwd = plan.work_dir;
   spec.env = plan.env;
@@ -70,9 +77,8 @@ absl::StatusOr<Stage> RunOne(const StagePlan& plan, const std::string& stage,
   spec.stderr_path = absl::StrCat(plan.work_dir, "/logs/", name, ".stderr");
   spec.timeout = StageTimeout(plan, stage);
   spec.cancel = &cancel;
-  TF_ASSIGN_OR_RETURN(s.result, plan.runner != nullptr
-                                     ? plan.runner->Run(spec)
-                                     : RunProcess(spec));
+  TF_ASSIGN_OR_RETURN(s.result, plan.runner != nullptr ? plan.runner->Run(spec)
+                                                       : RunProcess(spec));
   return s;
 }
 
@@ -417,9 +423,8 @@ absl::StatusOr<Evaluation> RunStages(const StagePlan& plan,
     }
   }
 
-  TF_ASSIGN_OR_RETURN(
-      bool measured,
-      MeasureRunStage(plan, work, reference_bin, cancel, &result));
+  TF_ASSIGN_OR_RETURN(bool measured, MeasureRunStage(plan, work, reference_bin,
+                                                     cancel, &result));
   if (!measured) return eval;
 
   if (plan.no_profile) {

@@ -33,8 +33,8 @@
 #include "absl/time/time.h"
 #include "agent/board.h"
 #include "agent/process_runner.h"
-#include "agent/variant_runner.h"
 #include "agent/variant_build.h"
+#include "agent/variant_runner.h"
 #include "common/params.h"
 
 namespace tunefarm {
@@ -51,6 +51,14 @@ std::string WorkDirFor(const std::string& root, const v1::WorkItem& work);
 absl::Status PrepareWorkDir(const std::string& work_dir,
                             const v1::WorkItem& work,
                             const ParamMap* params = nullptr);
+
+// `command` followed by the stage contract's arguments (docs/operators.md):
+// --stage STAGE --params <work_dir>/params.json --workload
+// <work_dir>/workload.json --out OUT_DIR --seed SEED.
+std::vector<std::string> StageArgv(std::vector<std::string> command,
+                                   const std::string& work_dir,
+                                   const std::string& stage,
+                                   const std::string& out_dir, uint64_t seed);
 
 // The warm-up and sample counts of a policy (ResolveMeasurementPolicy).
 void ResolvePolicy(const v1::MeasurementPolicy& policy, int* warmup,
@@ -114,8 +122,8 @@ struct StagePlan {
   // (PROFILE_FAILED, the measurement kept); it may annotate
   // result->measurement(). A non-OK status is the board's failure.
   std::function<absl::Status(const std::atomic<bool>& cancel,
-                             v1::RoundResult* result,
-                             v1::ProfileBundle* bundle, std::string* failure)>
+                             v1::RoundResult* result, v1::ProfileBundle* bundle,
+                             std::string* failure)>
       profile;
   // No profile at all: a good measurement is OK without a bundle.
   bool no_profile = false;
