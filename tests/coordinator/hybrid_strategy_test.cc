@@ -384,7 +384,9 @@ TEST(HybridStrategy, RestartsFromAnEliteWhenStuck) {
   RunSequential(s, f, 120);
   EXPECT_GT(CountStage(s, "restart"), 0);
   for (const v1::Round& r : s.rounds) {
-    if (r.stage() == "restart") EXPECT_GE(r.parent_round(), 0);
+    if (r.stage() == "restart") {
+      EXPECT_GE(r.parent_round(), 0);
+    }
   }
   // The rationale of a restart names the elite and why.
   const std::optional<std::string> why = NextRationaleOf(s, f, "restart", 40);
