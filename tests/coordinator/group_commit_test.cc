@@ -14,86 +14,16 @@
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
 #include "storage/fault_injecting_store.h"
+#include "tests/coordinator/batched_loop_fixture.h"
 #include "tests/coordinator/coordinator_harness.h"
 
 namespace tunefarm {
 namespace {
 
-constexpr int kBoards = 8;
-
-class GroupCommitTest : public ::testing::Test {
+// All eight boards' calls in one batch, committed synchronously.
+class GroupCommitTest : public BatchedLoopTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(AddOperator(&catalog_, ToyOperatorYaml(8, 8)).ok());
-    CoordinatorOptions options;
-    options.lease_duration = absl::Seconds(60);
-    options.agent_timeout = absl::Seconds(60);
-    ASSERT_TRUE(core_.Open(&catalog_, &clock_, options).ok());
-    coord_ = core_.coordinator();
-    ControlLoop::Options loop_options;
-    // Wait for the whole wave of calls, so the batches are deterministic.
-    loop_options.max_batch = kBoards;
-    loop_options.max_batch_wait = absl::Seconds(2);
-    loop_ = std::make_unique<ControlLoop>(
-        absl::Hours(1), [] {},
-        ControlLoop::BatchHooks{[this] { coord_->BeginBatch(); },
-                                [this] { return coord_->CommitBatch(); },
-                                /*seal=*/nullptr},
-        loop_options);
-    loop_->Start();
-    v1::SubmitSweepRequest submit;
-    submit.set_spec_yaml(ToySpecYaml("grouped", "random", 60));
-    auto sweep = loop_->Call(
-        [&] { return coord_->SubmitSweep(submit, AnonymousAdmin()); });
-    ASSERT_TRUE(sweep.ok()) << sweep.status();
-    sweep_id_ = sweep->sweep().sweep_id();
-    ASSERT_TRUE(loop_
-                    ->Call([&] {
-                      return coord_->RegisterAgent(SimAgent("a1", kBoards));
-                    })
-                    .ok());
-    // The baseline, so every board gets a candidate.
-    auto base = loop_->Call([&] { return coord_->LeaseWork(Lease(0)); });
-    ASSERT_TRUE(base.ok() && base->granted());
-    ASSERT_TRUE(loop_
-                    ->Call([&] {
-                      return coord_->ReportResult(Result(0, base->work()));
-                    })
-                    .ok());
-  }
-  void TearDown() override { loop_->Stop(); }
-
-  static std::string Board(int b) { return absl::StrCat("a1/b", b); }
-  static v1::LeaseWorkRequest Lease(int board) {
-    return LeaseFor(Board(board));
-  }
-  static v1::ReportResultRequest Result(int board, const v1::WorkItem& work) {
-    return ResultFor(Board(board), work, 200);
-  }
-
-  // Every board leases at once, each call on its own thread.
-  std::vector<absl::StatusOr<v1::LeaseWorkResponse>> LeaseAll() {
-    std::vector<absl::StatusOr<v1::LeaseWorkResponse>> out(
-        kBoards, absl::UnknownError("not run"));
-    std::vector<std::thread> threads;
-    for (int b = 0; b < kBoards; ++b) {
-      threads.emplace_back([&, b] {
-        out[b] =
-            loop_->CallBatched([&] { return coord_->LeaseWork(Lease(b)); });
-      });
-    }
-    for (auto& t : threads) t.join();
-    return out;
-  }
-
-  OperatorCatalog catalog_;
-  FakeClock clock_;
-  CoordinatorOverFaults core_;
-  Coordinator* coord_ = nullptr;  // core_'s
-  Store* base_ = core_.base();
-  FaultInjectingStore& faults_ = *core_.faults();
-  std::unique_ptr<ControlLoop> loop_;
-  std::string sweep_id_;
+  void SetUp() override { StartLoop(kBoards, /*pipelined=*/false); }
 };
 
 TEST_F(GroupCommitTest, CallsQueuedTogetherShareOneCommit) {

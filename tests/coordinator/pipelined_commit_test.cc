@@ -20,77 +20,18 @@
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
 #include "storage/fault_injecting_store.h"
+#include "tests/coordinator/batched_loop_fixture.h"
 #include "tests/coordinator/coordinator_harness.h"
 
 namespace tunefarm {
 namespace {
 
-constexpr int kBoards = 8;
-constexpr int kWave = kBoards / 2;  // one batch
-
-class PipelinedCommitTest : public ::testing::Test {
+// Half the boards' calls in a batch, committed pipelined.
+class PipelinedCommitTest : public BatchedLoopTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(AddOperator(&catalog_, ToyOperatorYaml(8, 8)).ok());
-    CoordinatorOptions options;
-    options.lease_duration = absl::Seconds(60);
-    options.agent_timeout = absl::Seconds(60);
-    ASSERT_TRUE(core_.Open(&catalog_, &clock_, options).ok());
-    coord_ = core_.coordinator();
-    ControlLoop::Options loop_options;
-    // Wait for a whole wave of calls, so the batches are deterministic.
-    loop_options.max_batch = kWave;
-    loop_options.max_batch_wait = absl::Seconds(2);
-    loop_ = std::make_unique<ControlLoop>(
-        absl::Hours(1), [] {},
-        ControlLoop::BatchHooks{[this] { coord_->BeginBatch(); }, nullptr,
-                                [this] { return coord_->SealBatch(); }},
-        loop_options);
-    loop_->Start();
-    v1::SubmitSweepRequest submit;
-    submit.set_spec_yaml(ToySpecYaml("grouped", "random", 60));
-    auto sweep = loop_->Call(
-        [&] { return coord_->SubmitSweep(submit, AnonymousAdmin()); });
-    ASSERT_TRUE(sweep.ok()) << sweep.status();
-    sweep_id_ = sweep->sweep().sweep_id();
-    ASSERT_TRUE(loop_
-                    ->Call([&] {
-                      return coord_->RegisterAgent(SimAgent("a1", kBoards));
-                    })
-                    .ok());
-    // The baseline, so every board gets a candidate.
-    auto base = loop_->Call([&] { return coord_->LeaseWork(Lease(0)); });
-    ASSERT_TRUE(base.ok() && base->granted());
-    ASSERT_TRUE(loop_
-                    ->Call([&] {
-                      return coord_->ReportResult(Result(0, base->work()));
-                    })
-                    .ok());
-  }
-  void TearDown() override { loop_->Stop(); }
+  static constexpr int kWave = kBoards / 2;  // one batch
 
-  static std::string Board(int b) { return absl::StrCat("a1/b", b); }
-  static v1::LeaseWorkRequest Lease(int board) {
-    return LeaseFor(Board(board));
-  }
-  static v1::ReportResultRequest Result(int board, const v1::WorkItem& work) {
-    return ResultFor(Board(board), work, 200);
-  }
-
-  // Every board leases at once, each call on its own thread.
-  std::vector<absl::StatusOr<v1::LeaseWorkResponse>> LeaseAll() {
-    std::vector<absl::StatusOr<v1::LeaseWorkResponse>> out(
-        kBoards, absl::UnknownError("not run"));
-    std::vector<std::thread> threads;
-    for (int b = 0; b < kBoards; ++b) {
-      threads.emplace_back([&, b] {
-        out[b] =
-            loop_->CallBatched([&] { return coord_->LeaseWork(Lease(b)); });
-      });
-    }
-    for (auto& t : threads) t.join();
-    return out;
-  }
+  void SetUp() override { StartLoop(kWave, /*pipelined=*/true); }
 
   // Two waves of leases (boards 0-3, then 4-7), each one batch; the second
   // is queued once the first has run (so while it is being written). Logs
@@ -135,14 +76,6 @@ class PipelinedCommitTest : public ::testing::Test {
 
   absl::Mutex mu_;
   std::vector<std::string> log_;  // consecutive repeats folded
-  OperatorCatalog catalog_;
-  FakeClock clock_;
-  CoordinatorOverFaults core_;
-  Coordinator* coord_ = nullptr;  // core_'s
-  Store* base_ = core_.base();
-  FaultInjectingStore& faults_ = *core_.faults();
-  std::unique_ptr<ControlLoop> loop_;
-  std::string sweep_id_;
 };
 
 TEST_F(PipelinedCommitTest, TheNextBatchRunsWhileTheLastIsSynced) {
