@@ -415,6 +415,10 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(
   stages.profiler = plan->profiler;
   stages.capabilities = info().capabilities();
   stages.no_profile = !options_.profile;
+  absl::StatusOr<std::string> reference_entry = CommandReferenceCacheEntry(
+      *command, work_dir, seed, options_.cache_dir, cancel);
+  if (!reference_entry.ok()) return reference_entry.status();
+  stages.reference_cache = *reference_entry;
   // A profiler run that fails on a device error is the board's; any other
   // failure is PROFILE_FAILED with the measurement kept.
   stages.profile = [&](const std::atomic<bool>& cancel_profile,

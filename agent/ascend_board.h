@@ -79,6 +79,9 @@ struct AscendBoardOptions {
   std::string agent_id, node;
   // Work directories: <work_root>/ascend<device>/<sweep>/round_<r>/epoch_<e>.
   std::string work_root;
+  // Where each (operator code, workload, seed)'s reference output is kept
+  // and reused (CommandReferenceCacheEntry); empty: computed every round.
+  std::string cache_dir;
   // Tools: a path, or a name looked up in PATH.
   std::string npu_smi = "npu-smi";
   std::string msprof = "msprof";
@@ -107,7 +110,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Board>>> DiscoverAscendBoards(
 // A board for one chip (tests, and DiscoverAscendBoards). board_id is
 // "<agent_id>/ascend<device_id>".
 std::unique_ptr<Board> NewAscendBoard(const AscendBoardOptions& options,
-                                            const NpuChip& chip, int device_id);
+                                      const NpuChip& chip, int device_id);
 
 // The profiler settings read from an ascend backend command.
 struct AscendProfilerPlan {

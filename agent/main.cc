@@ -194,6 +194,7 @@ int Main(int argc, char** argv) {
       ascend.agent_id = agent_id;
       ascend.node = node;
       ascend.work_root = absl::StrCat(work_dir, "/", agent_id);
+      ascend.cache_dir = cache_dir;
       ascend.profile = profile;
       ascend.labels = label_map;
       if (kc.second != "all") {

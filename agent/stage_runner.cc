@@ -149,6 +149,27 @@ absl::StatusOr<std::string> ReferenceCacheEntry(
   return absl::StrCat(cache_dir, "/reference/", *key);
 }
 
+absl::StatusOr<std::string> CommandReferenceCacheEntry(
+    const std::vector<std::string>& command, const std::string& work_dir,
+    uint64_t seed, const std::string& cache_dir,
+    const std::atomic<bool>& cancel) {
+  if (command.empty() || cache_dir.empty()) return std::string();
+  BuildRequest request;
+  request.compiler = command[0];
+  request.cache_dir = cache_dir;
+  std::error_code ec;
+  for (size_t i = 1; i < command.size(); ++i) {
+    const std::string& arg = command[i];
+    if (!arg.empty() && arg[0] == '/' && fs::is_regular_file(arg, ec)) {
+      request.sources.push_back(arg);
+    } else {
+      request.flags.push_back(arg);
+    }
+  }
+  if (request.sources.empty()) return std::string();
+  return ReferenceCacheEntry(request, work_dir, seed, cache_dir, cancel);
+}
+
 void PublishReference(const std::string& reference_bin,
                       const std::string& entry) {
   std::error_code ec;

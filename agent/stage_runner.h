@@ -175,6 +175,16 @@ absl::StatusOr<std::string> ReferenceCacheEntry(
     const BuildRequest& request, const std::string& work_dir, uint64_t seed,
     const std::string& cache_dir, const std::atomic<bool>& cancel);
 
+// ReferenceCacheEntry for a board whose program is a command rather than a
+// compiled variant (ascend: `python3 <pkg>/run.py ...`): keyed by the
+// command's interpreter (its --version), its other arguments, and the
+// folders of the arguments that are files (the operator package). "" when
+// no argument is a file (nothing to key the program's code by).
+absl::StatusOr<std::string> CommandReferenceCacheEntry(
+    const std::vector<std::string>& command, const std::string& work_dir,
+    uint64_t seed, const std::string& cache_dir,
+    const std::atomic<bool>& cancel);
+
 // Copies `reference_bin` into `entry`/reference.bin, published by rename so
 // a reader sees a whole file or none. Failures are logged, not returned: the
 // cache only saves time.

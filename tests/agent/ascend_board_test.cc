@@ -409,10 +409,47 @@ TEST_F(AscendBoardTest, AbTimesTheParentInTheSameLease) {
   EXPECT_GT(r.measurement().reference().median_us(),
             1.5 * r.measurement().median_us());
   EXPECT_GT(r.measurement().gain(), 0.4);
-  const fs::path parent_params =
-      fs::path(options_.work_root) / "ascend3" / "sweep-asc" / "round_3" /
-      "epoch_1" / "parent" / "params.json";
+  const fs::path parent_params = fs::path(options_.work_root) / "ascend3" /
+                                 "sweep-asc" / "round_3" / "epoch_1" /
+                                 "parent" / "params.json";
   EXPECT_TRUE(absl::StrContains(MustRead(parent_params.string()), "128"));
+}
+
+// With a cache folder, the host reference of a (package, workload, seed)
+// runs once: another variant reuses it (and still passes its check); another
+// seed computes its own.
+TEST_F(AscendBoardTest, ReferenceIsComputedOncePerWorkloadAndSeed) {
+  options_.cache_dir = tmp_ + "/cache";
+  std::unique_ptr<Board> board = FirstBoard();
+  ASSERT_NE(board, nullptr);
+  auto references = [&] {
+    absl::StatusOr<std::string> log = ReadFile(log_);
+    if (!log.ok()) return -1;
+    int n = 0;
+    for (size_t at = log->find("stage=reference"); at != std::string::npos;
+         at = log->find("stage=reference", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  auto evaluate = [&](int64_t round) {
+    work_.set_round_id(round);
+    absl::StatusOr<Evaluation> e = board->Evaluate(work_, cancel_);
+    EXPECT_TRUE(e.ok()) << e.status();
+    if (!e.ok()) return;
+    EXPECT_EQ(e->result.outcome(), v1::OUTCOME_OK) << e->result.detail();
+    EXPECT_TRUE(e->result.precision().passed());
+  };
+  evaluate(3);
+  EXPECT_EQ(references(), 1);
+  v1::ParamValue other;
+  other.set_int_value(128);
+  (*work_.mutable_params())["block_m"] = other;
+  evaluate(4);
+  EXPECT_EQ(references(), 1) << "the reference ran again for another variant";
+  work_.set_seed(43);
+  evaluate(5);
+  EXPECT_EQ(references(), 2) << "another seed needs its own reference";
 }
 
 TEST_F(AscendBoardTest, DeviceErrorIsTheBoardsAndTwiceQuarantines) {
