@@ -227,7 +227,9 @@ TEST(RealProfiles, PipeRatiosAreDurationWeightedPerCoreType) {
                 sum["AI_CORE+MIX_AIC (merged)"].second,
             0.8);
   const v1::Bottleneck* mem = FindRule(d, "pipe.memory_bound");
-  if (mem != nullptr) EXPECT_NE(mem->severity(), "high");
+  if (mem != nullptr) {
+    EXPECT_NE(mem->severity(), "high");
+  }
   EXPECT_TRUE(absl::StrContains(d.bound_evidence(), "weighted over"))
       << d.bound_evidence();
   EXPECT_TRUE(absl::StrContains(d.perf_analysis_md(),
