@@ -158,7 +158,7 @@ void Agent::HeartbeatLoop(const std::atomic<bool>& stop) {
 }
 
 void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
-  const std::string& board_id = slot.board->info().board_id();
+  const std::string board_id = slot.board->info().board_id();
   absl::Duration backoff = absl::Milliseconds(100);
   while (!stop.load()) {
     if (!EnsureRegistered(stop)) break;
@@ -241,7 +241,7 @@ int Agent::WantedAhead(Slot& slot) {
 
 void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
                      const std::atomic<bool>& stop) {
-  const std::string& board_id = slot.board->info().board_id();
+  const std::string board_id = slot.board->info().board_id();
   {
     absl::MutexLock lock(&slot.mu);
     slot.lease_id = work.lease_id();
@@ -394,7 +394,7 @@ bool Agent::LeaseStillValid(const v1::WorkItem& work) {
 
 void Agent::LeaseAhead(Slot& slot, const std::atomic<bool>& evaluated,
                        const std::atomic<bool>& stop) {
-  const std::string& board_id = slot.board->info().board_id();
+  const std::string board_id = slot.board->info().board_id();
   while (!evaluated.load() && !stop.load()) {
     const int wanted = WantedAhead(slot);
     size_t held = 0;

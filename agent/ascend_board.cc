@@ -152,13 +152,16 @@ class AscendBoardImpl : public Board {
     Publish(std::move(info));
   }
 
-  const v1::BoardInfo& info() const override { return *current_.load(); }
+  v1::BoardInfo info() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return info_;
+  }
 
   void Readmit() override {
     std::lock_guard<std::mutex> lock(mu_);
     consecutive_device_errors_ = 0;
     quarantined_ = false;
-    v1::BoardInfo info = *current_.load();
+    v1::BoardInfo info = info_;
     info.set_state(v1::BOARD_STATE_IDLE);
     info.set_health_detail(absl::StrCat("readmitted; ", info.health_detail()));
     PublishLocked(std::move(info));
@@ -172,14 +175,7 @@ class AscendBoardImpl : public Board {
     std::lock_guard<std::mutex> lock(mu_);
     PublishLocked(std::move(info));
   }
-  // Snapshots are immutable and kept for the board's lifetime, so a
-  // reference from info() never dangles; they change only on quarantine and
-  // readmission, so the list stays short.
-  void PublishLocked(v1::BoardInfo info) {
-    snapshots_.push_back(
-        std::make_unique<const v1::BoardInfo>(std::move(info)));
-    current_.store(snapshots_.back().get());
-  }
+  void PublishLocked(v1::BoardInfo info) { info_ = std::move(info); }
 
   // Counts a device error; quarantines at the threshold. Returns the status
   // Evaluate gives back.
@@ -192,7 +188,7 @@ class AscendBoardImpl : public Board {
     if (consecutive_device_errors_ >= options_.quarantine_after &&
         !quarantined_) {
       quarantined_ = true;
-      v1::BoardInfo info = *current_.load();
+      v1::BoardInfo info = info_;
       info.set_state(v1::BOARD_STATE_QUARANTINED);
       info.set_health_detail(
           absl::StrCat("quarantined after ", consecutive_device_errors_,
@@ -254,9 +250,7 @@ class AscendBoardImpl : public Board {
   AscendChipSpec spec_;
 
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<const v1::BoardInfo>>
-      snapshots_;  // guarded by mu_
-  std::atomic<const v1::BoardInfo*> current_{nullptr};
+  v1::BoardInfo info_;                 // guarded by mu_
   int consecutive_device_errors_ = 0;  // guarded by mu_
   std::atomic<bool> quarantined_{false};
 };

@@ -57,9 +57,7 @@
 //   error resets the count.
 //
 // Ownership: the caller owns the boards. Thread-safety: as Board — one
-// Evaluate at a time; info() and Readmit() from any thread
-// (info() returns an immutable snapshot that stays valid for the board's
-// lifetime).
+// Evaluate at a time; info() (a copy) and Readmit() from any thread.
 #ifndef TUNEFARM_AGENT_ASCEND_BOARD_H_
 #define TUNEFARM_AGENT_ASCEND_BOARD_H_
 

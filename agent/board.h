@@ -32,7 +32,9 @@ class Board {
  public:
   virtual ~Board() = default;
 
-  virtual const v1::BoardInfo& info() const = 0;
+  // A copy of the board's description and state: a caller may keep it while
+  // the board changes state (quarantine, readmission) on another thread.
+  virtual v1::BoardInfo info() const = 0;
 
   // build → precision → timing → profile for work.params. The variant's
   // faults are typed outcomes in result (BUILD_FAILED with the compiler

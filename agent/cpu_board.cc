@@ -181,7 +181,7 @@ class CpuBoard : public Board {
             : "no persistent runner: one process per stage");
   }
 
-  const v1::BoardInfo& info() const override { return info_; }
+  v1::BoardInfo info() const override { return info_; }
 
   absl::StatusOr<Evaluation> Evaluate(const v1::WorkItem& work,
                                       const std::atomic<bool>& cancel) override;

@@ -55,7 +55,7 @@ class ReplayBoard : public Board {
     }
   }
 
-  const v1::BoardInfo& info() const override { return info_; }
+  v1::BoardInfo info() const override { return info_; }
 
   // Work from a coordinator names parameters as its manifest does
   // (ManifestParameterName: "mwg" for the file's "MWG").

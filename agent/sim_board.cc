@@ -35,7 +35,7 @@ class SimBoard : public Board {
     info_.set_state(v1::BOARD_STATE_IDLE);
   }
 
-  const v1::BoardInfo& info() const override { return info_; }
+  v1::BoardInfo info() const override { return info_; }
 
   absl::StatusOr<Evaluation> Evaluate(const v1::WorkItem& work,
                                       const std::atomic<bool>& cancel) override;

@@ -45,7 +45,7 @@ class BundleBoard : public Board {
     info_.set_kind("sim");
     info_.set_state(v1::BOARD_STATE_IDLE);
   }
-  const v1::BoardInfo& info() const override { return info_; }
+  v1::BoardInfo info() const override { return info_; }
   absl::StatusOr<Evaluation> Evaluate(const v1::WorkItem& work,
                                       const std::atomic<bool>&) override {
     Evaluation e;

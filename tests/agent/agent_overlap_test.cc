@@ -468,7 +468,7 @@ class RecordingBoard : public Board {
  public:
   explicit RecordingBoard(std::unique_ptr<Board> inner)
       : inner_(std::move(inner)) {}
-  const v1::BoardInfo& info() const override { return inner_->info(); }
+  v1::BoardInfo info() const override { return inner_->info(); }
   absl::StatusOr<Evaluation> Evaluate(
       const v1::WorkItem& work, const std::atomic<bool>& cancel) override {
     Record(BoardEvent::kEvalStart, work);

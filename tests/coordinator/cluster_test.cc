@@ -576,7 +576,7 @@ class SelfQuarantiningBoard : public Board {
     sick_.set_state(v1::BOARD_STATE_QUARANTINED);
     sick_.set_health_detail("2 device errors in a row (test)");
   }
-  const v1::BoardInfo& info() const override {
+  v1::BoardInfo info() const override {
     return quarantined.load() ? sick_ : healthy_;
   }
   absl::StatusOr<Evaluation> Evaluate(
