@@ -96,6 +96,19 @@ class BatchedLoopTest : public ::testing::Test {
     return out;
   }
 
+  // Every board leases again: each is granted a round at its first epoch,
+  // stored as leased once (a retry after a failed commit recorded nothing).
+  void ExpectEveryBoardLeasesOnce() {
+    for (const auto& lease : LeaseAll()) {
+      ASSERT_TRUE(lease.ok()) << lease.status();
+      ASSERT_TRUE(lease->granted());
+      EXPECT_EQ(lease->work().epoch(), 1);
+      auto round = base_->GetRound(sweep_id_, lease->work().round_id());
+      ASSERT_TRUE(round.ok());
+      EXPECT_EQ(round->attempts(), 1);
+    }
+  }
+
   OperatorCatalog catalog_;
   FakeClock clock_;
   CoordinatorOverFaults core_;

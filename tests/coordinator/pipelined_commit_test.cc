@@ -117,14 +117,7 @@ TEST_F(PipelinedCommitTest, AFailedSyncUndoesTheBatchBuiltOnItUnwritten) {
   EXPECT_EQ(loop_->Call([&] { return coord_->DescribeState(); }), state);
   // Retried after the store recovered: each round leased once.
   faults_.SetCommitDelay(absl::ZeroDuration());
-  for (const auto& lease : LeaseAll()) {
-    ASSERT_TRUE(lease.ok()) << lease.status();
-    ASSERT_TRUE(lease->granted());
-    EXPECT_EQ(lease->work().epoch(), 1);
-    auto round = base_->GetRound(sweep_id_, lease->work().round_id());
-    ASSERT_TRUE(round.ok());
-    EXPECT_EQ(round->attempts(), 1);
-  }
+  ExpectEveryBoardLeasesOnce();
 }
 
 // The batch that ends a sweep writes its report before its write, while the
