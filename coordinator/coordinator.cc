@@ -1074,15 +1074,8 @@ void Coordinator::FreeBoard(Txn& txn, const std::string& board_id,
   // expiry) start now: the wait was not its own.
   PruneLeasesAhead(board);
   if (!board.prefetch_lease_ids.empty()) {
-    v1::Round* next = LiveLease(board.prefetch_lease_ids.front());
-    SaveRound(txn, *FindSweep(next->sweep_id()), *next);
-    board.lease_id = board.prefetch_lease_ids.front();
-    board.prefetch_lease_ids.erase(board.prefetch_lease_ids.begin());
-    board.info.set_current_lease_id(board.lease_id);
-    const absl::Time now = clock_->Now();
-    next->mutable_lease()->set_granted_unix_ms(absl::ToUnixMillis(now));
-    next->mutable_lease()->set_expires_unix_ms(
-        absl::ToUnixMillis(now + options_.lease_duration));
+    const std::string next = board.prefetch_lease_ids.front();
+    PromoteLeaseAhead(txn, board, next);
   }
   if (board.lease_id.empty() && board.info.state() == v1::BOARD_STATE_BUSY) {
     board.info.set_state(v1::BOARD_STATE_IDLE);
@@ -1098,7 +1091,7 @@ bool Coordinator::PromoteLeaseAhead(Txn& txn, BoardRuntime& board,
   if (round == nullptr) return false;
   // An agent runs its leases ahead in the order their builds finish: the one
   // it runs is current, and the one that was waits ahead (its build goes
-  // on). The board time of the one it runs starts now.
+  // on). The wait ahead was not its board time, which starts now.
   SaveBoard(txn, board.info.board_id());
   SaveRound(txn, *FindSweep(round->sweep_id()), *round);
   board.prefetch_lease_ids.erase(ahead);
@@ -1108,7 +1101,10 @@ bool Coordinator::PromoteLeaseAhead(Txn& txn, BoardRuntime& board,
   }
   board.lease_id = lease_id;
   board.info.set_current_lease_id(lease_id);
-  board.info.set_state(v1::BOARD_STATE_BUSY);
+  // A quarantined or draining board keeps its state.
+  if (board.info.state() == v1::BOARD_STATE_IDLE) {
+    board.info.set_state(v1::BOARD_STATE_BUSY);
+  }
   const absl::Time now = clock_->Now();
   round->mutable_lease()->set_granted_unix_ms(absl::ToUnixMillis(now));
   round->mutable_lease()->set_expires_unix_ms(

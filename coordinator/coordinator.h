@@ -228,9 +228,11 @@ class Coordinator {
   // Puts a leased round back in the queue (lease expired, board lost).
   void Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
                const std::string& why);
-  // Makes `lease_id`, one `board` holds ahead, its current lease (the agent
-  // says it runs it), the current one waiting ahead; false when the board
-  // holds no such live lease ahead.
+  // Makes `lease_id`, one `board` holds ahead, its current lease (the board
+  // freed its current one, or the agent says it runs this one), a live
+  // current one waiting ahead; its board time starts now. False when the
+  // board holds no such live lease ahead. `lease_id` must not refer into
+  // board.prefetch_lease_ids.
   bool PromoteLeaseAhead(Txn& txn, BoardRuntime& board,
                          const std::string& lease_id);
   // Re-queues the rounds `board` holds ahead (drain, board lost).
