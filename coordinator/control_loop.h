@@ -17,14 +17,17 @@
 // sync before running the next one. seal() ends the batch and returns its
 // writes; a writer thread makes them durable (SealedBatch::Write) while the
 // loop runs the next batch of closures, which see the first one's effects
-// in memory. Then the loop settles the written batch (SealedBatch::Settle,
-// on the loop thread) and hands its results back, and only then gives the
-// next batch to the writer: batches are written one at a time, in order,
-// so the sync costs latency once instead of stalling the loop. When a write
-// fails, the batch run on top of it is settled with the same error first
-// (newest first: its changes to memory are undone) and never written, then
-// the failed one; every result of both gets the error. Unbatched calls
-// (Call) and ticks run only once nothing is in flight.
+// in memory. Batches are written one at a time, in order. The loop runs
+// queued closures a few at a time into the open batch and, between those
+// runs, settles the written batch as soon as its write ends
+// (SealedBatch::Settle, on the loop thread), hands its results back, and
+// gives the open batch to the writer: the writer is never idle while calls
+// wait, a batch lasts about one sync, and an answer never waits behind a
+// long run of other calls. When a write fails, the batch run on top of it
+// is settled with the same error first (newest first: its changes to
+// memory are undone) and never written, then the failed one; every result
+// of both gets the error. Unbatched calls (Call) and ticks run only once
+// nothing is open or in flight.
 //
 // Thread-safe: Call, CallBatched and Post may be used from any thread
 // except the loop thread itself.
@@ -216,12 +219,33 @@ class ControlLoop {
     for (Item& item : batch) item.finish(committed);
   }
 
-  // Runs `batch` while the one before it is written, then settles that one
-  // and hands this one to the writer.
-  void RunPipelined(std::vector<Item>& batch) {
-    if (hooks_.begin) hooks_.begin();
-    for (Item& item : batch) item.run();
-    InFlight next{hooks_.seal(), std::move(batch)};
+  // Pipelined: runs up to kRunChunk queued batched closures into the open
+  // batch, then (when the write in flight ended, or none is in flight)
+  // settles the batch in flight and hands the open one to the writer. While
+  // a write is in flight the open batch keeps taking calls, up to
+  // max_batch.
+  void RunPipelinedChunk() {
+    if (run_from_ == 0 && hooks_.begin) hooks_.begin();
+    for (size_t i = run_from_; i < open_.size(); ++i) open_[i].run();
+    run_from_ = open_.size();
+    bool written = false;
+    {
+      absl::MutexLock lock(&mu_);
+      written = written_;
+    }
+    const bool full = static_cast<int>(open_.size()) >= options_.max_batch;
+    if (in_flight_.has_value() && !written && !full) return;
+    SealOpen();
+  }
+
+  // Seals the open batch; once the batch in flight (if any) is written and
+  // settled, hands it to the writer.
+  void SealOpen() {
+    InFlight next{hooks_.seal(), std::move(open_)};
+    // The last settled batch's vector: its memory is reused.
+    open_ = std::move(spare_items_);
+    open_.clear();
+    run_from_ = 0;
     if (in_flight_.has_value()) {
       const absl::Status written = WaitWritten();
       if (!written.ok()) {
@@ -243,6 +267,12 @@ class ControlLoop {
     if (in_flight_.has_value()) SettleInFlight(WaitWritten());
   }
 
+  // Seals, writes and settles everything open or in flight.
+  void Flush() {
+    if (!open_.empty()) SealOpen();
+    Drain();
+  }
+
   absl::Status WaitWritten() {
     absl::MutexLock lock(&mu_);
     auto written = [this]()
@@ -257,6 +287,8 @@ class ControlLoop {
     in_flight_.reset();
     done.sealed->Settle(written);
     for (Item& item : done.items) item.finish(written);
+    done.items.clear();
+    spare_items_ = std::move(done.items);
   }
 
   void WriterLoop() {
@@ -280,27 +312,21 @@ class ControlLoop {
   void Loop() {
     absl::Time next_tick = absl::Now() + tick_interval_;
     while (true) {
-      std::vector<Item> batch;
       bool stopping = false;
       bool settle = false;
+      bool one_batch = false;
       {
         absl::MutexLock lock(&mu_);
         // A batch in flight wakes the loop when written, to hand its
-        // results back without waiting for more calls.
+        // results back (and give the open batch to the writer) without
+        // waiting for more calls.
         auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
           return !queue_.empty() || stopping_ || written_;
         };
         mu_.AwaitWithDeadline(absl::Condition(&ready), next_tick);
-        settle = written_;
-      }
-      if (settle) {
-        Drain();
-        continue;
-      }
-      {
-        absl::MutexLock lock(&mu_);
-        if (options_.max_batch_wait > absl::ZeroDuration() && !queue_.empty() &&
-            queue_.front().batched && !stopping_) {
+        const bool batched = !queue_.empty() && queue_.front().batched;
+        if (batched && open_.empty() &&
+            options_.max_batch_wait > absl::ZeroDuration() && !stopping_) {
           // Let more requests join this batch, up to the bound.
           auto full = [this] {
             return static_cast<int>(queue_.size()) >= options_.max_batch ||
@@ -308,26 +334,56 @@ class ControlLoop {
           };
           mu_.AwaitWithTimeout(absl::Condition(&full), options_.max_batch_wait);
         }
-        batch = TakeBatch();
-        stopping = batch.empty() && stopping_;
-      }
-      if (stopping) {
-        Drain();
-        return;
-      }
-      if (!batch.empty()) {
-        if (hooks_.seal && batch.front().batched) {
-          RunPipelined(batch);
+        if (queue_.empty() && written_) {
+          settle = true;
+        } else if (batched && hooks_.seal) {
+          TakeInto(open_,
+                   std::min(kRunChunk, options_.max_batch -
+                                           static_cast<int>(open_.size())));
+        } else if (!queue_.empty()) {
+          one_batch = true;  // unbatched, or not pipelined
         } else {
-          Drain();
-          RunBatch(batch);
+          stopping = stopping_;
         }
       }
+      if (settle) {
+        // The write in flight ended and nothing waits: answer it, and
+        // write what the open batch holds.
+        if (!open_.empty()) {
+          SealOpen();
+        } else {
+          Drain();
+        }
+      } else if (run_from_ < open_.size()) {
+        RunPipelinedChunk();
+      } else if (one_batch) {
+        std::vector<Item> batch;
+        {
+          absl::MutexLock lock(&mu_);
+          batch = TakeBatch();
+        }
+        if (!batch.empty()) {
+          Flush();
+          RunBatch(batch);
+        }
+      } else if (stopping) {
+        Flush();
+        return;
+      }
       if (absl::Now() >= next_tick) {
-        Drain();
+        Flush();
         on_tick_();
         next_tick = absl::Now() + tick_interval_;
       }
+    }
+  }
+
+  // Moves up to `n` queued batched items to the end of `into`.
+  void TakeInto(std::vector<Item>& into, int n)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (n-- > 0 && !queue_.empty() && queue_.front().batched) {
+      into.push_back(std::move(queue_.front()));
+      queue_.pop_front();
     }
   }
 
@@ -343,6 +399,14 @@ class ControlLoop {
   absl::Mutex mu_;
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Closures run a few at a time into the open batch: between two runs the
+  // loop can answer a batch whose write ended.
+  static constexpr int kRunChunk = 16;
+  // The open batch: its closures up to run_from_ have run (loop thread
+  // only; pipelined).
+  std::vector<Item> open_;
+  size_t run_from_ = 0;
+  std::vector<Item> spare_items_;
   // The batch being written (loop thread only).
   std::optional<InFlight> in_flight_;
   // Between the loop thread and the writer.

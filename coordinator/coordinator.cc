@@ -38,6 +38,10 @@ constexpr int32_t kMaxLeasesAhead = 32;
 // the extra looks use this confidence at least.
 constexpr int kMaxRemeasures = 2;
 constexpr double kRemeasureConfidence = 0.99;
+// Rounds of ended sweeps freed after each commit (SweepBook::Retire): about
+// half a millisecond, so an ended sweep's memory goes back over a few
+// hundred commits without stalling any of them.
+constexpr int64_t kRoundsFreedPerCommit = 64;
 bool IsFinal(v1::SweepState state) {
   return state == v1::SWEEP_STATE_SUCCEEDED ||
          state == v1::SWEEP_STATE_FAILED || state == v1::SWEEP_STATE_CANCELLED;
@@ -413,7 +417,8 @@ void Coordinator::Settle(Txn& txn, const Sealed& sealed,
     SweepRuntime* s = FindSweep(id);
     if (s != nullptr && s->finished) done.push_back(id);
   }
-  for (const std::string& id : done) book_.Erase(id);
+  for (const std::string& id : done) book_.Retire(id);
+  book_.FreeRetired(kRoundsFreedPerCommit);
   if (metrics_ != nullptr) {
     int queued = 0;
     for (const auto& [id, s] : book_.sweeps()) {

@@ -38,6 +38,27 @@ SweepRuntime* SweepBook::Find(const std::string& sweep_id) {
   return it == sweeps_.end() ? nullptr : it->second.get();
 }
 
+void SweepBook::Retire(const std::string& sweep_id) {
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) return;
+  retired_rounds_ += static_cast<int64_t>(it->second->rounds.size());
+  retired_.push_back(std::move(it->second));
+  sweeps_.erase(it);
+}
+
+int64_t SweepBook::FreeRetired(int64_t max_rounds) {
+  while (!retired_.empty() && max_rounds > 0) {
+    std::vector<v1::Round>& rounds = retired_.back()->rounds;
+    const int64_t n =
+        std::min<int64_t>(max_rounds, static_cast<int64_t>(rounds.size()));
+    rounds.resize(rounds.size() - static_cast<size_t>(n));
+    max_rounds -= n;
+    retired_rounds_ -= n;
+    if (rounds.empty()) retired_.pop_back();
+  }
+  return retired_rounds_;
+}
+
 int SweepBook::ActiveOf(const std::string& team) const {
   int active = 0;
   for (const auto& [id, s] : sweeps_) {

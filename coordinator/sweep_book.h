@@ -66,6 +66,13 @@ class SweepBook {
   SweepRuntime* AddUnrunnable(const v1::Sweep& sweep,
                               std::vector<v1::Round> rounds);
   void Erase(const std::string& sweep_id) { sweeps_.erase(sweep_id); }
+  // Takes an ended sweep out of the book, to be freed a slice at a time by
+  // FreeRetired: freeing a 10,000-round sweep at once takes tens of
+  // milliseconds, and every call queued on the loop would wait for it.
+  void Retire(const std::string& sweep_id);
+  // Frees up to `max_rounds` rounds of retired sweeps (a sweep's strategy
+  // and record with its last round). Returns the rounds still to free.
+  int64_t FreeRetired(int64_t max_rounds);
 
   // Gives `s` its stored rounds after a restart: DATA_LOSS when their ids
   // are not 0, 1, 2, ...; a leased round's lease runs at least until
@@ -76,6 +83,8 @@ class SweepBook {
  private:
   const OperatorCatalog* catalog_;
   Sweeps sweeps_;
+  std::vector<std::unique_ptr<SweepRuntime>> retired_;
+  int64_t retired_rounds_ = 0;
   int64_t next_number_ = 1;
 };
 

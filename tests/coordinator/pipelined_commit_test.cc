@@ -3,6 +3,7 @@
 // and when a sync fails undoes the batch built on it too (newest first),
 // answers every call of both with the error and never writes the second;
 // a sweep ended by an undone batch leaves no report.
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <functional>
@@ -11,8 +12,11 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "coordinator/control_loop.h"
@@ -118,6 +122,77 @@ TEST_F(PipelinedCommitTest, AFailedSyncUndoesTheBatchBuiltOnItUnwritten) {
   // Retried after the store recovered: each round leased once.
   faults_.SetCommitDelay(absl::ZeroDuration());
   ExpectEveryBoardLeasesOnce();
+}
+
+// A written batch is answered while calls are still queued behind it: the
+// loop runs queued calls a few at a time and settles between those runs,
+// so an answer waits for one write, not for every call queued after it.
+TEST(PipelinedLoopTest, AWrittenBatchIsAnsweredBeforeTheQueueBehindItRuns) {
+  class Written : public SealedBatch {
+   public:
+    absl::Status Write() override { return absl::OkStatus(); }
+    void Settle(const absl::Status&) override {}
+  };
+  ControlLoop loop(
+      absl::Hours(1), [] {},
+      ControlLoop::BatchHooks{[] {}, nullptr,
+                              [] { return std::make_unique<Written>(); }});
+  loop.Start();
+  constexpr int kCalls = 200;
+  absl::Mutex mu;
+  std::vector<std::string> log;
+  bool holding = false, release = false;
+  int answered = 0;
+  auto note = [&](std::string what) {
+    absl::MutexLock lock(&mu);
+    log.push_back(std::move(what));
+  };
+  // Holds the loop until every call is queued behind it.
+  loop.Post(
+      [&] {
+        absl::MutexLock lock(&mu);
+        holding = true;
+        auto released = [&] { return release; };
+        mu.Await(absl::Condition(&released));
+        return absl::OkStatus();
+      },
+      [&](absl::Status) {
+        absl::MutexLock lock(&mu);
+        ++answered;
+      });
+  {
+    absl::MutexLock lock(&mu);
+    auto held = [&] { return holding; };
+    mu.Await(absl::Condition(&held));
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    loop.Post(
+        [&, i] {
+          note(absl::StrCat("run ", i));
+          absl::SleepFor(absl::Microseconds(500));
+          return absl::OkStatus();
+        },
+        [&, i](absl::Status st) {
+          EXPECT_TRUE(st.ok()) << st;
+          note(absl::StrCat("done ", i));
+          absl::MutexLock lock(&mu);
+          ++answered;
+        });
+  }
+  {
+    absl::MutexLock lock(&mu);
+    release = true;
+    auto all = [&] { return answered == kCalls + 1; };
+    mu.Await(absl::Condition(&all));
+  }
+  loop.Stop();
+  const auto at = [&](const std::string& what) {
+    return std::find(log.begin(), log.end(), what) - log.begin();
+  };
+  ASSERT_LT(at("done 0"), static_cast<int64_t>(log.size()));
+  EXPECT_LT(at("done 0"), at(absl::StrCat("run ", kCalls - 20)))
+      << "the first call waited for the whole queue to run: answered at "
+      << at("done 0") << " of " << log.size();
 }
 
 // The batch that ends a sweep writes its report before its write, while the

@@ -118,5 +118,32 @@ TEST_F(SweepBookTest, ResumingGivesLeasesGraceAndRefusesGaps) {
   EXPECT_NE(st.message().find("sw-000001"), std::string::npos) << st;
 }
 
+TEST_F(SweepBookTest, AnEndedSweepIsFreedASliceAtATime) {
+  SweepBook book(&catalog_);
+  absl::StatusOr<SweepRuntime*> a =
+      book.Load(Sweep("sw-000001", "qa", "sim_matmul"));
+  ASSERT_TRUE(a.ok()) << a.status();
+  for (int i = 0; i < 100; ++i) {
+    (*a)->rounds.push_back(Round(i, v1::ROUND_STATE_DONE, 0));
+  }
+  ASSERT_TRUE(book.Load(Sweep("sw-000002", "qa", "sim_matmul")).ok());
+  absl::StatusOr<SweepRuntime*> empty =
+      book.Load(Sweep("sw-000003", "qa", "sim_matmul"));
+  ASSERT_TRUE(empty.ok()) << empty.status();
+
+  book.Retire("sw-000001");
+  book.Retire("sw-000003");  // no rounds
+  book.Retire("sw-000404");  // not in the book: nothing
+  EXPECT_EQ(book.Find("sw-000001"), nullptr) << "out of the book at once";
+  EXPECT_EQ(book.Find("sw-000003"), nullptr);
+  EXPECT_EQ(book.size(), 1);
+  EXPECT_EQ(book.ActiveOf("qa"), 1);
+  EXPECT_EQ(book.FreeRetired(30), 70);
+  EXPECT_EQ(book.FreeRetired(30), 40);
+  EXPECT_EQ(book.FreeRetired(1000), 0);
+  EXPECT_EQ(book.FreeRetired(1000), 0);
+  EXPECT_NE(book.Find("sw-000002"), nullptr) << "a live sweep is kept";
+}
+
 }  // namespace
 }  // namespace tunefarm
