@@ -93,96 +93,10 @@ Coordinator::Coordinator(Store* store, const OperatorCatalog* catalog,
       health_(catalog_, HealthCheckerOptions{options_.health_checks,
                                              options_.health_check_interval,
                                              options_.health_retry_interval,
-                                             options_.lease_duration}) {}
+                                             options_.lease_duration}),
+      staging_(&book_, &registry_, &placement_, clock_) {}
 
 Coordinator::~Coordinator() = default;
-
-void Coordinator::SaveSweep(Txn& txn, SweepRuntime& s) {
-  const std::string& id = s.sweep.sweep_id();
-  if (!txn.saved_sweeps.insert(id).second) return;
-  // The spec never changes after submission and is most of the record
-  // (maps of parameters and dimensions): save the rest, on every call.
-  v1::SweepSpec* spec = s.sweep.release_spec();
-  v1::Sweep saved = s.sweep;
-  s.sweep.set_allocated_spec(spec);
-  txn.undo.push_back([this, id, saved = std::move(saved), finished = s.finished,
-                      size = s.rounds.size(), queued_from = s.queued_from] {
-    SweepRuntime* rt = FindSweep(id);
-    if (rt == nullptr) return;
-    v1::SweepSpec* live = rt->sweep.release_spec();
-    rt->sweep = saved;
-    rt->sweep.set_allocated_spec(live);
-    rt->finished = finished;
-    rt->queued_from = queued_from;
-    if (rt->rounds.size() > size) rt->rounds.resize(size);
-  });
-}
-
-void Coordinator::Touch(Txn& txn, SweepRuntime& s) {
-  SaveSweep(txn, s);
-  txn.touched.insert(&s);
-}
-
-void Coordinator::SaveRound(Txn& txn, SweepRuntime& s, const v1::Round& round) {
-  const std::string& id = s.sweep.sweep_id();
-  const int64_t index = round.round_id();
-  if (!txn.saved_rounds.insert({id, index}).second) return;
-  // A round created in this transaction goes with the sweep's size.
-  SaveSweep(txn, s);
-  txn.undo.push_back([this, id, index, round] {
-    SweepRuntime* rt = FindSweep(id);
-    if (rt != nullptr && index >= 0 &&
-        index < static_cast<int64_t>(rt->rounds.size())) {
-      rt->rounds[index] = round;
-    }
-  });
-}
-
-void Coordinator::SaveBoard(Txn& txn, const std::string& board_id) {
-  if (!txn.saved_boards.insert(board_id).second) return;
-  std::optional<BoardRuntime> before;
-  if (auto it = registry_.boards().find(board_id);
-      it != registry_.boards().end()) {
-    before = it->second;
-  }
-  txn.undo.push_back([this, board_id, before = std::move(before)] {
-    if (before.has_value()) {
-      registry_.boards()[board_id] = *before;
-    } else {
-      registry_.boards().erase(board_id);
-    }
-  });
-}
-
-void Coordinator::SaveAgent(Txn& txn, const std::string& agent_id) {
-  std::optional<AgentRuntime> before;
-  if (auto it = registry_.agents().find(agent_id);
-      it != registry_.agents().end()) {
-    before = it->second;
-  }
-  txn.undo.push_back([this, agent_id, before = std::move(before)] {
-    if (before.has_value()) {
-      registry_.agents()[agent_id] = *before;
-    } else {
-      registry_.agents().erase(agent_id);
-    }
-  });
-}
-
-void Coordinator::SaveTeamSeconds(Txn& txn, const std::string& team) {
-  if (!txn.saved_teams.insert(team).second) return;
-  txn.undo.push_back([this, team, before = placement_.RecordedSeconds(team)] {
-    placement_.RestoreRecordedSeconds(team, before);
-  });
-}
-
-void Coordinator::SaveReservationList(Txn& txn) {
-  if (txn.saved_reservations) return;
-  txn.saved_reservations = true;
-  txn.undo.push_back([this, before = placement_.reservations()] {
-    placement_.SetReservations(before);
-  });
-}
 
 std::string Coordinator::DescribeState() const {
   std::string out =
@@ -271,27 +185,6 @@ absl::Status Coordinator::Recover() {
   }
   PublishBoardMetrics();
   return absl::OkStatus();
-}
-
-void Coordinator::AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
-                           std::string message, const v1::Round* round) {
-  Touch(txn, s);
-  v1::SweepEvent ev;
-  ev.set_sweep_id(s.sweep.sweep_id());
-  ev.set_seq(s.sweep.last_event_seq() + 1);
-  s.sweep.set_last_event_seq(ev.seq());
-  ev.set_time_unix_ms(clock_->NowUnixMs());
-  ev.set_kind(kind);
-  ev.set_message(std::move(message));
-  if (round != nullptr) {
-    *ev.mutable_round() = *round;
-    ev.mutable_round()->clear_diagnosis();  // keeps events small
-  }
-  if (kind != v1::EVENT_KIND_ROUND_LEASED &&
-      kind != v1::EVENT_KIND_ROUND_FINISHED) {
-    *ev.mutable_sweep() = s.sweep;
-  }
-  txn.writes.AppendEvent(ev);
 }
 
 void Coordinator::BeginBatch() {
@@ -543,12 +436,13 @@ absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
   }
   txn.writes.PutMeta(SweepBook::kNextSweepKey, book_.StoredNextNumber());
   if (!idem_key.empty()) txn.writes.PutMeta(idem_key, sweep.sweep_id());
-  AddEvent(txn, *s, v1::EVENT_KIND_SUBMITTED,
-           absl::StrCat("sweep ", sweep.sweep_id(), " submitted by team ",
-                        spec.team(), ": ", spec.operator_name(), " on ",
-                        absl::StrJoin(WorkloadNames(spec), ", "), ", strategy ",
-                        spec.strategy().name()),
-           nullptr);
+  staging_.AddEvent(
+      txn, *s, v1::EVENT_KIND_SUBMITTED,
+      absl::StrCat("sweep ", sweep.sweep_id(), " submitted by team ",
+                   spec.team(), ": ", spec.operator_name(), " on ",
+                   absl::StrJoin(WorkloadNames(spec), ", "), ", strategy ",
+                   spec.strategy().name()),
+      nullptr);
   TF_RETURN_IF_ERROR(Commit(txn));
   book_.Advance();
   spdlog::info("submitted {} ({} / {})", s->sweep.sweep_id(),
@@ -619,7 +513,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
   Txn txn;
   const absl::Time now = clock_->Now();
   for (const v1::BoardInfo& b : request.boards()) {
-    SaveBoard(txn, b.board_id());
+    staging_.SaveBoard(txn, b.board_id());
     BoardRuntime& br = registry_.boards()[b.board_id()];
     // A lease on this board that the agent does not claim is work it lost
     // (an agent restart), a lease a restarted coordinator recovered
@@ -685,7 +579,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
     br.check_due = health_.Checks(br.info.kind());
     txn.writes.PutBoard(br.info);
   }
-  SaveAgent(txn, request.agent_id());
+  staging_.SaveAgent(txn, request.agent_id());
   AgentRuntime& agent = registry_.agents()[request.agent_id()];
   agent.last_seen = now;
   agent.board_ids.assign(ids.begin(), ids.end());
@@ -718,7 +612,7 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
         bit->second.info.agent_id() != request.agent_id()) {
       continue;
     }
-    SaveBoard(txn, b.board_id());
+    staging_.SaveBoard(txn, b.board_id());
     bit->second.info.set_last_seen_unix_ms(clock_->NowUnixMs());
     // The agent's word on health, when it has one; else the coordinator's
     // (admin action, health check) stands.
@@ -788,7 +682,7 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
     return nullptr;
   }
   Candidate& c = proposed.front();
-  Touch(txn, s);  // before the round is added, so undo drops it
+  staging_.Touch(txn, s);  // before the round is added, so undo drops it
   v1::Round round;
   round.set_sweep_id(s.sweep.sweep_id());
   round.set_round_id(static_cast<int64_t>(s.rounds.size()));
@@ -809,9 +703,9 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
                              BoardRuntime& board, bool prefetch,
                              v1::WorkItem* work) {
   const absl::Time now = clock_->Now();
-  Touch(txn, s);
-  SaveRound(txn, s, round);
-  SaveBoard(txn, board.info.board_id());
+  staging_.Touch(txn, s);
+  staging_.SaveRound(txn, s, round);
+  staging_.SaveBoard(txn, board.info.board_id());
   round.set_attempts(round.attempts() + 1);
   v1::Lease* lease = round.mutable_lease();
   lease->set_epoch(round.attempts());
@@ -834,10 +728,11 @@ void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
   if (s.sweep.state() == v1::SWEEP_STATE_QUEUED) {
     s.sweep.set_state(v1::SWEEP_STATE_RUNNING);
     s.sweep.set_started_unix_ms(absl::ToUnixMillis(now));
-    AddEvent(txn, s, v1::EVENT_KIND_STARTED,
-             absl::StrCat("sweep ", s.sweep.sweep_id(), " started"), nullptr);
+    staging_.AddEvent(txn, s, v1::EVENT_KIND_STARTED,
+                      absl::StrCat("sweep ", s.sweep.sweep_id(), " started"),
+                      nullptr);
   }
-  AddEvent(
+  staging_.AddEvent(
       txn, s, v1::EVENT_KIND_ROUND_LEASED,
       absl::StrCat(RoundAndChange(round), " on ", board.info.board_id(),
                    ", epoch ", lease->epoch(), prefetch ? " (prefetched)" : ""),
@@ -904,7 +799,7 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
   TF_RETURN_IF_ERROR(store_->Writable());
   BoardRuntime& board = bit->second;
   Txn txn;
-  SaveBoard(txn, request.board_id());
+  staging_.SaveBoard(txn, request.board_id());
   v1::LeaseWorkResponse response;
   response.set_retry_after_ms(200);
   if (request.prefetch()) {
@@ -1064,7 +959,7 @@ void Coordinator::FreeBoard(Txn& txn, const std::string& board_id,
                             const std::string& lease_id) {
   auto it = registry_.boards().find(board_id);
   if (it == registry_.boards().end() || lease_id.empty()) return;
-  SaveBoard(txn, board_id);
+  staging_.SaveBoard(txn, board_id);
   BoardRuntime& board = it->second;
   auto ahead = std::find(board.prefetch_lease_ids.begin(),
                          board.prefetch_lease_ids.end(), lease_id);
@@ -1097,8 +992,8 @@ bool Coordinator::PromoteLeaseAhead(Txn& txn, BoardRuntime& board,
   // An agent runs its leases ahead in the order their builds finish: the one
   // it runs is current, and the one that was waits ahead (its build goes
   // on). The wait ahead was not its board time, which starts now.
-  SaveBoard(txn, board.info.board_id());
-  SaveRound(txn, *FindSweep(round->sweep_id()), *round);
+  staging_.SaveBoard(txn, board.info.board_id());
+  staging_.SaveRound(txn, *FindSweep(round->sweep_id()), *round);
   board.prefetch_lease_ids.erase(ahead);
   if (!board.lease_id.empty() && LiveLease(board.lease_id) != nullptr) {
     board.prefetch_lease_ids.insert(board.prefetch_lease_ids.begin(),
@@ -1119,7 +1014,7 @@ bool Coordinator::PromoteLeaseAhead(Txn& txn, BoardRuntime& board,
 
 void Coordinator::RequeueLeaseAhead(Txn& txn, BoardRuntime& board,
                                     const std::string& why) {
-  SaveBoard(txn, board.info.board_id());
+  staging_.SaveBoard(txn, board.info.board_id());
   // A copy: requeueing frees each lease, which erases it from the board's.
   const std::vector<std::string> held = board.prefetch_lease_ids;
   for (const std::string& id : held) {
@@ -1140,17 +1035,17 @@ void Coordinator::PruneLeasesAhead(BoardRuntime& board) {
 
 void Coordinator::Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
                           const std::string& why) {
-  SaveRound(txn, s, round);
+  staging_.SaveRound(txn, s, round);
   FreeBoard(txn, round.lease().board_id(), round.lease().lease_id());
   round.set_state(v1::ROUND_STATE_QUEUED);
   s.queued_from =
       std::min(s.queued_from, static_cast<size_t>(round.round_id()));
   txn.writes.PutRound(round);
-  AddEvent(txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
-           absl::StrCat("round ", round.round_id(), " re-queued (epoch ",
-                        round.lease().epoch(), " on ", round.lease().board_id(),
-                        "): ", why),
-           &round);
+  staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
+                    absl::StrCat("round ", round.round_id(),
+                                 " re-queued (epoch ", round.lease().epoch(),
+                                 " on ", round.lease().board_id(), "): ", why),
+                    &round);
   spdlog::warn("{} round {} re-queued: {}", s.sweep.sweep_id(),
                round.round_id(), why);
 }
@@ -1219,8 +1114,8 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
     return response;
   }
   Txn txn;
-  Touch(txn, *s);
-  SaveRound(txn, *s, round);
+  staging_.Touch(txn, *s);
+  staging_.SaveRound(txn, *s, round);
   const absl::Time now = clock_->Now();
   const std::string outcome = v1::Outcome_Name(request.result().outcome());
   if (metrics_ != nullptr) {
@@ -1236,7 +1131,7 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
     // let the board prove itself on its golden before more work.
     if (auto b = registry_.boards().find(round.lease().board_id());
         b != registry_.boards().end()) {
-      SaveBoard(txn, b->first);
+      staging_.SaveBoard(txn, b->first);
       b->second.check_due = health_.Checks(b->second.info.kind());
     }
     Requeue(txn, *s, round,
@@ -1249,11 +1144,11 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
   const double board_seconds = std::max(
       0.0, absl::ToDoubleSeconds(
                now - absl::FromUnixMillis(round.lease().granted_unix_ms())));
-  SaveTeamSeconds(txn, s->sweep.spec().team());
+  staging_.SaveTeamSeconds(txn, s->sweep.spec().team());
   placement_.AddRecordedSeconds(s->sweep.spec().team(), board_seconds);
   if (auto b = registry_.boards().find(round.lease().board_id());
       b != registry_.boards().end()) {
-    SaveBoard(txn, b->first);
+    staging_.SaveBoard(txn, b->first);
     b->second.info.set_rounds_run(b->second.info.rounds_run() + 1);
     if (metrics_ != nullptr) {
       txn.after_commit.push_back([this, info = b->second.info, board_seconds] {
@@ -1299,9 +1194,9 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     if (res.outcome() != v1::OUTCOME_OK) {
       round.set_decision_reason(absl::StrCat(
           "baseline ", v1::Outcome_Name(res.outcome()), ": ", res.detail()));
-      AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-               absl::StrCat("baseline failed: ", round.decision_reason()),
-               &round);
+      staging_.AddEvent(
+          txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+          absl::StrCat("baseline failed: ", round.decision_reason()), &round);
       Finish(txn, s, v1::SWEEP_STATE_FAILED, v1::TERMINATION_BASELINE_FAILED,
              round.decision_reason());
       return;
@@ -1310,7 +1205,7 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     s.sweep.set_baseline_us(median);
     s.sweep.set_best_us(median);
     s.sweep.set_best_round(0);
-    AddEvent(
+    staging_.AddEvent(
         txn, s, v1::EVENT_KIND_ROUND_FINISHED,
         absl::StrCat("baseline on ", round.board_id(), ": ", Us(median), sim),
         &round);
@@ -1325,9 +1220,9 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     round.set_decision_reason(
         absl::StrCat(v1::Outcome_Name(res.outcome()), ": ", res.detail()));
     s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-             absl::StrCat(what, ": rejected, ", round.decision_reason()),
-             &round);
+    staging_.AddEvent(
+        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+        absl::StrCat(what, ": rejected, ", round.decision_reason()), &round);
     return;
   }
   const v1::Round& parent = s.rounds[round.parent_round()];
@@ -1345,16 +1240,17 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     s.sweep.set_best_round(round.round_id());
     s.sweep.set_best_us(median);
     s.sweep.set_rounds_without_gain(0);
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-             absl::StrCat(what, ": ", Us(median), sim, ", kept (",
-                          VsParent(v.gain), ")"),
-             &round);
-    AddEvent(txn, s, v1::EVENT_KIND_BEST_IMPROVED,
-             absl::StrFormat("best is now round %d: %.1f µs, %.2fx over the "
-                             "baseline%s",
-                             round.round_id(), median,
-                             s.sweep.baseline_us() / median, sim),
-             &round);
+    staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+                      absl::StrCat(what, ": ", Us(median), sim, ", kept (",
+                                   VsParent(v.gain), ")"),
+                      &round);
+    staging_.AddEvent(
+        txn, s, v1::EVENT_KIND_BEST_IMPROVED,
+        absl::StrFormat("best is now round %d: %.1f µs, %.2fx over the "
+                        "baseline%s",
+                        round.round_id(), median,
+                        s.sweep.baseline_us() / median, sim),
+        &round);
     return;
   }
   if (v.inconclusive && round.remeasures() < kMaxRemeasures) {
@@ -1366,11 +1262,12 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     s.queued_from =
         std::min(s.queued_from, static_cast<size_t>(round.round_id()));
     round.set_decision_reason(absl::StrCat("re-measuring: ", v.reason));
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
-             absl::StrCat(what, ": ", Us(median), sim, ", inconclusive (",
-                          VsParent(v.gain), "), measured again (",
-                          round.remeasures(), " of ", kMaxRemeasures, ")"),
-             &round);
+    staging_.AddEvent(
+        txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
+        absl::StrCat(what, ": ", Us(median), sim, ", inconclusive (",
+                     VsParent(v.gain), "), measured again (",
+                     round.remeasures(), " of ", kMaxRemeasures, ")"),
+        &round);
     return;
   }
   const bool inconclusive = v.inconclusive;
@@ -1383,11 +1280,12 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
                    : std::string("rolled back"),
       v.reason, round.parent_round(), parent_us));
   s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
-  AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-           absl::StrCat(what, ": ", Us(median), sim,
-                        inconclusive ? ", inconclusive (" : ", rolled back (",
-                        VsParent(v.gain), ")"),
-           &round);
+  staging_.AddEvent(
+      txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+      absl::StrCat(what, ": ", Us(median), sim,
+                   inconclusive ? ", inconclusive (" : ", rolled back (",
+                   VsParent(v.gain), ")"),
+      &round);
 }
 
 void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
@@ -1471,12 +1369,12 @@ void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
 void Coordinator::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
                          v1::TerminationReason reason, std::string detail) {
   if (s.finished) return;
-  Touch(txn, s);
+  staging_.Touch(txn, s);
   s.finished = true;
   for (v1::Round& r : s.rounds) {
     if (r.state() == v1::ROUND_STATE_QUEUED ||
         r.state() == v1::ROUND_STATE_LEASED) {
-      SaveRound(txn, s, r);
+      staging_.SaveRound(txn, s, r);
       FreeBoard(txn, r.lease().board_id(), r.lease().lease_id());
       r.set_state(v1::ROUND_STATE_CANCELLED);
       r.set_decision_reason(
@@ -1514,7 +1412,7 @@ void Coordinator::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
                                         ? " [replayed]"
                                         : ""));
   }
-  AddEvent(txn, s, v1::EVENT_KIND_FINISHED, summary, nullptr);
+  staging_.AddEvent(txn, s, v1::EVENT_KIND_FINISHED, summary, nullptr);
   spdlog::info("{}", summary);
 }
 
@@ -1578,7 +1476,7 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
                      round.diagnosis().bundle_id(), ")"));
   }
   Txn txn;
-  if (s != &finished) SaveRound(txn, *s, round);
+  if (s != &finished) staging_.SaveRound(txn, *s, round);
   *round.mutable_diagnosis() = diagnosis;
   txn.writes.PutRound(round);
   std::string msg = absl::StrCat("diagnosis of round ", round.round_id());
@@ -1592,7 +1490,7 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
     absl::StrAppend(&msg,
                     ": evidence gap: ", diagnosis.evidence_gaps(0).reason());
   }
-  AddEvent(txn, *s, v1::EVENT_KIND_DIAGNOSIS, msg, &round);
+  staging_.AddEvent(txn, *s, v1::EVENT_KIND_DIAGNOSIS, msg, &round);
   if (s != &finished) CheckTermination(txn, *s);  // saturation
   if (s == &finished) {
     txn.touched.erase(s);
@@ -1631,11 +1529,11 @@ absl::Status Coordinator::Tick() {
     const std::string why = absl::StrCat("agent ", it->first, " silent for ",
                                          absl::FormatDuration(now - last_seen));
     spdlog::warn("{}: its boards are lost", why);
-    SaveAgent(txn, it->first);
+    staging_.SaveAgent(txn, it->first);
     for (const std::string& board_id : it->second.board_ids) {
       auto b = registry_.boards().find(board_id);
       if (b == registry_.boards().end()) continue;
-      SaveBoard(txn, board_id);
+      staging_.SaveBoard(txn, board_id);
       // The lease held ahead first, so it is not promoted in its place.
       RequeueLeaseAhead(txn, b->second, absl::StrCat("board lost: ", why));
       if (const std::optional<LeaseId> lease =
@@ -1701,7 +1599,7 @@ absl::StatusOr<v1::BoardInfo> Coordinator::DrainBoard(
   // a round it holds ahead goes back to the queue (its renewals now fail,
   // so the agent drops it unrun): draining means no new variant starts.
   Txn txn;
-  SaveBoard(txn, it->first);
+  staging_.SaveBoard(txn, it->first);
   it->second.info.set_state(v1::BOARD_STATE_DRAINING);
   it->second.info.set_health_detail(
       absl::StrCat("drained by an admin", request.reason().empty() ? "" : ": ",
@@ -1721,7 +1619,7 @@ absl::StatusOr<v1::BoardInfo> Coordinator::AdmitBoard(
     return absl::NotFoundError(absl::StrCat("no board ", request.board_id()));
   }
   Txn txn;
-  SaveBoard(txn, it->first);
+  staging_.SaveBoard(txn, it->first);
   v1::BoardInfo& info = it->second.info;
   // The agent may hold its own quarantine flag (device errors): the next
   // heartbeats tell it to lift it.
@@ -1786,12 +1684,12 @@ absl::StatusOr<v1::ListReservationsResponse> Coordinator::SaveReservations(
   Txn txn;
   txn.writes.PutMeta(Placement::kReservationsKey,
                      Placement::StoredReservations(reservations));
-  SaveReservationList(txn);
+  staging_.SaveReservationList(txn);
   placement_.SetReservations(std::move(reservations));
   for (auto& [id, b] : registry_.boards()) {
     const std::string team = placement_.ReservedFor(b.info);
     if (team == b.info.reserved_for()) continue;
-    SaveBoard(txn, id);
+    staging_.SaveBoard(txn, id);
     b.info.set_reserved_for(team);
     txn.writes.PutBoard(b.info);
   }
@@ -1853,7 +1751,7 @@ void Coordinator::RecordHealthCheck(Txn& txn, BoardRuntime& board,
                                     const v1::RoundResult* result,
                                     const std::string& detail) {
   const absl::Time now = clock_->Now();
-  SaveBoard(txn, board.info.board_id());
+  staging_.SaveBoard(txn, board.info.board_id());
   const HealthVerdict verdict =
       health_.Judge(board.info.kind(), result, detail);
   const bool passed = verdict.passed;
@@ -1904,7 +1802,7 @@ v1::Round* Coordinator::NextMultiWorkloadRound(Txn& txn, SweepRuntime& s) {
 v1::Round* Coordinator::AddCandidateRound(Txn& txn, SweepRuntime& s,
                                           const Candidate& c, int index,
                                           int64_t parent_round) {
-  Touch(txn, s);  // before the round is added, so undo drops it
+  staging_.Touch(txn, s);  // before the round is added, so undo drops it
   v1::Round round;
   round.set_sweep_id(s.sweep.sweep_id());
   round.set_round_id(static_cast<int64_t>(s.rounds.size()));
@@ -1958,7 +1856,7 @@ v1::Round* Coordinator::NextPerWorkloadRound(Txn& txn, SweepRuntime& s) {
       }
       continue;
     }
-    Touch(txn, s);
+    staging_.Touch(txn, s);
     s.sweep.set_candidates_proposed(s.sweep.candidates_proposed() + 1);
     return AddCandidateRound(txn, s, proposed.front(), i,
                              proposed.front().parent_round);
@@ -1986,7 +1884,7 @@ v1::Round* Coordinator::NextOneConfigRounds(Txn& txn, SweepRuntime& s) {
   // The configuration's rounds, one per workload; each one's parent is
   // the parent configuration's round of the same workload.
   const size_t first = s.rounds.size();
-  Touch(txn, s);
+  staging_.Touch(txn, s);
   s.sweep.set_candidates_proposed(s.sweep.candidates_proposed() + 1);
   for (size_t i = 0; i < n; ++i) {
     AddCandidateRound(txn, s, proposed.front(), static_cast<int>(i),
@@ -2001,7 +1899,7 @@ void Coordinator::CancelRound(Txn& txn, SweepRuntime& s, v1::Round& round,
       round.state() != v1::ROUND_STATE_LEASED) {
     return;
   }
-  SaveRound(txn, s, round);
+  staging_.SaveRound(txn, s, round);
   FreeBoard(txn, round.lease().board_id(), round.lease().lease_id());
   round.set_state(v1::ROUND_STATE_CANCELLED);
   round.set_decision_reason(absl::StrCat("not run: ", why));
@@ -2047,7 +1945,7 @@ void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
     if (res.outcome() != v1::OUTCOME_OK) {
       round.set_decision_reason(absl::StrCat(
           "baseline ", v1::Outcome_Name(res.outcome()), ": ", res.detail()));
-      AddEvent(
+      staging_.AddEvent(
           txn, s, v1::EVENT_KIND_ROUND_FINISHED,
           absl::StrCat(what, ": baseline failed, ", round.decision_reason()),
           &round);
@@ -2060,8 +1958,8 @@ void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
     w.set_best_us(median);
     w.set_best_round(round.round_id());
     SummarizeWorkloads(s);
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-             absl::StrCat(what, ": ", Us(median), sim), &round);
+    staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+                      absl::StrCat(what, ": ", Us(median), sim), &round);
     return;
   }
   s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
@@ -2071,9 +1969,9 @@ void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
     round.set_decision_reason(
         absl::StrCat(v1::Outcome_Name(res.outcome()), ": ", res.detail()));
     w.set_rounds_without_gain(w.rounds_without_gain() + 1);
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-             absl::StrCat(what, ": rejected, ", round.decision_reason()),
-             &round);
+    staging_.AddEvent(
+        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+        absl::StrCat(what, ": rejected, ", round.decision_reason()), &round);
     return;
   }
   const v1::Round& parent = s.rounds[round.parent_round()];
@@ -2092,16 +1990,17 @@ void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
     w.set_best_us(median);
     w.set_rounds_without_gain(0);
     SummarizeWorkloads(s);
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-             absl::StrCat(what, ": ", Us(median), sim, ", kept (",
-                          VsParent(v.gain), ")"),
-             &round);
-    AddEvent(txn, s, v1::EVENT_KIND_BEST_IMPROVED,
-             absl::StrFormat("best of %s is now round %d: %.1f µs, %.2fx over "
-                             "its baseline%s",
-                             w.workload(), round.round_id(), median,
-                             w.baseline_us() / median, sim),
-             &round);
+    staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+                      absl::StrCat(what, ": ", Us(median), sim, ", kept (",
+                                   VsParent(v.gain), ")"),
+                      &round);
+    staging_.AddEvent(
+        txn, s, v1::EVENT_KIND_BEST_IMPROVED,
+        absl::StrFormat("best of %s is now round %d: %.1f µs, %.2fx over "
+                        "its baseline%s",
+                        w.workload(), round.round_id(), median,
+                        w.baseline_us() / median, sim),
+        &round);
     return;
   }
   if (v.inconclusive && round.remeasures() < kMaxRemeasures) {
@@ -2112,11 +2011,12 @@ void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
     s.queued_from =
         std::min(s.queued_from, static_cast<size_t>(round.round_id()));
     round.set_decision_reason(absl::StrCat("re-measuring: ", v.reason));
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
-             absl::StrCat(what, ": ", Us(median), sim, ", inconclusive (",
-                          VsParent(v.gain), "), measured again (",
-                          round.remeasures(), " of ", kMaxRemeasures, ")"),
-             &round);
+    staging_.AddEvent(
+        txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
+        absl::StrCat(what, ": ", Us(median), sim, ", inconclusive (",
+                     VsParent(v.gain), "), measured again (",
+                     round.remeasures(), " of ", kMaxRemeasures, ")"),
+        &round);
     return;
   }
   round.set_decision(v.inconclusive ? v1::DECISION_INCONCLUSIVE
@@ -2128,11 +2028,12 @@ void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
                      : std::string("rolled back"),
       v.reason, round.parent_round(), parent_us));
   w.set_rounds_without_gain(w.rounds_without_gain() + 1);
-  AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-           absl::StrCat(what, ": ", Us(median), sim,
-                        v.inconclusive ? ", inconclusive (" : ", rolled back (",
-                        VsParent(v.gain), ")"),
-           &round);
+  staging_.AddEvent(
+      txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+      absl::StrCat(what, ": ", Us(median), sim,
+                   v.inconclusive ? ", inconclusive (" : ", rolled back (",
+                   VsParent(v.gain), ")"),
+      &round);
 }
 
 void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
@@ -2158,7 +2059,7 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
     if (res.outcome() != v1::OUTCOME_OK) {
       round.set_decision_reason(absl::StrCat(
           "baseline ", v1::Outcome_Name(res.outcome()), ": ", res.detail()));
-      AddEvent(
+      staging_.AddEvent(
           txn, s, v1::EVENT_KIND_ROUND_FINISHED,
           absl::StrCat(what, ": baseline failed, ", round.decision_reason()),
           &round);
@@ -2171,8 +2072,8 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
     w.set_baseline_us(median);
     w.set_best_us(median);
     w.set_best_round(round.round_id());
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-             absl::StrCat(what, ": ", Us(median), sim), &round);
+    staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+                      absl::StrCat(what, ": ", Us(median), sim), &round);
     if (group_done()) {
       SummarizeWorkloads(s);
       s.sweep.set_best_round(0);
@@ -2193,7 +2094,7 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
       v1::Round& other = s.rounds[first + i];
       if (&other == &round) continue;
       if (other.state() == v1::ROUND_STATE_DONE) {
-        SaveRound(txn, s, other);
+        staging_.SaveRound(txn, s, other);
         other.set_decision(v1::DECISION_REJECTED);
         other.set_decision_reason(absl::StrCat("rejected: ", why));
         txn.writes.PutRound(other);
@@ -2203,9 +2104,9 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
     }
     s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
     s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-             absl::StrCat(what, ": rejected, ", round.decision_reason()),
-             &round);
+    staging_.AddEvent(
+        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+        absl::StrCat(what, ": rejected, ", round.decision_reason()), &round);
     return;
   }
   round.set_parent_us(
@@ -2214,10 +2115,11 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
     round.set_decision_reason(
         "measured; judged once every workload of its configuration has a "
         "result");
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-             absl::StrCat(what, ": ", Us(median), sim,
-                          ", waiting for the configuration's other workloads"),
-             &round);
+    staging_.AddEvent(
+        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+        absl::StrCat(what, ": ", Us(median), sim,
+                     ", waiting for the configuration's other workloads"),
+        &round);
     return;
   }
   const int64_t parent_first = group.front()->parent_round();
@@ -2230,7 +2132,7 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
   s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
   for (int i = 0; i < n; ++i) {
     v1::Round& r = s.rounds[first + i];
-    if (&r != &round) SaveRound(txn, s, r);
+    if (&r != &round) staging_.SaveRound(txn, s, r);
     r.set_decision(v.keep ? v1::DECISION_KEPT : v1::DECISION_ROLLED_BACK);
     r.set_decision_reason(absl::StrFormat(
         "%s: %s; parent configuration round %d",
@@ -2242,10 +2144,10 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
                    DescribeChanges(round.changes()), ")");
   if (!v.keep) {
     s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
-    AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-             absl::StrCat(what, ": ", Us(median), sim, "; ", config,
-                          " rolled back: ", v.reason),
-             &round);
+    staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+                      absl::StrCat(what, ": ", Us(median), sim, "; ", config,
+                                   " rolled back: ", v.reason),
+                      &round);
     return;
   }
   for (int i = 0; i < n; ++i) {
@@ -2256,16 +2158,17 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
   SummarizeWorkloads(s);
   s.sweep.set_best_round(first);
   s.sweep.set_rounds_without_gain(0);
-  AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-           absl::StrCat(what, ": ", Us(median), sim, "; ", config,
-                        " kept: ", v.reason),
-           &round);
-  AddEvent(txn, s, v1::EVENT_KIND_BEST_IMPROVED,
-           absl::StrFormat("best configuration is now round %d's: weighted "
-                           "geometric mean %.1f µs, %.2fx over the baselines%s",
-                           first, s.sweep.best_us(),
-                           s.sweep.baseline_us() / s.sweep.best_us(), sim),
-           &round);
+  staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+                    absl::StrCat(what, ": ", Us(median), sim, "; ", config,
+                                 " kept: ", v.reason),
+                    &round);
+  staging_.AddEvent(
+      txn, s, v1::EVENT_KIND_BEST_IMPROVED,
+      absl::StrFormat("best configuration is now round %d's: weighted "
+                      "geometric mean %.1f µs, %.2fx over the baselines%s",
+                      first, s.sweep.best_us(),
+                      s.sweep.baseline_us() / s.sweep.best_us(), sim),
+      &round);
 }
 
 void Coordinator::FinishWorkload(Txn& txn, SweepRuntime& s, int index,
@@ -2273,7 +2176,7 @@ void Coordinator::FinishWorkload(Txn& txn, SweepRuntime& s, int index,
                                  std::string detail) {
   v1::WorkloadProgress& w = *s.sweep.mutable_workload_progress(index);
   if (s.finished || w.done()) return;
-  Touch(txn, s);
+  staging_.Touch(txn, s);
   w.set_done(true);
   w.set_termination(reason);
   w.set_termination_detail(detail);
@@ -2285,10 +2188,10 @@ void Coordinator::FinishWorkload(Txn& txn, SweepRuntime& s, int index,
           absl::StrCat("workload ", w.workload(), " is done (", detail, ")"));
     }
   }
-  AddEvent(txn, s, v1::EVENT_KIND_WORKLOAD_DONE,
-           absl::StrCat("workload ", w.workload(), " done: ", detail,
-                        "; it takes no more boards"),
-           nullptr);
+  staging_.AddEvent(txn, s, v1::EVENT_KIND_WORKLOAD_DONE,
+                    absl::StrCat("workload ", w.workload(), " done: ", detail,
+                                 "; it takes no more boards"),
+                    nullptr);
   std::vector<std::string> details;
   bool all_goal = true, any_best = false;
   v1::TerminationReason first_other = v1::TERMINATION_UNSPECIFIED;

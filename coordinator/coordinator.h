@@ -41,6 +41,7 @@
 #include "coordinator/health_checker.h"
 #include "coordinator/liveness.h"
 #include "coordinator/placement.h"
+#include "coordinator/staging.h"
 #include "coordinator/strategy.h"
 #include "coordinator/sweep_book.h"
 #include "ops/catalog.h"
@@ -175,18 +176,6 @@ class Coordinator {
 
  private:
   SweepRuntime* FindSweep(const std::string& sweep_id);
-  // Undo records (see Txn in coordinator.cc): each saves the object as it
-  // was before the transaction's first change to it.
-  void SaveSweep(Txn& txn, SweepRuntime& s);  // record, flag, round count
-  // SaveSweep, and the sweep record is written by the commit.
-  void Touch(Txn& txn, SweepRuntime& s);
-  void SaveRound(Txn& txn, SweepRuntime& s, const v1::Round& round);
-  void SaveBoard(Txn& txn, const std::string& board_id);
-  void SaveAgent(Txn& txn, const std::string& agent_id);
-  void SaveTeamSeconds(Txn& txn, const std::string& team);
-  void SaveReservationList(Txn& txn);
-  void AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
-                std::string message, const v1::Round* round);
   // Commits `txn`, or stages it into the open batch.
   absl::Status Commit(Txn& txn);
   absl::Status CommitNow(Txn& txn);
@@ -305,6 +294,8 @@ class Coordinator {
   Placement placement_;
   // Health-check rules (coordinator/health_checker.h).
   HealthChecker health_;
+  // Saves records for undo and stages events (coordinator/staging.h).
+  Staging staging_;
   absl::Time last_commit_error_log_ = absl::InfinitePast();
   std::unique_ptr<Txn> batch_;  // open group commit, or null
   std::vector<std::unique_ptr<Txn>> spare_batches_;  // see Recycle

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -76,7 +77,10 @@ struct Txn {
   // Run newest first when the commit fails. They find their objects by id:
   // rounds may move when a sweep's vector grows.
   std::vector<std::function<void()>> undo;
-  std::set<std::string> saved_sweeps, saved_boards;
+  // Saved sweeps, with their round count then: a round created by this
+  // transaction needs no saving (undo drops it with the sweep's size).
+  std::map<std::string, size_t> saved_sweeps;
+  std::set<std::string> saved_boards;
   std::set<std::pair<std::string, int64_t>> saved_rounds;
   std::set<std::string> saved_teams;
   bool saved_reservations = false;

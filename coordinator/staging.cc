@@ -1,0 +1,123 @@
+#include "coordinator/staging.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace tunefarm {
+
+void Staging::SaveSweep(Txn& txn, SweepRuntime& s) {
+  const std::string& id = s.sweep.sweep_id();
+  if (!txn.saved_sweeps.emplace(id, s.rounds.size()).second) return;
+  // The spec never changes after submission and is most of the record
+  // (maps of parameters and dimensions): save the rest, on every call.
+  v1::SweepSpec* spec = s.sweep.release_spec();
+  v1::Sweep saved = s.sweep;
+  s.sweep.set_allocated_spec(spec);
+  txn.undo.push_back([book = book_, id, saved = std::move(saved),
+                      finished = s.finished, size = s.rounds.size(),
+                      queued_from = s.queued_from] {
+    SweepRuntime* rt = book->Find(id);
+    if (rt == nullptr) return;
+    v1::SweepSpec* live = rt->sweep.release_spec();
+    rt->sweep = saved;
+    rt->sweep.set_allocated_spec(live);
+    rt->finished = finished;
+    rt->queued_from = queued_from;
+    if (rt->rounds.size() > size) rt->rounds.resize(size);
+  });
+}
+
+void Staging::Touch(Txn& txn, SweepRuntime& s) {
+  SaveSweep(txn, s);
+  txn.touched.insert(&s);
+}
+
+void Staging::SaveRound(Txn& txn, SweepRuntime& s, const v1::Round& round) {
+  const std::string& id = s.sweep.sweep_id();
+  const int64_t index = round.round_id();
+  if (!txn.saved_rounds.insert({id, index}).second) return;
+  // A round created in this transaction goes with the sweep's size.
+  SaveSweep(txn, s);
+  if (index >= static_cast<int64_t>(txn.saved_sweeps[id])) return;
+  txn.undo.push_back([book = book_, id, index, round] {
+    SweepRuntime* rt = book->Find(id);
+    if (rt != nullptr && index >= 0 &&
+        index < static_cast<int64_t>(rt->rounds.size())) {
+      rt->rounds[index] = round;
+    }
+  });
+}
+
+void Staging::SaveBoard(Txn& txn, const std::string& board_id) {
+  if (!txn.saved_boards.insert(board_id).second) return;
+  std::optional<BoardRuntime> before;
+  if (auto it = registry_->boards().find(board_id);
+      it != registry_->boards().end()) {
+    before = it->second;
+  }
+  txn.undo.push_back(
+      [registry = registry_, board_id, before = std::move(before)] {
+        if (before.has_value()) {
+          registry->boards()[board_id] = *before;
+        } else {
+          registry->boards().erase(board_id);
+        }
+      });
+}
+
+void Staging::SaveAgent(Txn& txn, const std::string& agent_id) {
+  std::optional<AgentRuntime> before;
+  if (auto it = registry_->agents().find(agent_id);
+      it != registry_->agents().end()) {
+    before = it->second;
+  }
+  txn.undo.push_back(
+      [registry = registry_, agent_id, before = std::move(before)] {
+        if (before.has_value()) {
+          registry->agents()[agent_id] = *before;
+        } else {
+          registry->agents().erase(agent_id);
+        }
+      });
+}
+
+void Staging::SaveTeamSeconds(Txn& txn, const std::string& team) {
+  if (!txn.saved_teams.insert(team).second) return;
+  txn.undo.push_back([placement = placement_, team,
+                      before = placement_->RecordedSeconds(team)] {
+    placement->RestoreRecordedSeconds(team, before);
+  });
+}
+
+void Staging::SaveReservationList(Txn& txn) {
+  if (txn.saved_reservations) return;
+  txn.saved_reservations = true;
+  txn.undo.push_back(
+      [placement = placement_, before = placement_->reservations()] {
+        placement->SetReservations(before);
+      });
+}
+
+void Staging::AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
+                       std::string message, const v1::Round* round) {
+  Touch(txn, s);
+  v1::SweepEvent ev;
+  ev.set_sweep_id(s.sweep.sweep_id());
+  ev.set_seq(s.sweep.last_event_seq() + 1);
+  s.sweep.set_last_event_seq(ev.seq());
+  ev.set_time_unix_ms(clock_->NowUnixMs());
+  ev.set_kind(kind);
+  ev.set_message(std::move(message));
+  if (round != nullptr) {
+    *ev.mutable_round() = *round;
+    ev.mutable_round()->clear_diagnosis();  // keeps events small
+  }
+  if (kind != v1::EVENT_KIND_ROUND_LEASED &&
+      kind != v1::EVENT_KIND_ROUND_FINISHED) {
+    *ev.mutable_sweep() = s.sweep;
+  }
+  txn.writes.AppendEvent(ev);
+}
+
+}  // namespace tunefarm
