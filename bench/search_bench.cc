@@ -558,9 +558,20 @@ int main(int argc, char** argv) {
           for (const auto& [stage, fk] : sum) {
             absl::StrAppend(&line, " ", stage, " ", fk.first, "/", fk.second);
           }
-          std::fprintf(stderr, "%s %s K=%d rounds/kept by stage:%s\n",
-                       res.name.c_str(), variants[v].label.c_str(), k,
-                       line.c_str());
+          std::vector<double> k_e5;
+          for (const Job& job : work) {
+            if (job.variant != v || job.k != k) continue;
+            k_e5.push_back(EvalsTo(job.trace, opt * 1.05));
+          }
+          const int reached = static_cast<int>(
+              std::count_if(k_e5.begin(), k_e5.end(),
+                            [](double e) { return std::isfinite(e); }));
+          std::fprintf(stderr,
+                       "%s %s K=%d reached 5%% %d/%zu, median evals to 5%% "
+                       "%s, t5 %s; rounds/kept by stage:%s\n",
+                       res.name.c_str(), variants[v].label.c_str(), k, reached,
+                       k_e5.size(), Evals(Median(k_e5), so.budget).c_str(),
+                       Secs(Median(t5)).c_str(), line.c_str());
         }
         cell.t5[k] = Median(t5);
         cell.t1[k] = Median(t1);

@@ -100,6 +100,7 @@ struct Model {
   int walk_used = 0;   // walk rounds from the current best (not cancelled)
   int rounds = 0;      // rounds other than cancelled ones
   int since_best = 0;  // finished rounds proposed after the best
+  int pending = 0;     // rounds in flight (proposals of this call included)
   // Configurations this call already proposed for a re-race.
   std::vector<std::string> reraced;
   // Every technique's use in round order (proposals of this call appended),
@@ -241,6 +242,7 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
         ++m.walk_used;
       }
       if (r.state() != v1::ROUND_STATE_DONE) {
+        ++m.pending;
         if (grid) pending.push_back(std::move(on_grid));
         continue;
       }
@@ -351,6 +353,7 @@ class HybridStrategy : public Strategy {
       }
       if (grid) m.bad.push_back(std::move(on_grid));  // the constant liar
       ++m.rounds;
+      ++m.pending;
       if (const int t = TechniqueOf(c->stage); t >= 0) {
         m.uses.emplace_back(t, false);
       }
@@ -375,9 +378,17 @@ class HybridStrategy : public Strategy {
     return c;
   }
 
+  // The start-up is over once `startup` rounds finished OK, counting the
+  // rounds in flight at the success rate seen so far (Laplace-smoothed):
+  // with many boards, a whole batch of start-up draws is out before the
+  // first returns, and more draws while they run would only add to the
+  // start-up what the model could propose better.
   bool ModelReady(const Model& m) const {
-    return static_cast<int>(m.ok.size()) >= std::max(1, o_.startup) &&
-           !m.good.empty() && m.rounds >= o_.startup;
+    if (m.good.empty() || m.rounds < o_.startup) return false;
+    const double ok = static_cast<double>(m.ok.size());
+    const double rate =
+        (ok + 1) / (ok + static_cast<double>(m.failed.size()) + 2);
+    return static_cast<int>(ok + m.pending * rate) >= std::max(1, o_.startup);
   }
 
   double Score(const Model& m, const Config& c) const {
@@ -450,11 +461,15 @@ class HybridStrategy : public Strategy {
                      true);
     }
     // A burst of walk rounds right after each new best (the diagnosis'
-    // suggestions first), then the bandit shares the boards.
-    if (!m.best.empty() && m.walk_used < o_.walk) {
+    // suggestions first), then the bandit shares the boards. With rounds in
+    // flight the burst grows by one per two of them: its rounds go out
+    // together instead of each after the last one's result, so a batch
+    // covers more of the new best's neighbourhood at once.
+    const int burst = o_.walk + m.pending / 2;
+    if (!m.best.empty() && m.walk_used < burst) {
       if (std::optional<Candidate> c =
               Walk(h, m, m.best,
-                   absl::StrCat("walk round ", m.walk_used + 1, " of ", o_.walk,
+                   absl::StrCat("walk round ", m.walk_used + 1, " of ", burst,
                                 " after a new best"))) {
         ++m.walk_used;
         return c;

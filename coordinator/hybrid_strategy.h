@@ -39,7 +39,12 @@
 // Batches: rounds in flight count as slow in the model (a constant liar,
 // as Optuna's constant_liar) and as uses without a gain in the bandit, so
 // K boards proposed on the same information spread over the space and over
-// the techniques instead of piling onto one region.
+// the techniques instead of piling onto one region. The start-up counts its
+// draws in flight at the success rate seen so far (it ends once `startup`
+// OK rounds are expected, not finished), and the walk's burst after a new
+// best grows by one round per two in flight (its rounds go out together,
+// so a batch covers more of the best's neighbourhood at once). With one
+// board neither changes anything.
 //
 // Rounds carry their lineage: the parent is the best round; walk rounds are
 // tagged with the parameter's stage (tiling, pipeline, in_core) and change

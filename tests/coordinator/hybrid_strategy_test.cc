@@ -502,6 +502,68 @@ TEST(HybridStrategy, ModelTreatsAParameterWhoseOrderDoesNotMatterAsCategory) {
   EXPECT_THAT(c[0].rationale, HasSubstr("; unordered: m;"));
 }
 
+// With many boards the start-up counts its draws in flight: a batch of 16
+// right after the baseline holds about `startup` start-up draws (those
+// expected to finish OK at the success rate seen), not 16, and the other
+// boards go to the walk and the bandit.
+TEST(HybridStrategy, StartUpCountsItsDrawsInFlight) {
+  Sweep s(Toy(8), "hybrid", 3);
+  std::unique_ptr<Strategy> st = Make(s);
+  s.Baseline(Bowl);
+  std::vector<Candidate> c = st->Propose(s.view(), 16);
+  ASSERT_EQ(c.size(), 16u);
+  int startup = 0;
+  for (const Candidate& cand : c) {
+    startup += cand.rationale.find("start-up: ") != std::string::npos;
+  }
+  EXPECT_GE(startup, 9);  // startup (10) less the baseline
+  EXPECT_LT(startup, 16);
+  // One at a time, the start-up waits for its results.
+  Sweep one(Toy(8), "hybrid", 3);
+  EXPECT_EQ(RunSequential(one, Bowl, 10), 10);
+  int sequential = 0;
+  for (const v1::Round& r : one.rounds) sequential += r.stage() == "explore";
+  EXPECT_EQ(sequential, 9);
+}
+
+// The walk's burst after a new best grows with the rounds in flight: its
+// rounds go out together, so a batch tries more single changes of the best
+// than one board would before the bandit takes over.
+TEST(HybridStrategy, ABatchWalksMoreOfTheNewBestsNeighbourhood) {
+  Sweep s(Toy(8), "hybrid", 4);
+  RunSequential(s, Bowl, 30);
+  std::unique_ptr<Strategy> st = Make(s);
+  auto walks = [&](int n) {
+    int k = 0;
+    for (const Candidate& c : st->Propose(s.view(), n)) {
+      if (c.rationale.find("after a new best") == std::string::npos) continue;
+      ++k;
+      EXPECT_EQ(c.changes.size(), 1u) << c.rationale;
+      EXPECT_EQ(c.parent_round, s.best);
+    }
+    return k;
+  };
+  const int one_by_one = [&] {
+    // Sequentially the burst is `walk` (4) rounds at most.
+    Sweep t = s;
+    int k = 0;
+    for (int i = 0; i < 16; ++i) {
+      std::vector<Candidate> c = st->Propose(t.view(), 1);
+      if (c.empty()) break;
+      k += c[0].rationale.find("after a new best") != std::string::npos &&
+           c[0].parent_round == s.best;
+      v1::Round& r = t.Add(c[0]);
+      r.set_state(v1::ROUND_STATE_DONE);
+      r.mutable_result()->set_outcome(v1::OUTCOME_OK);
+      r.mutable_result()->mutable_measurement()->set_median_us(1e9);
+      r.set_decision(v1::DECISION_ROLLED_BACK);
+    }
+    return k;
+  }();
+  EXPECT_LE(one_by_one, 4);
+  EXPECT_GT(walks(16), one_by_one);
+}
+
 // The start-up's draws are a maximin design: over ten seeds, each draw lies
 // farther from the configurations tried before it than uniform draws do.
 TEST(HybridStrategy, StartUpDrawsSpreadOverTheSpace) {
