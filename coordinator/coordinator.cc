@@ -13,9 +13,11 @@
 #include "common/params.h"
 #include "common/status_macros.h"
 #include "coordinator/board_registry.h"
+#include "coordinator/event_text.h"
 #include "coordinator/health_checker.h"
 #include "coordinator/keep_rule.h"
 #include "coordinator/lease_id.h"
+#include "coordinator/lease_table.h"
 #include "coordinator/placement.h"
 #include "coordinator/report.h"
 #include "coordinator/saturation.h"
@@ -30,14 +32,6 @@ namespace tunefarm {
 
 namespace {
 
-// Leases one board may hold ahead of its current one, whatever its agent
-// asks (LeaseWorkRequest.max_ahead): each is a round no other board can run.
-constexpr int32_t kMaxLeasesAhead = 32;
-// An inconclusive result (the estimate beats min_gain, its interval does
-// not) is measured again this many times before it is judged inconclusive;
-// the extra looks use this confidence at least.
-constexpr int kMaxRemeasures = 2;
-constexpr double kRemeasureConfidence = 0.99;
 // Rounds of ended sweeps freed after each commit (SweepBook::Retire): about
 // half a millisecond, so an ended sweep's memory goes back over a few
 // hundred commits without stalling any of them.
@@ -45,36 +39,6 @@ constexpr int64_t kRoundsFreedPerCommit = 64;
 bool IsFinal(v1::SweepState state) {
   return state == v1::SWEEP_STATE_SUCCEEDED ||
          state == v1::SWEEP_STATE_FAILED || state == v1::SWEEP_STATE_CANCELLED;
-}
-
-std::string Us(double us) { return absl::StrFormat("%.1f µs", us); }
-
-// " [workload]" for a round of a multi-workload sweep, "" otherwise.
-std::string WorkloadTag(const v1::Round& round) {
-  return round.workload().empty() ? std::string()
-                                  : absl::StrCat(" [", round.workload(), "]");
-}
-
-// " [simulated]" or " [replayed]" when a result's numbers came from no card.
-std::string MeasuredTag(const v1::Measurement& m) {
-  return m.simulated() ? " [simulated]" : m.replayed() ? " [replayed]" : "";
-}
-
-// "round 7 [workload] (the change)" or "(baseline)", for event texts.
-std::string RoundAndChange(const v1::Round& round) {
-  return absl::StrCat("round ", round.round_id(), WorkloadTag(round), " (",
-                      round.parent_round() < 0
-                          ? std::string("baseline")
-                          : DescribeChanges(round.changes()),
-                      ")");
-}
-
-// A round against its parent in words: a gain is 1 - candidate / parent, so
-// "-155%" read as a time change looked like a speed-up; say which way.
-std::string VsParent(double gain) {
-  if (gain >= 0)
-    return absl::StrFormat("%.1f%% faster than its parent", gain * 100);
-  return absl::StrFormat("%.1f%% slower than its parent", -gain * 100);
 }
 
 }  // namespace
@@ -94,7 +58,9 @@ Coordinator::Coordinator(Store* store, const OperatorCatalog* catalog,
                                              options_.health_check_interval,
                                              options_.health_retry_interval,
                                              options_.lease_duration}),
-      staging_(&book_, &registry_, &placement_, clock_) {}
+      staging_(&book_, &registry_, &placement_, clock_),
+      leases_(&book_, &registry_, &staging_, clock_, options_.lease_duration,
+              metrics_) {}
 
 Coordinator::~Coordinator() = default;
 
@@ -530,20 +496,20 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
         if (r.state() == v1::ROUND_STATE_LEASED &&
             r.lease().board_id() == b.board_id() &&
             !claimed(r.lease().lease_id())) {
-          Requeue(txn, *s, r,
-                  absl::StrCat("agent ", request.agent_id(),
-                               " re-registered without the lease"));
+          leases_.Requeue(txn, *s, r,
+                          absl::StrCat("agent ", request.agent_id(),
+                                       " re-registered without the lease"));
         }
       }
     }
     if (!br.lease_id.empty() && !claimed(br.lease_id)) {
-      FreeBoard(txn, b.board_id(), br.lease_id);  // a health check's
+      leases_.FreeBoard(txn, b.board_id(), br.lease_id);  // a health check's
     }
     // After a coordinator restart the agent may still run, or hold ahead, a
     // lease this coordinator recovered: adopt it, so its result is still
     // welcome and a lost board requeues it at once.
     const auto recovered = [&](const std::string& id) {
-      const v1::Round* r = LiveLease(id);
+      const v1::Round* r = leases_.Live(id);
       return r != nullptr && r->lease().board_id() == b.board_id();
     };
     if (br.lease_id.empty() && recovered(b.current_lease_id())) {
@@ -635,7 +601,7 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
     }
     if (!b.current_lease_id().empty() &&
         b.current_lease_id() != bit->second.lease_id &&
-        !PromoteLeaseAhead(txn, bit->second, b.current_lease_id())) {
+        !leases_.PromoteAhead(txn, bit->second, b.current_lease_id())) {
       response.add_revoked_lease_ids(b.current_lease_id());
     }
   }
@@ -699,87 +665,6 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
   return &s.rounds.back();
 }
 
-void Coordinator::GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
-                             BoardRuntime& board, bool prefetch,
-                             v1::WorkItem* work) {
-  const absl::Time now = clock_->Now();
-  staging_.Touch(txn, s);
-  staging_.SaveRound(txn, s, round);
-  staging_.SaveBoard(txn, board.info.board_id());
-  round.set_attempts(round.attempts() + 1);
-  v1::Lease* lease = round.mutable_lease();
-  lease->set_epoch(round.attempts());
-  lease->set_lease_id(
-      LeaseId{s.sweep.sweep_id(), round.round_id(), lease->epoch()}.ToString());
-  lease->set_board_id(board.info.board_id());
-  lease->set_agent_id(board.info.agent_id());
-  lease->set_granted_unix_ms(absl::ToUnixMillis(now));
-  lease->set_expires_unix_ms(absl::ToUnixMillis(now + options_.lease_duration));
-  round.set_state(v1::ROUND_STATE_LEASED);
-  if (prefetch) {
-    board.prefetch_lease_ids.push_back(lease->lease_id());
-  } else {
-    board.lease_id = lease->lease_id();
-    board.info.set_current_lease_id(lease->lease_id());
-    board.info.set_state(v1::BOARD_STATE_BUSY);
-  }
-  txn.writes.PutRound(round);
-
-  if (s.sweep.state() == v1::SWEEP_STATE_QUEUED) {
-    s.sweep.set_state(v1::SWEEP_STATE_RUNNING);
-    s.sweep.set_started_unix_ms(absl::ToUnixMillis(now));
-    staging_.AddEvent(txn, s, v1::EVENT_KIND_STARTED,
-                      absl::StrCat("sweep ", s.sweep.sweep_id(), " started"),
-                      nullptr);
-  }
-  staging_.AddEvent(
-      txn, s, v1::EVENT_KIND_ROUND_LEASED,
-      absl::StrCat(RoundAndChange(round), " on ", board.info.board_id(),
-                   ", epoch ", lease->epoch(), prefetch ? " (prefetched)" : ""),
-      &round);
-  if (metrics_ != nullptr) {
-    txn.after_commit.push_back(
-        [this, waited = absl::ToDoubleSeconds(
-                   now - absl::FromUnixMillis(round.created_unix_ms()))] {
-          metrics_->LeaseGranted(waited);
-        });
-  }
-
-  work->set_lease_id(lease->lease_id());
-  work->set_epoch(lease->epoch());
-  work->set_sweep_id(s.sweep.sweep_id());
-  work->set_round_id(round.round_id());
-  *work->mutable_operator_() = *s.op;
-  *work->mutable_workload() = RoundWorkload(s.sweep.spec(), round);
-  *work->mutable_params() = round.params();
-  *work->mutable_measurement() = s.sweep.spec().measurement();
-  if (round.remeasures() > 0) {
-    // Re-measuring an inconclusive result: 4x the sample cap per time, at
-    // least the old cap timed, and a stricter confidence for the extra look.
-    v1::MeasurementPolicy* m = work->mutable_measurement();
-    const int32_t cap = std::max(m->max_samples(), m->samples());
-    const int32_t scale = 1 << (2 * std::min(round.remeasures(), 3));
-    m->set_samples(std::max(m->samples(), cap));
-    m->set_max_samples(cap * scale);
-    m->set_confidence(std::max(m->confidence(), kRemeasureConfidence));
-  }
-  work->set_lease_expires_unix_ms(lease->expires_unix_ms());
-  work->set_lease_duration_ms(
-      absl::ToInt64Milliseconds(options_.lease_duration));
-  // One input seed per sweep: every round measures the same inputs, so the
-  // boards compute the reference (a function of workload and seed) once per
-  // sweep instead of once per round (fp64 on the host for large workloads).
-  work->set_seed(s.sweep.spec().strategy().seed() * 1000003u);
-  // A/B: the board times the parent variant alongside, in this lease.
-  if (round.round_id() != 0 && round.parent_round() >= 0 &&
-      round.parent_round() < static_cast<int64_t>(s.rounds.size()) &&
-      s.sweep.spec().measurement().mode() != v1::MEASUREMENT_MODE_INDEPENDENT) {
-    work->set_has_reference(true);
-    work->set_reference_round(round.parent_round());
-    *work->mutable_reference_params() = s.rounds[round.parent_round()].params();
-  }
-}
-
 absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
     const v1::LeaseWorkRequest& request) {
   auto agent = registry_.agents().find(request.agent_id());
@@ -805,11 +690,11 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
   if (request.prefetch()) {
     // Leases ahead only behind a running one (an idle board takes plain
     // leases), as many as the agent says its builds need (bounded).
-    PruneLeasesAhead(board);
+    leases_.PruneAhead(board);
     const size_t max_ahead = static_cast<size_t>(
-        std::clamp(request.max_ahead(), 1, kMaxLeasesAhead));
+        std::clamp(request.max_ahead(), 1, LeaseTable::kMaxLeasesAhead));
     if (board.info.state() != v1::BOARD_STATE_BUSY ||
-        LiveLease(board.lease_id) == nullptr ||
+        leases_.Live(board.lease_id) == nullptr ||
         board.prefetch_lease_ids.size() >= max_ahead) {
       response.set_retry_after_ms(1000);
       TF_RETURN_IF_ERROR(Commit(txn));
@@ -825,10 +710,11 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
   std::vector<std::string> held = board.prefetch_lease_ids;
   held.push_back(board.lease_id);
   for (const std::string& id : held) {
-    if (v1::Round* r = LiveLease(id); r != nullptr) {
+    if (v1::Round* r = leases_.Live(id); r != nullptr) {
       if (SweepRuntime* s = FindSweep(r->sweep_id()); s != nullptr) {
-        Requeue(txn, *s, *r,
-                "the board asked for new work while holding this lease");
+        leases_.Requeue(
+            txn, *s, *r,
+            "the board asked for new work while holding this lease");
       }
     }
   }
@@ -891,26 +777,11 @@ bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
     }
     v1::Round* round = NextRound(txn, *s);
     if (round == nullptr) continue;
-    GrantLease(txn, *s, *round, board, prefetch, response->mutable_work());
+    leases_.Grant(txn, *s, *round, board, prefetch, response->mutable_work());
     response->set_granted(true);
     return true;
   }
   return false;
-}
-
-v1::Round* Coordinator::LiveLease(const std::string& lease_id) {
-  if (lease_id.empty()) return nullptr;
-  const std::optional<LeaseId> id = LeaseId::Parse(lease_id);
-  if (!id.has_value()) return nullptr;
-  SweepRuntime* s = FindSweep(id->sweep_id);
-  if (s == nullptr || id->round_id < 0 ||
-      id->round_id >= static_cast<int64_t>(s->rounds.size())) {
-    return nullptr;
-  }
-  v1::Round& r = s->rounds[id->round_id];
-  return r.state() == v1::ROUND_STATE_LEASED && r.lease().lease_id() == lease_id
-             ? &r
-             : nullptr;
 }
 
 absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
@@ -934,120 +805,12 @@ absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
     return absl::InvalidArgumentError(
         absl::StrCat("lease_id: malformed '", request.lease_id(), "'"));
   }
-  SweepRuntime* s = FindSweep(id->sweep_id);
-  if (s == nullptr || id->round_id < 0 ||
-      id->round_id >= static_cast<int64_t>(s->rounds.size())) {
-    return response;  // valid=false: the sweep ended
-  }
-  v1::Round& r = s->rounds[id->round_id];
-  if (r.state() != v1::ROUND_STATE_LEASED ||
-      r.lease().lease_id() != request.lease_id() ||
-      r.lease().epoch() != request.epoch()) {
-    return response;
-  }
-  const int64_t expires =
-      absl::ToUnixMillis(clock_->Now() + options_.lease_duration);
-  // Renewals stay in memory: a restarted coordinator grants a fresh grace
-  // period to every lease anyway (see Recover).
-  r.mutable_lease()->set_expires_unix_ms(expires);
+  const std::optional<int64_t> expires =
+      leases_.Renew(*id, request.lease_id(), request.epoch());
+  if (!expires.has_value()) return response;  // valid=false
   response.set_valid(true);
-  response.set_expires_unix_ms(expires);
+  response.set_expires_unix_ms(*expires);
   return response;
-}
-
-void Coordinator::FreeBoard(Txn& txn, const std::string& board_id,
-                            const std::string& lease_id) {
-  auto it = registry_.boards().find(board_id);
-  if (it == registry_.boards().end() || lease_id.empty()) return;
-  staging_.SaveBoard(txn, board_id);
-  BoardRuntime& board = it->second;
-  auto ahead = std::find(board.prefetch_lease_ids.begin(),
-                         board.prefetch_lease_ids.end(), lease_id);
-  if (ahead != board.prefetch_lease_ids.end()) {
-    board.prefetch_lease_ids.erase(ahead);
-    return;
-  }
-  if (board.lease_id != lease_id) return;
-  board.lease_id.clear();
-  board.info.clear_current_lease_id();
-  // The lease waiting behind it becomes the current one. Its board time (and
-  // expiry) start now: the wait was not its own.
-  PruneLeasesAhead(board);
-  if (!board.prefetch_lease_ids.empty()) {
-    const std::string next = board.prefetch_lease_ids.front();
-    PromoteLeaseAhead(txn, board, next);
-  }
-  if (board.lease_id.empty() && board.info.state() == v1::BOARD_STATE_BUSY) {
-    board.info.set_state(v1::BOARD_STATE_IDLE);
-  }
-}
-
-bool Coordinator::PromoteLeaseAhead(Txn& txn, BoardRuntime& board,
-                                    const std::string& lease_id) {
-  auto ahead = std::find(board.prefetch_lease_ids.begin(),
-                         board.prefetch_lease_ids.end(), lease_id);
-  if (ahead == board.prefetch_lease_ids.end()) return false;
-  v1::Round* round = LiveLease(lease_id);
-  if (round == nullptr) return false;
-  // An agent runs its leases ahead in the order their builds finish: the one
-  // it runs is current, and the one that was waits ahead (its build goes
-  // on). The wait ahead was not its board time, which starts now.
-  staging_.SaveBoard(txn, board.info.board_id());
-  staging_.SaveRound(txn, *FindSweep(round->sweep_id()), *round);
-  board.prefetch_lease_ids.erase(ahead);
-  if (!board.lease_id.empty() && LiveLease(board.lease_id) != nullptr) {
-    board.prefetch_lease_ids.insert(board.prefetch_lease_ids.begin(),
-                                    board.lease_id);
-  }
-  board.lease_id = lease_id;
-  board.info.set_current_lease_id(lease_id);
-  // A quarantined or draining board keeps its state.
-  if (board.info.state() == v1::BOARD_STATE_IDLE) {
-    board.info.set_state(v1::BOARD_STATE_BUSY);
-  }
-  const absl::Time now = clock_->Now();
-  round->mutable_lease()->set_granted_unix_ms(absl::ToUnixMillis(now));
-  round->mutable_lease()->set_expires_unix_ms(
-      absl::ToUnixMillis(now + options_.lease_duration));
-  return true;
-}
-
-void Coordinator::RequeueLeaseAhead(Txn& txn, BoardRuntime& board,
-                                    const std::string& why) {
-  staging_.SaveBoard(txn, board.info.board_id());
-  // A copy: requeueing frees each lease, which erases it from the board's.
-  const std::vector<std::string> held = board.prefetch_lease_ids;
-  for (const std::string& id : held) {
-    if (v1::Round* ahead = LiveLease(id)) {
-      Requeue(txn, *FindSweep(ahead->sweep_id()), *ahead, why);
-    }
-  }
-  board.prefetch_lease_ids.clear();
-}
-
-void Coordinator::PruneLeasesAhead(BoardRuntime& board) {
-  board.prefetch_lease_ids.erase(
-      std::remove_if(
-          board.prefetch_lease_ids.begin(), board.prefetch_lease_ids.end(),
-          [&](const std::string& id) { return LiveLease(id) == nullptr; }),
-      board.prefetch_lease_ids.end());
-}
-
-void Coordinator::Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
-                          const std::string& why) {
-  staging_.SaveRound(txn, s, round);
-  FreeBoard(txn, round.lease().board_id(), round.lease().lease_id());
-  round.set_state(v1::ROUND_STATE_QUEUED);
-  s.queued_from =
-      std::min(s.queued_from, static_cast<size_t>(round.round_id()));
-  txn.writes.PutRound(round);
-  staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
-                    absl::StrCat("round ", round.round_id(),
-                                 " re-queued (epoch ", round.lease().epoch(),
-                                 " on ", round.lease().board_id(), "): ", why),
-                    &round);
-  spdlog::warn("{} round {} re-queued: {}", s.sweep.sweep_id(),
-               round.round_id(), why);
 }
 
 absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
@@ -1134,13 +897,13 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
       staging_.SaveBoard(txn, b->first);
       b->second.check_due = health_.Checks(b->second.info.kind());
     }
-    Requeue(txn, *s, round,
-            absl::StrCat("board fault: ", request.result().detail()));
+    leases_.Requeue(txn, *s, round,
+                    absl::StrCat("board fault: ", request.result().detail()));
     TF_RETURN_IF_ERROR(Commit(txn));
     response.set_accepted(true);
     return response;
   }
-  FreeBoard(txn, round.lease().board_id(), round.lease().lease_id());
+  leases_.FreeBoard(txn, round.lease().board_id(), round.lease().lease_id());
   const double board_seconds = std::max(
       0.0, absl::ToDoubleSeconds(
                now - absl::FromUnixMillis(round.lease().granted_unix_ms())));
@@ -1205,10 +968,10 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     s.sweep.set_baseline_us(median);
     s.sweep.set_best_us(median);
     s.sweep.set_best_round(0);
-    staging_.AddEvent(
-        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-        absl::StrCat("baseline on ", round.board_id(), ": ", Us(median), sim),
-        &round);
+    staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+                      absl::StrCat("baseline on ", round.board_id(), ": ",
+                                   FormatUs(median), sim),
+                      &round);
     return;
   }
   s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
@@ -1241,8 +1004,8 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     s.sweep.set_best_us(median);
     s.sweep.set_rounds_without_gain(0);
     staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                      absl::StrCat(what, ": ", Us(median), sim, ", kept (",
-                                   VsParent(v.gain), ")"),
+                      absl::StrCat(what, ": ", FormatUs(median), sim,
+                                   ", kept (", VsParent(v.gain), ")"),
                       &round);
     staging_.AddEvent(
         txn, s, v1::EVENT_KIND_BEST_IMPROVED,
@@ -1264,7 +1027,7 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
     round.set_decision_reason(absl::StrCat("re-measuring: ", v.reason));
     staging_.AddEvent(
         txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
-        absl::StrCat(what, ": ", Us(median), sim, ", inconclusive (",
+        absl::StrCat(what, ": ", FormatUs(median), sim, ", inconclusive (",
                      VsParent(v.gain), "), measured again (",
                      round.remeasures(), " of ", kMaxRemeasures, ")"),
         &round);
@@ -1282,7 +1045,7 @@ void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
   s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
   staging_.AddEvent(
       txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-      absl::StrCat(what, ": ", Us(median), sim,
+      absl::StrCat(what, ": ", FormatUs(median), sim,
                    inconclusive ? ", inconclusive (" : ", rolled back (",
                    VsParent(v.gain), ")"),
       &round);
@@ -1375,7 +1138,7 @@ void Coordinator::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
     if (r.state() == v1::ROUND_STATE_QUEUED ||
         r.state() == v1::ROUND_STATE_LEASED) {
       staging_.SaveRound(txn, s, r);
-      FreeBoard(txn, r.lease().board_id(), r.lease().lease_id());
+      leases_.FreeBoard(txn, r.lease().board_id(), r.lease().lease_id());
       r.set_state(v1::ROUND_STATE_CANCELLED);
       r.set_decision_reason(
           absl::StrCat("not run: the sweep ended (", detail, ")"));
@@ -1483,7 +1246,7 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
   if (!diagnosis.hotspots().empty()) {
     const v1::Hotspot& h = diagnosis.hotspots(0);
     absl::StrAppend(
-        &msg, ": hotspot ", h.op_name(), " ", Us(h.duration_us()),
+        &msg, ": hotspot ", h.op_name(), " ", FormatUs(h.duration_us()),
         absl::StrFormat(" (%.0f%% of device time)", h.share() * 100),
         diagnosis.simulated() ? " [simulated]" : "");
   } else if (!diagnosis.evidence_gaps().empty()) {
@@ -1535,7 +1298,7 @@ absl::Status Coordinator::Tick() {
       if (b == registry_.boards().end()) continue;
       staging_.SaveBoard(txn, board_id);
       // The lease held ahead first, so it is not promoted in its place.
-      RequeueLeaseAhead(txn, b->second, absl::StrCat("board lost: ", why));
+      leases_.RequeueAhead(txn, b->second, absl::StrCat("board lost: ", why));
       if (const std::optional<LeaseId> lease =
               LeaseId::Parse(b->second.lease_id);
           lease.has_value()) {
@@ -1544,8 +1307,8 @@ absl::Status Coordinator::Tick() {
         if (s != nullptr && round_id < static_cast<int64_t>(s->rounds.size()) &&
             s->rounds[round_id].state() == v1::ROUND_STATE_LEASED &&
             s->rounds[round_id].lease().lease_id() == b->second.lease_id) {
-          Requeue(txn, *s, s->rounds[round_id],
-                  absl::StrCat("board lost: ", why));
+          leases_.Requeue(txn, *s, s->rounds[round_id],
+                          absl::StrCat("board lost: ", why));
         }
       }
       b->second.lease_id.clear();
@@ -1564,16 +1327,7 @@ absl::Status Coordinator::Tick() {
     }
   }
   for (auto& [id, s] : book_.sweeps()) {
-    for (v1::Round& r : s->rounds) {
-      if (r.state() == v1::ROUND_STATE_LEASED &&
-          r.lease().expires_unix_ms() < absl::ToUnixMillis(now)) {
-        if (metrics_ != nullptr) {
-          txn.after_commit.push_back([this] { metrics_->LeaseExpired(); });
-        }
-        Requeue(txn, *s, r, "lease expired without a result");
-        boards_changed = true;
-      }
-    }
+    if (leases_.RequeueExpired(txn, *s, now)) boards_changed = true;
     CheckTermination(txn, *s);
   }
   TF_RETURN_IF_ERROR(Commit(txn));
@@ -1604,8 +1358,8 @@ absl::StatusOr<v1::BoardInfo> Coordinator::DrainBoard(
   it->second.info.set_health_detail(
       absl::StrCat("drained by an admin", request.reason().empty() ? "" : ": ",
                    request.reason()));
-  RequeueLeaseAhead(txn, it->second,
-                    absl::StrCat("board ", request.board_id(), " drained"));
+  leases_.RequeueAhead(txn, it->second,
+                       absl::StrCat("board ", request.board_id(), " drained"));
   txn.writes.PutBoard(it->second.info);
   TF_RETURN_IF_ERROR(Commit(txn));
   PublishBoardMetrics();
@@ -1900,7 +1654,7 @@ void Coordinator::CancelRound(Txn& txn, SweepRuntime& s, v1::Round& round,
     return;
   }
   staging_.SaveRound(txn, s, round);
-  FreeBoard(txn, round.lease().board_id(), round.lease().lease_id());
+  leases_.FreeBoard(txn, round.lease().board_id(), round.lease().lease_id());
   round.set_state(v1::ROUND_STATE_CANCELLED);
   round.set_decision_reason(absl::StrCat("not run: ", why));
   txn.writes.PutRound(round);
@@ -1959,7 +1713,7 @@ void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
     w.set_best_round(round.round_id());
     SummarizeWorkloads(s);
     staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                      absl::StrCat(what, ": ", Us(median), sim), &round);
+                      absl::StrCat(what, ": ", FormatUs(median), sim), &round);
     return;
   }
   s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
@@ -1991,8 +1745,8 @@ void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
     w.set_rounds_without_gain(0);
     SummarizeWorkloads(s);
     staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                      absl::StrCat(what, ": ", Us(median), sim, ", kept (",
-                                   VsParent(v.gain), ")"),
+                      absl::StrCat(what, ": ", FormatUs(median), sim,
+                                   ", kept (", VsParent(v.gain), ")"),
                       &round);
     staging_.AddEvent(
         txn, s, v1::EVENT_KIND_BEST_IMPROVED,
@@ -2013,7 +1767,7 @@ void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
     round.set_decision_reason(absl::StrCat("re-measuring: ", v.reason));
     staging_.AddEvent(
         txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
-        absl::StrCat(what, ": ", Us(median), sim, ", inconclusive (",
+        absl::StrCat(what, ": ", FormatUs(median), sim, ", inconclusive (",
                      VsParent(v.gain), "), measured again (",
                      round.remeasures(), " of ", kMaxRemeasures, ")"),
         &round);
@@ -2030,7 +1784,7 @@ void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
   w.set_rounds_without_gain(w.rounds_without_gain() + 1);
   staging_.AddEvent(
       txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-      absl::StrCat(what, ": ", Us(median), sim,
+      absl::StrCat(what, ": ", FormatUs(median), sim,
                    v.inconclusive ? ", inconclusive (" : ", rolled back (",
                    VsParent(v.gain), ")"),
       &round);
@@ -2073,7 +1827,7 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
     w.set_best_us(median);
     w.set_best_round(round.round_id());
     staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                      absl::StrCat(what, ": ", Us(median), sim), &round);
+                      absl::StrCat(what, ": ", FormatUs(median), sim), &round);
     if (group_done()) {
       SummarizeWorkloads(s);
       s.sweep.set_best_round(0);
@@ -2117,7 +1871,7 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
         "result");
     staging_.AddEvent(
         txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-        absl::StrCat(what, ": ", Us(median), sim,
+        absl::StrCat(what, ": ", FormatUs(median), sim,
                      ", waiting for the configuration's other workloads"),
         &round);
     return;
@@ -2145,8 +1899,8 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
   if (!v.keep) {
     s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
     staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                      absl::StrCat(what, ": ", Us(median), sim, "; ", config,
-                                   " rolled back: ", v.reason),
+                      absl::StrCat(what, ": ", FormatUs(median), sim, "; ",
+                                   config, " rolled back: ", v.reason),
                       &round);
     return;
   }
@@ -2159,8 +1913,8 @@ void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
   s.sweep.set_best_round(first);
   s.sweep.set_rounds_without_gain(0);
   staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                    absl::StrCat(what, ": ", Us(median), sim, "; ", config,
-                                 " kept: ", v.reason),
+                    absl::StrCat(what, ": ", FormatUs(median), sim, "; ",
+                                 config, " kept: ", v.reason),
                     &round);
   staging_.AddEvent(
       txn, s, v1::EVENT_KIND_BEST_IMPROVED,

@@ -39,6 +39,7 @@
 #include "coordinator/farm_metrics.h"
 #include "coordinator/health.h"
 #include "coordinator/health_checker.h"
+#include "coordinator/lease_table.h"
 #include "coordinator/liveness.h"
 #include "coordinator/placement.h"
 #include "coordinator/staging.h"
@@ -201,9 +202,6 @@ class Coordinator {
   // The next round of `s` to run on a board: a queued one, else a new
   // candidate from the strategy. Null when the sweep has nothing now.
   v1::Round* NextRound(Txn& txn, SweepRuntime& s);
-  // `prefetch`: the lease waits behind the board's current one.
-  void GrantLease(Txn& txn, SweepRuntime& s, v1::Round& round,
-                  BoardRuntime& board, bool prefetch, v1::WorkItem* work);
   // True when a board other than `self` is idle and free and may run `s`'s
   // rounds (selector and reservations): a lease ahead then waits.
   bool IdleBoardCouldTake(const BoardRuntime& self,
@@ -212,24 +210,6 @@ class Coordinator {
   // that has one for it; false when none has.
   bool GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
                       v1::LeaseWorkResponse* response);
-  // The LEASED round `lease_id` names, or null when that lease is over.
-  v1::Round* LiveLease(const std::string& lease_id);
-  // Puts a leased round back in the queue (lease expired, board lost).
-  void Requeue(Txn& txn, SweepRuntime& s, v1::Round& round,
-               const std::string& why);
-  // Makes `lease_id`, one `board` holds ahead, its current lease (the board
-  // freed its current one, or the agent says it runs this one), a live
-  // current one waiting ahead; its board time starts now. False when the
-  // board holds no such live lease ahead. `lease_id` must not refer into
-  // board.prefetch_lease_ids.
-  bool PromoteLeaseAhead(Txn& txn, BoardRuntime& board,
-                         const std::string& lease_id);
-  // Re-queues the rounds `board` holds ahead (drain, board lost).
-  void RequeueLeaseAhead(Txn& txn, BoardRuntime& board, const std::string& why);
-  // Drops the leases ahead that are no longer live (revoked, requeued).
-  void PruneLeasesAhead(BoardRuntime& board);
-  void FreeBoard(Txn& txn, const std::string& board_id,
-                 const std::string& lease_id);
   void Decide(Txn& txn, SweepRuntime& s, v1::Round& round);
   // Ends the sweep when a termination rule holds.
   void CheckTermination(Txn& txn, SweepRuntime& s);
@@ -296,6 +276,8 @@ class Coordinator {
   HealthChecker health_;
   // Saves records for undo and stages events (coordinator/staging.h).
   Staging staging_;
+  // Leases: grants, leases ahead, renewal, expiry (coordinator/lease_table.h).
+  LeaseTable leases_;
   absl::Time last_commit_error_log_ = absl::InfinitePast();
   std::unique_ptr<Txn> batch_;  // open group commit, or null
   std::vector<std::unique_ptr<Txn>> spare_batches_;  // see Recycle

@@ -33,6 +33,12 @@ struct GainVerdict {
   std::string reason;  // in words, with the numbers that decided
 };
 
+// An inconclusive result (the estimate beats min_gain, its interval does
+// not) is measured again this many times before it is judged inconclusive;
+// the extra looks use this confidence at least.
+constexpr int kMaxRemeasures = 2;
+constexpr double kRemeasureConfidence = 0.99;
+
 // `parent` is the parent round's recorded measurement; `best_round` and
 // `best_us` the sweep's current best.
 GainVerdict JudgeGain(const v1::Measurement& candidate,
