@@ -60,7 +60,8 @@ Coordinator::Coordinator(Store* store, const OperatorCatalog* catalog,
                                              options_.lease_duration}),
       staging_(&book_, &registry_, &placement_, clock_),
       leases_(&book_, &registry_, &staging_, clock_, options_.lease_duration,
-              metrics_) {}
+              metrics_),
+      decider_(&staging_, &leases_, clock_, options_.report_dir) {}
 
 Coordinator::~Coordinator() = default;
 
@@ -126,9 +127,10 @@ absl::Status Coordinator::Recover() {
                           store_->ListRounds(sweep.sweep_id()));
       SweepRuntime* f = book_.AddUnrunnable(sweep, std::move(rounds));
       Txn txn;
-      Finish(txn, *f, v1::SWEEP_STATE_FAILED, v1::TERMINATION_UNSPECIFIED,
-             absl::StrCat("cannot resume after a restart: ",
-                          rt.status().message()));
+      decider_.Finish(txn, *f, v1::SWEEP_STATE_FAILED,
+                      v1::TERMINATION_UNSPECIFIED,
+                      absl::StrCat("cannot resume after a restart: ",
+                                   rt.status().message()));
       TF_RETURN_IF_ERROR(Commit(txn));
       continue;
     }
@@ -434,10 +436,10 @@ absl::StatusOr<v1::Sweep> Coordinator::CancelSweep(
                      v1::SweepState_Name(sweep.state()), ")"));
   }
   Txn txn;
-  Finish(txn, *s, v1::SWEEP_STATE_CANCELLED, v1::TERMINATION_CANCELLED,
-         request.reason().empty()
-             ? "cancelled by the user"
-             : absl::StrCat("cancelled: ", request.reason()));
+  decider_.Finish(txn, *s, v1::SWEEP_STATE_CANCELLED, v1::TERMINATION_CANCELLED,
+                  request.reason().empty()
+                      ? "cancelled by the user"
+                      : absl::StrCat("cancelled: ", request.reason()));
   v1::Sweep snapshot = s->sweep;
   TF_RETURN_IF_ERROR(Commit(txn));
   return snapshot;
@@ -610,40 +612,24 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
   return response;
 }
 
-v1::Round* Coordinator::FirstQueued(SweepRuntime& s) {
-  // Rounds leave QUEUED in any order, so the hint only moves up past rounds
-  // that are not queued.
-  while (s.queued_from < s.rounds.size() &&
-         s.rounds[s.queued_from].state() != v1::ROUND_STATE_QUEUED) {
-    ++s.queued_from;
-  }
-  return s.queued_from < s.rounds.size() ? &s.rounds[s.queued_from] : nullptr;
-}
-
-int64_t Coordinator::CandidatesInFlight(const SweepRuntime& s) const {
-  // Rounds are cancelled only when the sweep ends, and every candidate
-  // result recorded counts in rounds_finished.
-  const int64_t candidates = static_cast<int64_t>(s.rounds.size()) - 1;
-  return std::max<int64_t>(0, candidates - s.sweep.rounds_finished());
-}
-
 v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
   if (s.finished) return nullptr;
   if (IsMultiWorkload(s.sweep.spec())) return NextMultiWorkloadRound(txn, s);
-  if (v1::Round* queued = FirstQueued(s); queued != nullptr) return queued;
+  if (v1::Round* queued = SweepBook::FirstQueued(s); queued != nullptr)
+    return queued;
   if (s.rounds.empty() || s.rounds[0].state() != v1::ROUND_STATE_DONE) {
     return nullptr;  // candidates need the baseline's measurement
   }
   const int64_t candidates = static_cast<int64_t>(s.rounds.size()) - 1;
-  const int64_t in_flight = CandidatesInFlight(s);
+  const int64_t in_flight = SweepBook::CandidatesInFlight(s);
   if (candidates >= s.sweep.spec().budget().max_rounds()) return nullptr;
   SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round()};
   std::vector<Candidate> proposed = s.strategy->Propose(history, 1);
   if (proposed.empty()) {
     if (in_flight == 0) {
       Exhaustion why = s.strategy->Exhausted(history);
-      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
-             std::move(why.detail));
+      decider_.Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
+                      std::move(why.detail));
     }
     return nullptr;
   }
@@ -936,247 +922,16 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
                               request.epoch(), request.result().measurement());
   }
   if (IsMultiWorkload(s->sweep.spec())) {
-    DecideMultiWorkload(txn, *s, round);
+    decider_.DecideMultiWorkload(txn, *s, round);
   } else {
-    Decide(txn, *s, round);
+    decider_.Decide(txn, *s, round);
   }
   txn.writes.PutRound(round);
-  CheckTermination(txn, *s);
+  decider_.CheckTermination(txn, *s);
   TF_RETURN_IF_ERROR(Commit(txn));
   PublishBoardMetrics();
   response.set_accepted(true);
   return response;
-}
-
-void Coordinator::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
-  const v1::RoundResult& res = round.result();
-  const double median = res.measurement().median_us();
-  const std::string sim = MeasuredTag(res.measurement());
-  if (round.round_id() == 0) {
-    round.set_decision(v1::DECISION_BASELINE);
-    if (res.outcome() != v1::OUTCOME_OK) {
-      round.set_decision_reason(absl::StrCat(
-          "baseline ", v1::Outcome_Name(res.outcome()), ": ", res.detail()));
-      staging_.AddEvent(
-          txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-          absl::StrCat("baseline failed: ", round.decision_reason()), &round);
-      Finish(txn, s, v1::SWEEP_STATE_FAILED, v1::TERMINATION_BASELINE_FAILED,
-             round.decision_reason());
-      return;
-    }
-    round.set_decision_reason("baseline");
-    s.sweep.set_baseline_us(median);
-    s.sweep.set_best_us(median);
-    s.sweep.set_best_round(0);
-    staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                      absl::StrCat("baseline on ", round.board_id(), ": ",
-                                   FormatUs(median), sim),
-                      &round);
-    return;
-  }
-  s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
-  const std::string what =
-      absl::StrCat("round ", round.round_id(), " (",
-                   DescribeChanges(round.changes()), ") on ", round.board_id());
-  if (res.outcome() != v1::OUTCOME_OK) {
-    round.set_decision(v1::DECISION_REJECTED);
-    round.set_decision_reason(
-        absl::StrCat(v1::Outcome_Name(res.outcome()), ": ", res.detail()));
-    s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
-    staging_.AddEvent(
-        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-        absl::StrCat(what, ": rejected, ", round.decision_reason()), &round);
-    return;
-  }
-  const v1::Round& parent = s.rounds[round.parent_round()];
-  const double parent_us = parent.result().measurement().median_us();
-  round.set_parent_us(parent_us);
-  const GainVerdict v =
-      JudgeGain(res.measurement(), parent.result().measurement(),
-                s.sweep.spec().min_gain(), round.parent_round(),
-                s.sweep.best_round(), s.sweep.best_us());
-  if (v.keep) {
-    round.set_decision(v1::DECISION_KEPT);
-    round.set_decision_reason(
-        absl::StrFormat("kept: %s; parent round %d (%.1f µs)", v.reason,
-                        round.parent_round(), parent_us));
-    s.sweep.set_best_round(round.round_id());
-    s.sweep.set_best_us(median);
-    s.sweep.set_rounds_without_gain(0);
-    staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                      absl::StrCat(what, ": ", FormatUs(median), sim,
-                                   ", kept (", VsParent(v.gain), ")"),
-                      &round);
-    staging_.AddEvent(
-        txn, s, v1::EVENT_KIND_BEST_IMPROVED,
-        absl::StrFormat("best is now round %d: %.1f µs, %.2fx over the "
-                        "baseline%s",
-                        round.round_id(), median,
-                        s.sweep.baseline_us() / median, sim),
-        &round);
-    return;
-  }
-  if (v.inconclusive && round.remeasures() < kMaxRemeasures) {
-    // Only noise stands between the estimate and min_gain: measure again
-    // with a larger cap (GrantLease) before judging. Not a finished round.
-    s.sweep.set_rounds_finished(s.sweep.rounds_finished() - 1);
-    round.set_remeasures(round.remeasures() + 1);
-    round.set_state(v1::ROUND_STATE_QUEUED);
-    s.queued_from =
-        std::min(s.queued_from, static_cast<size_t>(round.round_id()));
-    round.set_decision_reason(absl::StrCat("re-measuring: ", v.reason));
-    staging_.AddEvent(
-        txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
-        absl::StrCat(what, ": ", FormatUs(median), sim, ", inconclusive (",
-                     VsParent(v.gain), "), measured again (",
-                     round.remeasures(), " of ", kMaxRemeasures, ")"),
-        &round);
-    return;
-  }
-  const bool inconclusive = v.inconclusive;
-  round.set_decision(inconclusive ? v1::DECISION_INCONCLUSIVE
-                                  : v1::DECISION_ROLLED_BACK);
-  round.set_decision_reason(absl::StrFormat(
-      "%s: %s; parent round %d (%.1f µs)",
-      inconclusive ? absl::StrCat("inconclusive after ", round.remeasures(),
-                                  " re-measurement(s)")
-                   : std::string("rolled back"),
-      v.reason, round.parent_round(), parent_us));
-  s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
-  staging_.AddEvent(
-      txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-      absl::StrCat(what, ": ", FormatUs(median), sim,
-                   inconclusive ? ", inconclusive (" : ", rolled back (",
-                   VsParent(v.gain), ")"),
-      &round);
-}
-
-void Coordinator::CheckTermination(Txn& txn, SweepRuntime& s) {
-  if (s.finished) return;
-  if (IsMultiWorkload(s.sweep.spec())) {
-    CheckMultiWorkloadTermination(txn, s);
-    return;
-  }
-  const v1::SweepSpec& spec = s.sweep.spec();
-  if (s.sweep.best_round() >= 0 && s.sweep.best_us() > 0) {
-    const double speedup = s.sweep.baseline_us() / s.sweep.best_us();
-    if (spec.goal().speedup() > 0 && speedup >= spec.goal().speedup()) {
-      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_GOAL_REACHED,
-             absl::StrFormat("speedup %.2fx reached the goal of %.2fx", speedup,
-                             spec.goal().speedup()));
-      return;
-    }
-    if (spec.goal().target_us() > 0 &&
-        s.sweep.best_us() <= spec.goal().target_us()) {
-      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_GOAL_REACHED,
-             absl::StrFormat("%.1f µs reached the target of %.1f µs",
-                             s.sweep.best_us(), spec.goal().target_us()));
-      return;
-    }
-  }
-  // Saturation is read from the best round's diagnosis (the kept variant,
-  // or the baseline), which may arrive after its result: RecordDiagnosis
-  // checks again.
-  if (s.sweep.best_round() >= 0 &&
-      s.sweep.best_round() < static_cast<int64_t>(s.rounds.size())) {
-    const v1::Round& best = s.rounds[s.sweep.best_round()];
-    if (best.has_diagnosis()) {
-      if (std::optional<std::string> why =
-              SaturationOf(best.diagnosis(), spec.saturation())) {
-        Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED,
-               v1::TERMINATION_BOARD_SATURATED,
-               absl::StrCat("board saturated on round ", best.round_id(),
-                            " (board ", best.board_id(), "): ", *why));
-        return;
-      }
-    }
-  }
-  if (spec.budget().max_rounds() > 0 &&
-      s.sweep.rounds_finished() >= spec.budget().max_rounds()) {
-    Finish(
-        txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_ROUND_BUDGET,
-        absl::StrCat("round budget of ", spec.budget().max_rounds(), " spent"));
-    return;
-  }
-  if (spec.budget().max_rounds_without_gain() > 0 &&
-      s.sweep.rounds_without_gain() >=
-          spec.budget().max_rounds_without_gain()) {
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_NO_GAIN,
-           absl::StrCat(s.sweep.rounds_without_gain(),
-                        " rounds in a row without gain"));
-    return;
-  }
-  if (spec.budget().time_limit_s() > 0 && s.sweep.started_unix_ms() > 0 &&
-      clock_->NowUnixMs() - s.sweep.started_unix_ms() >=
-          spec.budget().time_limit_s() * 1000) {
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_TIME_LIMIT,
-           absl::StrCat("time limit of ", spec.budget().time_limit_s(),
-                        " s reached"));
-    return;
-  }
-  // Nothing in flight and nothing left to try: done now, not on the next
-  // lease request (which may never come if no board matches any more).
-  if (s.strategy == nullptr || s.rounds.empty() ||
-      s.rounds[0].state() != v1::ROUND_STATE_DONE) {
-    return;
-  }
-  if (CandidatesInFlight(s) > 0 || FirstQueued(s) != nullptr) return;
-  SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round()};
-  if (s.strategy->Propose(history, 1).empty()) {
-    Exhaustion why = s.strategy->Exhausted(history);
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
-           std::move(why.detail));
-  }
-}
-
-void Coordinator::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
-                         v1::TerminationReason reason, std::string detail) {
-  if (s.finished) return;
-  staging_.Touch(txn, s);
-  s.finished = true;
-  for (v1::Round& r : s.rounds) {
-    if (r.state() == v1::ROUND_STATE_QUEUED ||
-        r.state() == v1::ROUND_STATE_LEASED) {
-      staging_.SaveRound(txn, s, r);
-      leases_.FreeBoard(txn, r.lease().board_id(), r.lease().lease_id());
-      r.set_state(v1::ROUND_STATE_CANCELLED);
-      r.set_decision_reason(
-          absl::StrCat("not run: the sweep ended (", detail, ")"));
-      txn.writes.PutRound(r);
-    }
-  }
-  // Workloads still open end with the sweep.
-  for (v1::WorkloadProgress& w : *s.sweep.mutable_workload_progress()) {
-    if (w.done()) continue;
-    w.set_done(true);
-    w.set_termination(reason);
-    w.set_termination_detail(detail);
-  }
-  s.sweep.set_state(state);
-  s.sweep.set_termination(reason);
-  s.sweep.set_termination_detail(detail);
-  s.sweep.set_finished_unix_ms(clock_->NowUnixMs());
-  if (!options_.report_dir.empty()) {
-    s.sweep.set_report_path(
-        absl::StrCat(options_.report_dir, "/", s.sweep.sweep_id(), ".md"));
-  }
-  std::string summary = absl::StrCat("sweep ", s.sweep.sweep_id(), " ",
-                                     v1::SweepState_Name(state), ": ", detail);
-  if (IsMultiWorkload(s.sweep.spec())) {
-    absl::StrAppend(&summary, "; ", WorkloadsSummary(s.sweep));
-  } else if (s.sweep.best_round() >= 0 && s.sweep.best_us() > 0) {
-    absl::StrAppend(&summary,
-                    absl::StrFormat("; best round %d at %.1f µs, %.2fx over "
-                                    "the baseline%s",
-                                    s.sweep.best_round(), s.sweep.best_us(),
-                                    s.sweep.baseline_us() / s.sweep.best_us(),
-                                    s.sweep.simulated() ? " [simulated]"
-                                    : s.sweep.spec().boards().kind() == "replay"
-                                        ? " [replayed]"
-                                        : ""));
-  }
-  staging_.AddEvent(txn, s, v1::EVENT_KIND_FINISHED, summary, nullptr);
-  spdlog::info("{}", summary);
 }
 
 bool Coordinator::WriteReport(const v1::Sweep& sweep,
@@ -1254,7 +1009,7 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
                     ": evidence gap: ", diagnosis.evidence_gaps(0).reason());
   }
   staging_.AddEvent(txn, *s, v1::EVENT_KIND_DIAGNOSIS, msg, &round);
-  if (s != &finished) CheckTermination(txn, *s);  // saturation
+  if (s != &finished) decider_.CheckTermination(txn, *s);  // saturation
   if (s == &finished) {
     txn.touched.erase(s);
     txn.writes.PutSweep(finished.sweep);
@@ -1328,7 +1083,7 @@ absl::Status Coordinator::Tick() {
   }
   for (auto& [id, s] : book_.sweeps()) {
     if (leases_.RequeueExpired(txn, *s, now)) boards_changed = true;
-    CheckTermination(txn, *s);
+    decider_.CheckTermination(txn, *s);
   }
   TF_RETURN_IF_ERROR(Commit(txn));
   if (boards_changed) PublishBoardMetrics();
@@ -1546,7 +1301,8 @@ void Coordinator::RecordHealthCheck(Txn& txn, BoardRuntime& board,
 // --- multi-workload sweeps (coordinator/workloads.h) ------------------------
 
 v1::Round* Coordinator::NextMultiWorkloadRound(Txn& txn, SweepRuntime& s) {
-  if (v1::Round* queued = FirstQueued(s); queued != nullptr) return queued;
+  if (v1::Round* queued = SweepBook::FirstQueued(s); queued != nullptr)
+    return queued;
   if (s.sweep.spec().objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG) {
     return NextOneConfigRounds(txn, s);
   }
@@ -1605,7 +1361,7 @@ v1::Round* Coordinator::NextPerWorkloadRound(Txn& txn, SweepRuntime& s) {
     if (proposed.empty()) {
       if (in_flight[i] == 0) {
         Exhaustion why = s.workload_strategies[i]->Exhausted(history);
-        FinishWorkload(txn, s, i, why.reason, std::move(why.detail));
+        decider_.FinishWorkload(txn, s, i, why.reason, std::move(why.detail));
         if (s.finished) return nullptr;
       }
       continue;
@@ -1630,8 +1386,8 @@ v1::Round* Coordinator::NextOneConfigRounds(Txn& txn, SweepRuntime& s) {
   if (proposed.empty()) {
     if (configs == s.sweep.rounds_finished()) {
       Exhaustion why = s.strategy->Exhausted(history);
-      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
-             std::move(why.detail));
+      decider_.Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
+                      std::move(why.detail));
     }
     return nullptr;
   }
@@ -1645,429 +1401,6 @@ v1::Round* Coordinator::NextOneConfigRounds(Txn& txn, SweepRuntime& s) {
                       proposed.front().parent_round + static_cast<int64_t>(i));
   }
   return &s.rounds[first];
-}
-
-void Coordinator::CancelRound(Txn& txn, SweepRuntime& s, v1::Round& round,
-                              const std::string& why) {
-  if (round.state() != v1::ROUND_STATE_QUEUED &&
-      round.state() != v1::ROUND_STATE_LEASED) {
-    return;
-  }
-  staging_.SaveRound(txn, s, round);
-  leases_.FreeBoard(txn, round.lease().board_id(), round.lease().lease_id());
-  round.set_state(v1::ROUND_STATE_CANCELLED);
-  round.set_decision_reason(absl::StrCat("not run: ", why));
-  txn.writes.PutRound(round);
-}
-
-void Coordinator::SummarizeWorkloads(SweepRuntime& s) {
-  std::vector<double> baselines, bests, weights;
-  int64_t best_round = -1;
-  for (int i = 0; i < s.sweep.workload_progress_size(); ++i) {
-    const v1::WorkloadProgress& w = s.sweep.workload_progress(i);
-    if (w.best_round() < 0 || w.best_us() <= 0) continue;
-    if (best_round < 0) best_round = w.best_round();
-    baselines.push_back(w.baseline_us());
-    bests.push_back(w.best_us());
-    weights.push_back(WorkloadWeight(s.sweep.spec(), i));
-  }
-  s.sweep.set_best_round(best_round);
-  s.sweep.set_baseline_us(WeightedGeomean(baselines, weights));
-  s.sweep.set_best_us(WeightedGeomean(bests, weights));
-}
-
-void Coordinator::DecideMultiWorkload(Txn& txn, SweepRuntime& s,
-                                      v1::Round& round) {
-  if (s.sweep.spec().objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG) {
-    DecideConfigRound(txn, s, round);
-  } else {
-    DecideWorkloadRound(txn, s, round);
-  }
-}
-
-void Coordinator::DecideWorkloadRound(Txn& txn, SweepRuntime& s,
-                                      v1::Round& round) {
-  v1::WorkloadProgress& w =
-      *s.sweep.mutable_workload_progress(round.workload_index());
-  const v1::RoundResult& res = round.result();
-  const double median = res.measurement().median_us();
-  const std::string sim = MeasuredTag(res.measurement());
-  const std::string what =
-      absl::StrCat(RoundAndChange(round), " on ", round.board_id());
-  if (round.parent_round() < 0) {
-    round.set_decision(v1::DECISION_BASELINE);
-    if (res.outcome() != v1::OUTCOME_OK) {
-      round.set_decision_reason(absl::StrCat(
-          "baseline ", v1::Outcome_Name(res.outcome()), ": ", res.detail()));
-      staging_.AddEvent(
-          txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-          absl::StrCat(what, ": baseline failed, ", round.decision_reason()),
-          &round);
-      FinishWorkload(txn, s, round.workload_index(),
-                     v1::TERMINATION_BASELINE_FAILED, round.decision_reason());
-      return;
-    }
-    round.set_decision_reason("baseline");
-    w.set_baseline_us(median);
-    w.set_best_us(median);
-    w.set_best_round(round.round_id());
-    SummarizeWorkloads(s);
-    staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                      absl::StrCat(what, ": ", FormatUs(median), sim), &round);
-    return;
-  }
-  s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
-  w.set_rounds_finished(w.rounds_finished() + 1);
-  if (res.outcome() != v1::OUTCOME_OK) {
-    round.set_decision(v1::DECISION_REJECTED);
-    round.set_decision_reason(
-        absl::StrCat(v1::Outcome_Name(res.outcome()), ": ", res.detail()));
-    w.set_rounds_without_gain(w.rounds_without_gain() + 1);
-    staging_.AddEvent(
-        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-        absl::StrCat(what, ": rejected, ", round.decision_reason()), &round);
-    return;
-  }
-  const v1::Round& parent = s.rounds[round.parent_round()];
-  const double parent_us = parent.result().measurement().median_us();
-  round.set_parent_us(parent_us);
-  const GainVerdict v =
-      JudgeGain(res.measurement(), parent.result().measurement(),
-                s.sweep.spec().min_gain(), round.parent_round(), w.best_round(),
-                w.best_us());
-  if (v.keep) {
-    round.set_decision(v1::DECISION_KEPT);
-    round.set_decision_reason(
-        absl::StrFormat("kept: %s; parent round %d (%.1f µs)", v.reason,
-                        round.parent_round(), parent_us));
-    w.set_best_round(round.round_id());
-    w.set_best_us(median);
-    w.set_rounds_without_gain(0);
-    SummarizeWorkloads(s);
-    staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                      absl::StrCat(what, ": ", FormatUs(median), sim,
-                                   ", kept (", VsParent(v.gain), ")"),
-                      &round);
-    staging_.AddEvent(
-        txn, s, v1::EVENT_KIND_BEST_IMPROVED,
-        absl::StrFormat("best of %s is now round %d: %.1f µs, %.2fx over "
-                        "its baseline%s",
-                        w.workload(), round.round_id(), median,
-                        w.baseline_us() / median, sim),
-        &round);
-    return;
-  }
-  if (v.inconclusive && round.remeasures() < kMaxRemeasures) {
-    s.sweep.set_rounds_finished(s.sweep.rounds_finished() - 1);
-    w.set_rounds_finished(w.rounds_finished() - 1);
-    round.set_remeasures(round.remeasures() + 1);
-    round.set_state(v1::ROUND_STATE_QUEUED);
-    s.queued_from =
-        std::min(s.queued_from, static_cast<size_t>(round.round_id()));
-    round.set_decision_reason(absl::StrCat("re-measuring: ", v.reason));
-    staging_.AddEvent(
-        txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
-        absl::StrCat(what, ": ", FormatUs(median), sim, ", inconclusive (",
-                     VsParent(v.gain), "), measured again (",
-                     round.remeasures(), " of ", kMaxRemeasures, ")"),
-        &round);
-    return;
-  }
-  round.set_decision(v.inconclusive ? v1::DECISION_INCONCLUSIVE
-                                    : v1::DECISION_ROLLED_BACK);
-  round.set_decision_reason(absl::StrFormat(
-      "%s: %s; parent round %d (%.1f µs)",
-      v.inconclusive ? absl::StrCat("inconclusive after ", round.remeasures(),
-                                    " re-measurement(s)")
-                     : std::string("rolled back"),
-      v.reason, round.parent_round(), parent_us));
-  w.set_rounds_without_gain(w.rounds_without_gain() + 1);
-  staging_.AddEvent(
-      txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-      absl::StrCat(what, ": ", FormatUs(median), sim,
-                   v.inconclusive ? ", inconclusive (" : ", rolled back (",
-                   VsParent(v.gain), ")"),
-      &round);
-}
-
-void Coordinator::DecideConfigRound(Txn& txn, SweepRuntime& s,
-                                    v1::Round& round) {
-  const v1::SweepSpec& spec = s.sweep.spec();
-  const int n = spec.workloads_size();
-  const int64_t first = round.round_id() - round.workload_index();
-  v1::WorkloadProgress& w =
-      *s.sweep.mutable_workload_progress(round.workload_index());
-  const v1::RoundResult& res = round.result();
-  const double median = res.measurement().median_us();
-  const std::string sim = MeasuredTag(res.measurement());
-  const std::string what =
-      absl::StrCat(RoundAndChange(round), " on ", round.board_id());
-  auto group_done = [&] {
-    for (int64_t i = first; i < first + n; ++i) {
-      if (s.rounds[i].state() != v1::ROUND_STATE_DONE) return false;
-    }
-    return true;
-  };
-  if (first == 0) {  // the baselines: one configuration needs them all
-    round.set_decision(v1::DECISION_BASELINE);
-    if (res.outcome() != v1::OUTCOME_OK) {
-      round.set_decision_reason(absl::StrCat(
-          "baseline ", v1::Outcome_Name(res.outcome()), ": ", res.detail()));
-      staging_.AddEvent(
-          txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-          absl::StrCat(what, ": baseline failed, ", round.decision_reason()),
-          &round);
-      Finish(txn, s, v1::SWEEP_STATE_FAILED, v1::TERMINATION_BASELINE_FAILED,
-             absl::StrCat("baseline of workload ", round.workload(), ": ",
-                          round.decision_reason()));
-      return;
-    }
-    round.set_decision_reason("baseline");
-    w.set_baseline_us(median);
-    w.set_best_us(median);
-    w.set_best_round(round.round_id());
-    staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                      absl::StrCat(what, ": ", FormatUs(median), sim), &round);
-    if (group_done()) {
-      SummarizeWorkloads(s);
-      s.sweep.set_best_round(0);
-    }
-    return;
-  }
-  std::vector<const v1::Round*> group, parent, best;
-  for (int i = 0; i < n; ++i) group.push_back(&s.rounds[first + i]);
-  if (res.outcome() != v1::OUTCOME_OK) {
-    // One workload failing rejects the configuration for all of them.
-    round.set_decision(v1::DECISION_REJECTED);
-    round.set_decision_reason(
-        absl::StrCat(v1::Outcome_Name(res.outcome()), ": ", res.detail()));
-    const std::string why =
-        absl::StrCat("the configuration failed on workload ", round.workload(),
-                     " (round ", round.round_id(), ")");
-    for (int i = 0; i < n; ++i) {
-      v1::Round& other = s.rounds[first + i];
-      if (&other == &round) continue;
-      if (other.state() == v1::ROUND_STATE_DONE) {
-        staging_.SaveRound(txn, s, other);
-        other.set_decision(v1::DECISION_REJECTED);
-        other.set_decision_reason(absl::StrCat("rejected: ", why));
-        txn.writes.PutRound(other);
-      } else {
-        CancelRound(txn, s, other, why);
-      }
-    }
-    s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
-    s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
-    staging_.AddEvent(
-        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-        absl::StrCat(what, ": rejected, ", round.decision_reason()), &round);
-    return;
-  }
-  round.set_parent_us(
-      s.rounds[round.parent_round()].result().measurement().median_us());
-  if (!group_done()) {
-    round.set_decision_reason(
-        "measured; judged once every workload of its configuration has a "
-        "result");
-    staging_.AddEvent(
-        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-        absl::StrCat(what, ": ", FormatUs(median), sim,
-                     ", waiting for the configuration's other workloads"),
-        &round);
-    return;
-  }
-  const int64_t parent_first = group.front()->parent_round();
-  const int64_t best_first = s.sweep.best_round();
-  for (int i = 0; i < n; ++i) {
-    parent.push_back(&s.rounds[parent_first + i]);
-    best.push_back(&s.rounds[best_first + i]);
-  }
-  const ConfigVerdict v = ScoreConfig(spec, group, parent, best);
-  s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
-  for (int i = 0; i < n; ++i) {
-    v1::Round& r = s.rounds[first + i];
-    if (&r != &round) staging_.SaveRound(txn, s, r);
-    r.set_decision(v.keep ? v1::DECISION_KEPT : v1::DECISION_ROLLED_BACK);
-    r.set_decision_reason(absl::StrFormat(
-        "%s: %s; parent configuration round %d",
-        v.keep ? "kept" : "rolled back", v.reason, parent_first));
-    if (&r != &round) txn.writes.PutRound(r);
-  }
-  const std::string config =
-      absl::StrCat("configuration of round ", first, " (",
-                   DescribeChanges(round.changes()), ")");
-  if (!v.keep) {
-    s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
-    staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                      absl::StrCat(what, ": ", FormatUs(median), sim, "; ",
-                                   config, " rolled back: ", v.reason),
-                      &round);
-    return;
-  }
-  for (int i = 0; i < n; ++i) {
-    v1::WorkloadProgress& p = *s.sweep.mutable_workload_progress(i);
-    p.set_best_round(first + i);
-    p.set_best_us(s.rounds[first + i].result().measurement().median_us());
-  }
-  SummarizeWorkloads(s);
-  s.sweep.set_best_round(first);
-  s.sweep.set_rounds_without_gain(0);
-  staging_.AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                    absl::StrCat(what, ": ", FormatUs(median), sim, "; ",
-                                 config, " kept: ", v.reason),
-                    &round);
-  staging_.AddEvent(
-      txn, s, v1::EVENT_KIND_BEST_IMPROVED,
-      absl::StrFormat("best configuration is now round %d's: weighted "
-                      "geometric mean %.1f µs, %.2fx over the baselines%s",
-                      first, s.sweep.best_us(),
-                      s.sweep.baseline_us() / s.sweep.best_us(), sim),
-      &round);
-}
-
-void Coordinator::FinishWorkload(Txn& txn, SweepRuntime& s, int index,
-                                 v1::TerminationReason reason,
-                                 std::string detail) {
-  v1::WorkloadProgress& w = *s.sweep.mutable_workload_progress(index);
-  if (s.finished || w.done()) return;
-  staging_.Touch(txn, s);
-  w.set_done(true);
-  w.set_termination(reason);
-  w.set_termination_detail(detail);
-  // A workload that is done takes no more boards.
-  for (v1::Round& r : s.rounds) {
-    if (r.workload_index() == index) {
-      CancelRound(
-          txn, s, r,
-          absl::StrCat("workload ", w.workload(), " is done (", detail, ")"));
-    }
-  }
-  staging_.AddEvent(txn, s, v1::EVENT_KIND_WORKLOAD_DONE,
-                    absl::StrCat("workload ", w.workload(), " done: ", detail,
-                                 "; it takes no more boards"),
-                    nullptr);
-  std::vector<std::string> details;
-  bool all_goal = true, any_best = false;
-  v1::TerminationReason first_other = v1::TERMINATION_UNSPECIFIED;
-  for (const v1::WorkloadProgress& p : s.sweep.workload_progress()) {
-    if (!p.done()) return;
-    details.push_back(absl::StrCat(p.workload(), ": ", p.termination_detail()));
-    any_best = any_best || p.best_round() >= 0;
-    if (p.termination() != v1::TERMINATION_GOAL_REACHED) {
-      all_goal = false;
-      if (first_other == v1::TERMINATION_UNSPECIFIED) {
-        first_other = p.termination();
-      }
-    }
-  }
-  Finish(txn, s, any_best ? v1::SWEEP_STATE_SUCCEEDED : v1::SWEEP_STATE_FAILED,
-         all_goal ? v1::TERMINATION_GOAL_REACHED : first_other,
-         absl::StrCat("every workload is done (", absl::StrJoin(details, "; "),
-                      ")"));
-}
-
-void Coordinator::CheckMultiWorkloadTermination(Txn& txn, SweepRuntime& s) {
-  const v1::SweepSpec& spec = s.sweep.spec();
-  if (spec.budget().time_limit_s() > 0 && s.sweep.started_unix_ms() > 0 &&
-      clock_->NowUnixMs() - s.sweep.started_unix_ms() >=
-          spec.budget().time_limit_s() * 1000) {
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_TIME_LIMIT,
-           absl::StrCat("time limit of ", spec.budget().time_limit_s(),
-                        " s reached"));
-    return;
-  }
-  if (spec.objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG) {
-    CheckOneConfigTermination(txn, s);
-    return;
-  }
-  for (int i = 0; i < s.sweep.workload_progress_size() && !s.finished; ++i) {
-    const v1::WorkloadProgress& w = s.sweep.workload_progress(i);
-    if (w.done() || w.best_round() < 0 || w.best_us() <= 0) continue;
-    const double speedup = w.baseline_us() / w.best_us();
-    if (spec.goal().speedup() > 0 && speedup >= spec.goal().speedup()) {
-      FinishWorkload(txn, s, i, v1::TERMINATION_GOAL_REACHED,
-                     absl::StrFormat("speedup %.2fx reached the goal of %.2fx",
-                                     speedup, spec.goal().speedup()));
-      continue;
-    }
-    if (spec.goal().target_us() > 0 && w.best_us() <= spec.goal().target_us()) {
-      FinishWorkload(txn, s, i, v1::TERMINATION_GOAL_REACHED,
-                     absl::StrFormat("%.1f µs reached the target of %.1f µs",
-                                     w.best_us(), spec.goal().target_us()));
-      continue;
-    }
-    const v1::Round& best = s.rounds[w.best_round()];
-    if (best.has_diagnosis()) {
-      if (std::optional<std::string> why =
-              SaturationOf(best.diagnosis(), spec.saturation())) {
-        FinishWorkload(txn, s, i, v1::TERMINATION_BOARD_SATURATED,
-                       absl::StrCat("board saturated on round ",
-                                    best.round_id(), ": ", *why));
-        continue;
-      }
-    }
-    if (w.rounds_finished() >= spec.budget().max_rounds()) {
-      FinishWorkload(txn, s, i, v1::TERMINATION_ROUND_BUDGET,
-                     absl::StrCat("round budget of ",
-                                  spec.budget().max_rounds(), " spent"));
-      continue;
-    }
-    if (w.rounds_without_gain() >= spec.budget().max_rounds_without_gain()) {
-      FinishWorkload(txn, s, i, v1::TERMINATION_NO_GAIN,
-                     absl::StrCat(w.rounds_without_gain(),
-                                  " rounds in a row without gain"));
-      continue;
-    }
-    bool in_flight = false;
-    for (const v1::Round& r : s.rounds) {
-      in_flight = in_flight || (r.workload_index() == i &&
-                                (r.state() == v1::ROUND_STATE_QUEUED ||
-                                 r.state() == v1::ROUND_STATE_LEASED));
-    }
-    if (in_flight) continue;
-    const std::vector<v1::Round> lineage = WorkloadHistory(s.rounds, i);
-    SearchHistory history{s.op, &spec, &lineage, w.best_round()};
-    if (s.workload_strategies[i]->Propose(history, 1).empty()) {
-      Exhaustion why = s.workload_strategies[i]->Exhausted(history);
-      FinishWorkload(txn, s, i, why.reason, std::move(why.detail));
-    }
-  }
-}
-
-void Coordinator::CheckOneConfigTermination(Txn& txn, SweepRuntime& s) {
-  const v1::SweepSpec& spec = s.sweep.spec();
-  if (s.sweep.best_round() < 0 || s.sweep.best_us() <= 0) return;
-  const double speedup = s.sweep.baseline_us() / s.sweep.best_us();
-  if (spec.goal().speedup() > 0 && speedup >= spec.goal().speedup()) {
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_GOAL_REACHED,
-           absl::StrFormat("weighted geometric mean speedup %.2fx reached the "
-                           "goal of %.2fx",
-                           speedup, spec.goal().speedup()));
-    return;
-  }
-  if (s.sweep.rounds_finished() >= spec.budget().max_rounds()) {
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_ROUND_BUDGET,
-           absl::StrCat("round budget of ", spec.budget().max_rounds(),
-                        " configuration(s) spent"));
-    return;
-  }
-  if (s.sweep.rounds_without_gain() >=
-      spec.budget().max_rounds_without_gain()) {
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_NO_GAIN,
-           absl::StrCat(s.sweep.rounds_without_gain(),
-                        " configurations in a row without gain"));
-    return;
-  }
-  const int64_t configs =
-      static_cast<int64_t>(s.rounds.size() / spec.workloads_size()) - 1;
-  if (configs > s.sweep.rounds_finished()) return;  // in flight
-  const std::vector<v1::Round> history_rounds = ConfigHistory(spec, s.rounds);
-  SearchHistory history{s.op, &spec, &history_rounds, s.sweep.best_round()};
-  if (s.strategy->Propose(history, 1).empty()) {
-    Exhaustion why = s.strategy->Exhausted(history);
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
-           std::move(why.detail));
-  }
 }
 
 }  // namespace tunefarm

@@ -12,6 +12,11 @@
 // While the store says it cannot write (Store::Writable), new leases and
 // submissions are refused with its status; reads and results go on.
 //
+// It is the front of its parts (docs/architecture.md, "The coordinator's
+// parts"): it owns the transaction and the calls, and stages through
+// Staging; the sweep book, board registry, placement, health checker, lease
+// table and decider each own one job.
+//
 // Thread-safety: none. Every method must be called from one thread (the
 // control loop, coordinator/control_loop.h); gRPC and ZeroMQ threads hand
 // work to it. The Store, catalog, clock and metrics must outlive it.
@@ -36,6 +41,7 @@
 #include "coordinator/board_registry.h"
 #include "coordinator/control_loop.h"
 #include "coordinator/core_state.h"
+#include "coordinator/decider.h"
 #include "coordinator/farm_metrics.h"
 #include "coordinator/health.h"
 #include "coordinator/health_checker.h"
@@ -195,10 +201,6 @@ class Coordinator {
   // Keeps a settled batch's memory for a later BeginBatch.
   void Recycle(std::unique_ptr<Txn> txn);
 
-  // The lowest queued round of `s`, or null (moves s.queued_from up).
-  v1::Round* FirstQueued(SweepRuntime& s);
-  // Candidates leased or queued, not yet recorded.
-  int64_t CandidatesInFlight(const SweepRuntime& s) const;
   // The next round of `s` to run on a board: a queued one, else a new
   // candidate from the strategy. Null when the sweep has nothing now.
   v1::Round* NextRound(Txn& txn, SweepRuntime& s);
@@ -210,11 +212,6 @@ class Coordinator {
   // that has one for it; false when none has.
   bool GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
                       v1::LeaseWorkResponse* response);
-  void Decide(Txn& txn, SweepRuntime& s, v1::Round& round);
-  // Ends the sweep when a termination rule holds.
-  void CheckTermination(Txn& txn, SweepRuntime& s);
-  void Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
-              v1::TerminationReason reason, std::string detail);
   // Writes the sweep's report to its report_path; false (logged) when it
   // names none or the write failed.
   bool WriteReport(const v1::Sweep& sweep,
@@ -230,20 +227,6 @@ class Coordinator {
   v1::Round* NextOneConfigRounds(Txn& txn, SweepRuntime& s);
   v1::Round* AddCandidateRound(Txn& txn, SweepRuntime& s, const Candidate& c,
                                int index, int64_t parent_round);
-  // Takes a queued or leased round out of play (its board freed).
-  void CancelRound(Txn& txn, SweepRuntime& s, v1::Round& round,
-                   const std::string& why);
-  // The sweep's best_round, baseline_us and best_us from its workloads'.
-  void SummarizeWorkloads(SweepRuntime& s);
-  void DecideMultiWorkload(Txn& txn, SweepRuntime& s, v1::Round& round);
-  void DecideWorkloadRound(Txn& txn, SweepRuntime& s, v1::Round& round);
-  void DecideConfigRound(Txn& txn, SweepRuntime& s, v1::Round& round);
-  // PER_WORKLOAD: workload `index` is done (its rounds not run are
-  // cancelled); the sweep ends with its last workload.
-  void FinishWorkload(Txn& txn, SweepRuntime& s, int index,
-                      v1::TerminationReason reason, std::string detail);
-  void CheckMultiWorkloadTermination(Txn& txn, SweepRuntime& s);
-  void CheckOneConfigTermination(Txn& txn, SweepRuntime& s);
   // Whether `board` must run its kind's golden before any sweep work.
   bool HealthCheckDue(const BoardRuntime& board) const;
   // Leases the golden to `board`: false when its operator is gone.
@@ -278,6 +261,9 @@ class Coordinator {
   Staging staging_;
   // Leases: grants, leases ahead, renewal, expiry (coordinator/lease_table.h).
   LeaseTable leases_;
+  // Keep or roll back, termination, the end of a sweep
+  // (coordinator/decider.h).
+  Decider decider_;
   absl::Time last_commit_error_log_ = absl::InfinitePast();
   std::unique_ptr<Txn> batch_;  // open group commit, or null
   std::vector<std::unique_ptr<Txn>> spare_batches_;  // see Recycle

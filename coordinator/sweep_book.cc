@@ -38,6 +38,23 @@ SweepRuntime* SweepBook::Find(const std::string& sweep_id) {
   return it == sweeps_.end() ? nullptr : it->second.get();
 }
 
+v1::Round* SweepBook::FirstQueued(SweepRuntime& s) {
+  // Rounds leave QUEUED in any order, so the hint only moves up past rounds
+  // that are not queued.
+  while (s.queued_from < s.rounds.size() &&
+         s.rounds[s.queued_from].state() != v1::ROUND_STATE_QUEUED) {
+    ++s.queued_from;
+  }
+  return s.queued_from < s.rounds.size() ? &s.rounds[s.queued_from] : nullptr;
+}
+
+int64_t SweepBook::CandidatesInFlight(const SweepRuntime& s) {
+  // Rounds are cancelled only when the sweep ends, and every candidate
+  // result recorded counts in rounds_finished.
+  const int64_t candidates = static_cast<int64_t>(s.rounds.size()) - 1;
+  return std::max<int64_t>(0, candidates - s.sweep.rounds_finished());
+}
+
 void SweepBook::Retire(const std::string& sweep_id) {
   auto it = sweeps_.find(sweep_id);
   if (it == sweeps_.end()) return;

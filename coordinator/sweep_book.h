@@ -74,6 +74,11 @@ class SweepBook {
   // and record with its last round). Returns the rounds still to free.
   int64_t FreeRetired(int64_t max_rounds);
 
+  // The lowest queued round of `s`, or null (moves s.queued_from up).
+  static v1::Round* FirstQueued(SweepRuntime& s);
+  // Candidates leased or queued, not yet recorded.
+  static int64_t CandidatesInFlight(const SweepRuntime& s);
+
   // Gives `s` its stored rounds after a restart: DATA_LOSS when their ids
   // are not 0, 1, 2, ...; a leased round's lease runs at least until
   // `grace_until`, so the agent that holds it can reconnect and report.

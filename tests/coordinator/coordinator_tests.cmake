@@ -58,10 +58,11 @@ target_link_libraries(pipelined_commit_test PRIVATE
   coordinator_test_harness GTest::gtest_main)
 gtest_discover_tests(pipelined_commit_test DISCOVERY_TIMEOUT 60)
 
-# The coordinator's parts on their own: lease ids, the lease table,
-# placement, health checks, the sweep book, the board registry.
+# The coordinator's parts on their own: lease ids, the lease table, the
+# decider, placement, health checks, the sweep book, the board registry.
 add_executable(coordinator_parts_test
   ${CMAKE_CURRENT_LIST_DIR}/board_registry_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/decider_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/health_checker_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/lease_id_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/lease_table_test.cc

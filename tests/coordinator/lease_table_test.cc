@@ -1,86 +1,19 @@
-// LeaseTable (coordinator/lease_table.h) on its own, over one sim_matmul
-// sweep of the shipped operators and two boards: grants and the work they
-// carry, leases ahead promoted when the current one ends, renewal, expiry,
-// re-queueing, and undo of everything a grant changed.
+// LeaseTable (coordinator/lease_table.h) on its own (SweepPartsTest): grants
+// and the work they carry, leases ahead promoted when the current one ends,
+// renewal, expiry, re-queueing, and undo of everything a grant changed.
 #include "coordinator/lease_table.h"
 
+#include <optional>
 #include <string>
-#include <utility>
 
 #include "absl/time/time.h"
-#include "common/clock.h"
-#include "coordinator/board_registry.h"
-#include "coordinator/placement.h"
-#include "coordinator/spec.h"
-#include "coordinator/staging.h"
-#include "coordinator/sweep_book.h"
 #include "gtest/gtest.h"
-#include "ops/catalog.h"
+#include "tests/coordinator/sweep_parts_fixture.h"
 
 namespace tunefarm {
 namespace {
 
-constexpr absl::Duration kLease = absl::Seconds(30);
-
-class LeaseTableTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto catalog = OperatorCatalog::LoadFromDirs({TUNEFARM_SOURCE_DIR "/ops"});
-    ASSERT_TRUE(catalog.ok()) << catalog.status();
-    catalog_ = std::move(*catalog);
-    auto spec = ParseSweepSpec(
-        "name: leases\nteam: qa\noperator: sim_matmul\n"
-        "workload: square_2k\ngoal: {speedup: 100}\nstrategy: random\n"
-        "budget: {max_rounds: 5}\nboards: {kind: sim}\n");
-    ASSERT_TRUE(spec.ok()) << spec.status();
-    auto valid = ValidateSweepSpec(*spec, catalog_);
-    ASSERT_TRUE(valid.ok()) << valid.status();
-    v1::Sweep sweep;
-    sweep.set_sweep_id("sw-000001");
-    *sweep.mutable_spec() = *valid;
-    sweep.set_state(v1::SWEEP_STATE_RUNNING);
-    auto s = book_.Load(sweep);
-    ASSERT_TRUE(s.ok()) << s.status();
-    s_ = *s;
-    for (int i = 0; i < 3; ++i) {
-      v1::Round r;
-      r.set_sweep_id("sw-000001");
-      r.set_round_id(i);
-      r.set_parent_round(i == 0 ? -1 : 0);
-      r.set_state(v1::ROUND_STATE_QUEUED);
-      s_->rounds.push_back(r);
-    }
-    for (const char* id : {"a1/b0", "a1/b1"}) {
-      BoardRuntime& b = registry_.boards()[id];
-      b.info.set_board_id(id);
-      b.info.set_agent_id("a1");
-      b.info.set_kind("sim");
-      b.info.set_state(v1::BOARD_STATE_IDLE);
-    }
-  }
-
-  BoardRuntime& Board(const std::string& id) { return registry_.boards()[id]; }
-  v1::Round& Round(int i) { return s_->rounds[i]; }
-  // Grants round `i` to `board` in `txn` (a transaction of its own when
-  // null, applied).
-  v1::WorkItem Grant(int i, const std::string& board, bool ahead,
-                     Txn* txn = nullptr) {
-    Txn own;
-    v1::WorkItem work;
-    table_.Grant(txn != nullptr ? *txn : own, *s_, Round(i), Board(board),
-                 ahead, &work);
-    return work;
-  }
-
-  OperatorCatalog catalog_;
-  FakeClock clock_;
-  SweepBook book_{&catalog_};
-  BoardRegistry registry_;
-  Placement placement_{v1::TeamQuota(), {}, {}};
-  Staging staging_{&book_, &registry_, &placement_, &clock_};
-  LeaseTable table_{&book_, &registry_, &staging_, &clock_, kLease, nullptr};
-  SweepRuntime* s_ = nullptr;
-};
+class LeaseTableTest : public SweepPartsTest {};
 
 TEST_F(LeaseTableTest, AGrantLeasesTheRoundAndCarriesItsWork) {
   const absl::Time now = clock_.Now();

@@ -1,0 +1,78 @@
+// Decider: what a sweep's results mean. Given a round whose result was just
+// recorded, it decides: the baseline, keep or roll back against the parent
+// (coordinator/keep_rule.h), measure an inconclusive one again, or reject a
+// failure; multi-workload sweeps per workload or per configuration
+// (coordinator/workloads.h). It checks the termination rules (goal, board
+// saturated, round budget, rounds without gain, time limit, nothing left to
+// try) and ends a workload or the whole sweep: rounds not run are
+// cancelled, their boards freed, and the FINISHED event says why.
+//
+// Every change is staged into the caller's Txn through Staging; ending a
+// sweep frees its boards through the LeaseTable. The report of an ended
+// sweep is written when its transaction is sealed (Coordinator), to the
+// report_path set here.
+//
+// Owned by the Coordinator. The staging, lease table and clock must
+// outlive it; used only on the control loop thread (not thread-safe).
+#ifndef TUNEFARM_COORDINATOR_DECIDER_H_
+#define TUNEFARM_COORDINATOR_DECIDER_H_
+
+#include <string>
+#include <utility>
+
+#include "common/clock.h"
+#include "coordinator/core_state.h"
+#include "coordinator/lease_table.h"
+#include "coordinator/staging.h"
+#include "tunefarm/v1/farm.pb.h"
+#include "tunefarm/v1/types.pb.h"
+
+namespace tunefarm {
+
+class Decider {
+ public:
+  // `report_dir`: where ended sweeps' reports go ("" = none).
+  Decider(Staging* staging, LeaseTable* leases, Clock* clock,
+          std::string report_dir)
+      : staging_(staging),
+        leases_(leases),
+        clock_(clock),
+        report_dir_(std::move(report_dir)) {}
+
+  // Decides `round` of a single-workload sweep `s`: its result is set and
+  // it is DONE.
+  void Decide(Txn& txn, SweepRuntime& s, v1::Round& round);
+  // The same for a multi-workload sweep.
+  void DecideMultiWorkload(Txn& txn, SweepRuntime& s, v1::Round& round);
+  // Ends the sweep (or, multi-workload, its workloads) when a termination
+  // rule holds.
+  void CheckTermination(Txn& txn, SweepRuntime& s);
+  // Ends `s` in `state` for `reason`: queued and leased rounds cancelled,
+  // open workloads done, the FINISHED event. Nothing when already ended.
+  void Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
+              v1::TerminationReason reason, std::string detail);
+  // PER_WORKLOAD: workload `index` is done (its rounds not run are
+  // cancelled); the sweep ends with its last workload.
+  void FinishWorkload(Txn& txn, SweepRuntime& s, int index,
+                      v1::TerminationReason reason, std::string detail);
+
+ private:
+  // Takes a queued or leased round out of play (its board freed).
+  void CancelRound(Txn& txn, SweepRuntime& s, v1::Round& round,
+                   const std::string& why);
+  // The sweep's best_round, baseline_us and best_us from its workloads'.
+  void SummarizeWorkloads(SweepRuntime& s);
+  void DecideWorkloadRound(Txn& txn, SweepRuntime& s, v1::Round& round);
+  void DecideConfigRound(Txn& txn, SweepRuntime& s, v1::Round& round);
+  void CheckMultiWorkloadTermination(Txn& txn, SweepRuntime& s);
+  void CheckOneConfigTermination(Txn& txn, SweepRuntime& s);
+
+  Staging* const staging_;
+  LeaseTable* const leases_;
+  Clock* const clock_;
+  const std::string report_dir_;
+};
+
+}  // namespace tunefarm
+
+#endif  // TUNEFARM_COORDINATOR_DECIDER_H_
