@@ -835,7 +835,7 @@ class CoreLoadClient {
                  LoadShared* shared, std::vector<BoardRef> boards,
                  absl::Duration run)
       : loop_(loop), c_(c), keeper_(keeper), shared_(shared), run_(run) {
-    for (BoardRef& ref : boards) boards_.push_back({std::move(ref)});
+    for (BoardRef& ref : boards) boards_.emplace_back().ref = std::move(ref);
   }
   void Start() {
     for (BoardLoop& b : boards_) Lease(b);

@@ -28,6 +28,25 @@
 namespace tunefarm {
 namespace {
 
+// Every page of a list RPC, in order: sends `request` with each next page
+// token (a fresh context from `context` each time) and hands each page to
+// `take`; the first failed call's status.
+template <typename Request, typename Page, typename Context, typename Take>
+grpc::Status ForEachPage(v1::TuneFarm::Stub* stub,
+                         grpc::Status (v1::TuneFarm::Stub::*rpc)(
+                             grpc::ClientContext*, const Request&, Page*),
+                         Context context, Request request, Take take) {
+  do {
+    Page page;
+    auto ctx = context();
+    grpc::Status st = (stub->*rpc)(ctx.get(), request, &page);
+    if (!st.ok()) return st;
+    take(page);
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  return grpc::Status::OK;
+}
+
 std::string Json(const google::protobuf::Message& m) {
   std::string out;
   google::protobuf::util::JsonPrintOptions opts;
@@ -231,16 +250,14 @@ int FarmClient::Status(const std::string& sweep_id) {
     PrintWorkloads(sweep);
     return kExitOk;
   }
-  v1::ListSweepsRequest request;
   v1::ListSweepsResponse response;
-  do {
-    v1::ListSweepsResponse page;
-    auto ctx = Context(absl::Seconds(10));
-    grpc::Status st = stub_->ListSweeps(ctx.get(), request, &page);
-    if (!st.ok()) return Fail(FromGrpcStatus(st), "status");
-    response.mutable_sweeps()->MergeFrom(page.sweeps());
-    request.set_page_token(page.next_page_token());
-  } while (!request.page_token().empty());
+  grpc::Status st = ForEachPage(
+      stub_.get(), &v1::TuneFarm::Stub::ListSweeps,
+      [this] { return Context(absl::Seconds(10)); }, v1::ListSweepsRequest(),
+      [&](const v1::ListSweepsResponse& page) {
+        response.mutable_sweeps()->MergeFrom(page.sweeps());
+      });
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "status");
   if (ctx_.json) {
     std::cout << Json(response) << "\n";
     return kExitOk;
@@ -511,16 +528,14 @@ int FarmClient::Report(const std::string& sweep_id,
 }
 
 int FarmClient::Boards() {
-  v1::ListBoardsRequest request;
   v1::ListBoardsResponse response;
-  do {
-    v1::ListBoardsResponse page;
-    auto ctx = Context(absl::Seconds(10));
-    grpc::Status st = stub_->ListBoards(ctx.get(), request, &page);
-    if (!st.ok()) return Fail(FromGrpcStatus(st), "boards");
-    response.mutable_boards()->MergeFrom(page.boards());
-    request.set_page_token(page.next_page_token());
-  } while (!request.page_token().empty());
+  grpc::Status st = ForEachPage(
+      stub_.get(), &v1::TuneFarm::Stub::ListBoards,
+      [this] { return Context(absl::Seconds(10)); }, v1::ListBoardsRequest(),
+      [&](const v1::ListBoardsResponse& page) {
+        response.mutable_boards()->MergeFrom(page.boards());
+      });
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "boards");
   if (ctx_.json) {
     std::cout << Json(response) << "\n";
     return kExitOk;
@@ -598,30 +613,25 @@ absl::Status FarmClient::FetchSweep(const std::string& sweep_id,
 }
 
 absl::Status FarmClient::FetchBoards(std::vector<v1::BoardInfo>* boards) {
-  v1::ListBoardsRequest request;
   boards->clear();
-  do {
-    v1::ListBoardsResponse page;
-    auto ctx = Context(absl::Seconds(10));
-    grpc::Status st = stub_->ListBoards(ctx.get(), request, &page);
-    if (!st.ok()) return FromGrpcStatus(st);
-    boards->insert(boards->end(), page.boards().begin(), page.boards().end());
-    request.set_page_token(page.next_page_token());
-  } while (!request.page_token().empty());
-  return absl::OkStatus();
+  return FromGrpcStatus(ForEachPage(
+      stub_.get(), &v1::TuneFarm::Stub::ListBoards,
+      [this] { return Context(absl::Seconds(10)); }, v1::ListBoardsRequest(),
+      [&](const v1::ListBoardsResponse& page) {
+        boards->insert(boards->end(), page.boards().begin(),
+                       page.boards().end());
+      }));
 }
 
 int FarmClient::Teams() {
-  v1::ListTeamsRequest request;
   v1::ListTeamsResponse response;
-  do {
-    v1::ListTeamsResponse page;
-    auto ctx = Context(absl::Seconds(10));
-    grpc::Status st = stub_->ListTeams(ctx.get(), request, &page);
-    if (!st.ok()) return Fail(FromGrpcStatus(st), "teams");
-    response.mutable_teams()->MergeFrom(page.teams());
-    request.set_page_token(page.next_page_token());
-  } while (!request.page_token().empty());
+  grpc::Status st = ForEachPage(
+      stub_.get(), &v1::TuneFarm::Stub::ListTeams,
+      [this] { return Context(absl::Seconds(10)); }, v1::ListTeamsRequest(),
+      [&](const v1::ListTeamsResponse& page) {
+        response.mutable_teams()->MergeFrom(page.teams());
+      });
+  if (!st.ok()) return Fail(FromGrpcStatus(st), "teams");
   if (ctx_.json) {
     std::cout << Json(response) << "\n";
     return kExitOk;

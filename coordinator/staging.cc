@@ -1,10 +1,29 @@
 #include "coordinator/staging.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
 
 namespace tunefarm {
+namespace {
+
+// Undo for `(*map)[id]`: puts back the entry as it is now, or erases it
+// when there is none.
+template <typename Map>
+std::function<void()> RestoreEntry(Map* map, const std::string& id) {
+  std::optional<typename Map::mapped_type> before;
+  if (auto it = map->find(id); it != map->end()) before = it->second;
+  return [map, id, before = std::move(before)] {
+    if (before.has_value()) {
+      (*map)[id] = *before;
+    } else {
+      map->erase(id);
+    }
+  };
+}
+
+}  // namespace
 
 void Staging::SaveSweep(Txn& txn, SweepRuntime& s) {
   const std::string& id = s.sweep.sweep_id();
@@ -51,35 +70,11 @@ void Staging::SaveRound(Txn& txn, SweepRuntime& s, const v1::Round& round) {
 
 void Staging::SaveBoard(Txn& txn, const std::string& board_id) {
   if (!txn.saved_boards.insert(board_id).second) return;
-  std::optional<BoardRuntime> before;
-  if (auto it = registry_->boards().find(board_id);
-      it != registry_->boards().end()) {
-    before = it->second;
-  }
-  txn.undo.push_back(
-      [registry = registry_, board_id, before = std::move(before)] {
-        if (before.has_value()) {
-          registry->boards()[board_id] = *before;
-        } else {
-          registry->boards().erase(board_id);
-        }
-      });
+  txn.undo.push_back(RestoreEntry(&registry_->boards(), board_id));
 }
 
 void Staging::SaveAgent(Txn& txn, const std::string& agent_id) {
-  std::optional<AgentRuntime> before;
-  if (auto it = registry_->agents().find(agent_id);
-      it != registry_->agents().end()) {
-    before = it->second;
-  }
-  txn.undo.push_back(
-      [registry = registry_, agent_id, before = std::move(before)] {
-        if (before.has_value()) {
-          registry->agents()[agent_id] = *before;
-        } else {
-          registry->agents().erase(agent_id);
-        }
-      });
+  txn.undo.push_back(RestoreEntry(&registry_->agents(), agent_id));
 }
 
 void Staging::SaveTeamSeconds(Txn& txn, const std::string& team) {

@@ -60,7 +60,7 @@ struct Spec {
   std::string goal = "{speedup: 100}";
   std::string strategy = "grid";
   std::string budget = "{max_rounds: 100, max_rounds_without_gain: 100}";
-  std::string extra;  // more top-level YAML lines
+  std::string extra = "";  // more top-level YAML lines
 };
 
 std::string Yaml(const Spec& s) {
