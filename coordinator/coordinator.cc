@@ -517,7 +517,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
     if (br.lease_id.empty() && recovered(b.current_lease_id())) {
       br.lease_id = b.current_lease_id();
     }
-    if (!br.lease_id.empty() && br.prefetch_lease_ids.empty()) {
+    if (br.prefetch_lease_ids.empty()) {
       std::vector<std::string> ahead = {b.lease_ahead_id()};
       ahead.insert(ahead.end(), b.more_lease_ahead_ids().begin(),
                    b.more_lease_ahead_ids().end());
@@ -525,6 +525,12 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
         if (id != br.lease_id && recovered(id)) {
           br.prefetch_lease_ids.push_back(id);
         }
+      }
+      // An agent between two runs holds leases ahead and no current one:
+      // the first is what the recorded result had made current.
+      if (br.lease_id.empty() && !br.prefetch_lease_ids.empty()) {
+        const std::string first = br.prefetch_lease_ids.front();
+        leases_.PromoteAhead(txn, br, first);  // a copy: it erases the entry
       }
     }
     const int64_t rounds_run = br.info.rounds_run();

@@ -377,6 +377,56 @@ TEST_F(PrefetchLeaseTest, RestartedCoordinatorRequeuesALeaseAheadNobodyHolds) {
   EXPECT_EQ(CurrentLease("a1/sim0"), "");
 }
 
+// An agent between two runs holds no current lease, only leases ahead (the
+// last result was recorded, the next build has not ended). A restarted
+// coordinator adopts them: the first becomes the board's current lease (as
+// the recorded result had made it), the rest wait ahead, and the heartbeat
+// that names whichever one the agent starts revokes nothing.
+TEST_F(PrefetchLeaseTest,
+       RestartedCoordinatorAdoptsLeasesAheadWithoutACurrent) {
+  RegisterBoard("a1", "a1/sim0");
+  std::vector<std::string> sweeps;
+  for (int i = 0; i < 3; ++i) {
+    sweeps.push_back(Submit(SimSpec(absl::StrCat("s", i), 3)));
+  }
+  v1::LeaseWorkResponse current = Lease("a1", "a1/sim0", false);
+  ASSERT_TRUE(current.granted());
+  std::vector<v1::WorkItem> ahead;
+  for (int i = 0; i < 2; ++i) {
+    v1::LeaseWorkResponse r = Lease("a1", "a1/sim0", true, /*max_ahead=*/2);
+    ASSERT_TRUE(r.granted()) << i;
+    ahead.push_back(r.work());
+  }
+  ASSERT_TRUE(ReportOk("a1", "a1/sim0", current.work()).accepted());
+
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  RegisterBoard("a1", "a1/sim0", /*current_lease=*/"", ahead[0].lease_id(),
+                {ahead[1].lease_id()});
+  EXPECT_EQ(CurrentLease("a1/sim0"), ahead[0].lease_id());
+  EXPECT_EQ(RoundState(sweeps[1], 0), v1::ROUND_STATE_LEASED);
+  EXPECT_EQ(RoundState(sweeps[2], 0), v1::ROUND_STATE_LEASED);
+  for (const v1::WorkItem& w : ahead) EXPECT_TRUE(Renew("a1", w));
+  // Two held ahead before the restart, one current and one ahead now: no
+  // third lease is granted ahead.
+  EXPECT_FALSE(Lease("a1", "a1/sim0", true, 1).granted());
+
+  // The agent starts the second one first (its build ended first).
+  v1::HeartbeatRequest beat;
+  beat.set_agent_id("a1");
+  v1::BoardInfo* b = beat.add_boards();
+  b->set_board_id("a1/sim0");
+  b->set_current_lease_id(ahead[1].lease_id());
+  absl::StatusOr<v1::HeartbeatResponse> r = coord()->Heartbeat(beat);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->revoked_lease_ids_size(), 0);
+  EXPECT_EQ(CurrentLease("a1/sim0"), ahead[1].lease_id());
+  EXPECT_TRUE(ReportOk("a1", "a1/sim0", ahead[1]).accepted());
+  EXPECT_EQ(CurrentLease("a1/sim0"), ahead[0].lease_id());
+  EXPECT_TRUE(ReportOk("a1", "a1/sim0", ahead[0]).accepted());
+  EXPECT_EQ(RoundState(sweeps[1], 0), v1::ROUND_STATE_DONE);
+  EXPECT_EQ(RoundState(sweeps[2], 0), v1::ROUND_STATE_DONE);
+}
+
 // Draining a board means no new variant starts on it: the round it holds
 // ahead is re-queued (its renewals fail, so the agent drops it unrun) and
 // runs on another board; the round it runs now finishes and is recorded.
