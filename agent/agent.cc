@@ -37,6 +37,10 @@ struct Agent::Slot {
   // half-second rounds must not shrink the build window for the next dozen.
   RecentTimes build_s ABSL_GUARDED_BY(mu);
   RecentTimes eval_s ABSL_GUARDED_BY(mu);
+  // Reports the last evaluated lease while the board runs the next one (a
+  // durable commit on the coordinator is a round trip the board need not
+  // wait for). One report at a time, in order; only the worker touches it.
+  std::thread reporter;
 };
 
 void Agent::RecentTimes::Add(double seconds) {
@@ -199,6 +203,7 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
     }
     RunLease(slot, response->work(), stop);
   }
+  if (slot.reporter.joinable()) slot.reporter.join();
   ReapBuilds(slot, /*all=*/true);
 }
 
@@ -321,21 +326,13 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
       result.run_s(), result.measurement().pairs(), result.timed_s(),
       result.runner_starts());
 
+  // The previous report has long ended (a whole evaluation ago); waiting
+  // for it keeps reports in order and at most one in flight.
+  if (slot.reporter.joinable()) slot.reporter.join();
   if (slot.cancel.load() || stop.load()) {
     spdlog::info("{}: lease {} abandoned (revoked or stopping)", board_id,
                  work.lease_id());
   } else {
-    // The bundle is on disk before the result is reported, so no crash of
-    // this agent (or of the coordinator before it replies) loses it.
-    bool kept = false;
-    if (bundle.has_value() && sink_ != nullptr) {
-      if (absl::Status st = sink_->Keep(*bundle); st.ok()) {
-        kept = true;
-      } else {
-        spdlog::warn("{}: profile bundle of {} not kept: {}", board_id,
-                     work.lease_id(), st.ToString());
-      }
-    }
     v1::ReportResultRequest request;
     request.set_agent_id(options_.agent_id);
     request.set_board_id(board_id);
@@ -343,33 +340,12 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
     request.set_epoch(work.epoch());
     request.set_sweep_id(work.sweep_id());
     request.set_round_id(work.round_id());
-    *request.mutable_result() = result;
-    // Retries until the coordinator answers: recording is exactly-once on
-    // its side, so a retry of an acknowledged result is harmless.
-    absl::Duration backoff = absl::Milliseconds(100);
-    while (!stop.load()) {
-      auto response = client_->ReportResult(request);
-      if (response.ok()) {
-        if (!response->accepted()) {
-          spdlog::warn("{}: result of {} discarded: {}", board_id,
-                       work.lease_id(), response->reason());
-        }
-        break;
-      }
-      if (absl::IsInvalidArgument(response.status()) ||
-          absl::IsNotFound(response.status())) {
-        spdlog::error("{}: result of {} refused: {}", board_id, work.lease_id(),
-                      response.status().ToString());
-        break;
-      }
-      clock_.SleepFor(backoff, &stop);
-      backoff = std::min(backoff * 2, options_.max_backoff);
-    }
-    // Sent whatever the answer: the analyzer and the coordinator are
-    // idempotent, and the coordinator refuses a diagnosis of a result it did
-    // not record. Stopping before an answer leaves it kept on disk; the
-    // restarted agent sends it.
-    if (kept && !stop.load()) sink_->Release(bundle->bundle_id());
+    *request.mutable_result() = std::move(result);
+    slot.reporter =
+        std::thread([this, &stop, board_id, request = std::move(request),
+                     bundle = std::move(bundle)]() mutable {
+          Report(board_id, request, std::move(bundle), stop);
+        });
   }
   {
     absl::MutexLock lock(&slot.mu);
@@ -381,6 +357,53 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
   ReapBuilds(slot, /*all=*/stop.load());
   done = true;
   renewer.join();
+}
+
+void Agent::Report(const std::string& board_id,
+                   const v1::ReportResultRequest& request,
+                   std::optional<v1::ProfileBundle> bundle,
+                   const std::atomic<bool>& stop) {
+  const std::string& lease_id = request.lease_id();
+  // The bundle is on disk before the result is reported, so no crash of
+  // this agent (or of the coordinator before it replies) loses it.
+  bool kept = false;
+  if (bundle.has_value() && sink_ != nullptr) {
+    if (absl::Status st = sink_->Keep(*bundle); st.ok()) {
+      kept = true;
+    } else {
+      spdlog::warn("{}: profile bundle of {} not kept: {}", board_id, lease_id,
+                   st.ToString());
+    }
+  }
+  // Retries until the coordinator answers: recording is exactly-once on
+  // its side, so a retry of an acknowledged result is harmless.
+  absl::Duration backoff = absl::Milliseconds(100);
+  const absl::Time start = absl::Now();
+  while (!stop.load()) {
+    auto response = client_->ReportResult(request);
+    if (response.ok()) {
+      if (!response->accepted()) {
+        spdlog::warn("{}: result of {} discarded: {}", board_id, lease_id,
+                     response->reason());
+      }
+      break;
+    }
+    if (absl::IsInvalidArgument(response.status()) ||
+        absl::IsNotFound(response.status())) {
+      spdlog::error("{}: result of {} refused: {}", board_id, lease_id,
+                    response.status().ToString());
+      break;
+    }
+    clock_.SleepFor(backoff, &stop);
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+  // Sent whatever the answer: the analyzer and the coordinator are
+  // idempotent, and the coordinator refuses a diagnosis of a result it did
+  // not record. Stopping before an answer leaves it kept on disk; the
+  // restarted agent sends it.
+  if (kept && !stop.load()) sink_->Release(bundle->bundle_id());
+  spdlog::debug("{}: result of {} reported in {:.3f} s", board_id, lease_id,
+                absl::ToDoubleSeconds(absl::Now() - start));
 }
 
 bool Agent::LeaseStillValid(const v1::WorkItem& work) {

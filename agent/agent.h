@@ -15,8 +15,9 @@
 // rounded up, plus one; at least 1, at most AgentOptions::max_ahead and at
 // most one more than the host's cores per board, so a compile never waits in
 // front of the board; the compilers themselves share the host's cores
-// (BuildVariant bounds them). The board still runs one variant at a time: the
-// next one starts when the current one is reported. A lease ahead the
+// (BuildVariant bounds them). The board still runs one variant at a time; a
+// reporter thread per board keeps the bundle and reports the result while
+// the next one runs (one report in flight, in order). A lease ahead the
 // coordinator revokes is dropped unrun.
 //
 // Owns its boards. Run() blocks; Stop-by-flag from any thread. The client
@@ -28,6 +29,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -117,6 +119,12 @@ class Agent {
   // Joins the slot's finished background builds (all of them, cancelling
   // any still running, when `all`).
   void ReapBuilds(Slot& slot, bool all);
+  // Keeps the round's profile bundle on disk, then reports its result
+  // until the coordinator answers (or `stop`); runs on the slot's reporter.
+  void Report(const std::string& board_id,
+              const v1::ReportResultRequest& request,
+              std::optional<v1::ProfileBundle> bundle,
+              const std::atomic<bool>& stop);
   // RenewLease: false when the coordinator answers that the lease is over
   // (an unreachable coordinator is not an answer).
   bool LeaseStillValid(const v1::WorkItem& work);

@@ -144,8 +144,17 @@ std::vector<std::string> ExpandFlagsImpl(const std::vector<std::string>& flags,
                                          const std::string& arch) {
   std::vector<std::string> out;
   out.reserve(flags.size());
-  for (const std::string& f : flags)
-    out.push_back(absl::StrReplaceAll(f, {{"{arch}", arch}}));
+  // sm_90a's virtual architecture is compute_90a: naming both in one
+  // -gencode builds the board's cubin alone, where -arch=sm_90a also runs
+  // the front end for compute_90 PTX the board never loads.
+  std::string virtual_arch = arch;
+  if (absl::StartsWith(virtual_arch, "sm_")) {
+    virtual_arch.replace(0, 3, "compute_");
+  }
+  for (const std::string& f : flags) {
+    out.push_back(absl::StrReplaceAll(
+        f, {{"{arch}", arch}, {"{virtual_arch}", virtual_arch}}));
+  }
   return out;
 }
 

@@ -96,7 +96,8 @@ std::unique_ptr<Board> NewCudaBoard(const CudaBoardOptions& options,
                                         const GpuInfo& gpu,
                                         const GpuSpec& spec);
 
-// The "{arch}"-expanded flags of a manifest's cuda backend entry.
+// The flags of a manifest's cuda backend entry with "{arch}" (sm_90a) and
+// "{virtual_arch}" (compute_90a) filled in.
 std::vector<std::string> ExpandCudaFlags(const std::vector<std::string>& flags,
                                          const std::string& arch);
 

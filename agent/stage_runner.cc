@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <system_error>
 
 #include "absl/strings/ascii.h"
@@ -254,16 +256,39 @@ absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
 
   // A block that fails records why here and stops MeasureBlocks.
   bool failed = false;
-  auto fail = [&](v1::Outcome outcome, std::string detail) {
+  // The checked block's output is compared on a host thread while the board
+  // runs the blocks after it (a large output takes tens of ms to read and
+  // compare). A mismatch stops the blocks at the next one and takes
+  // precedence over anything a later block did.
+  std::future<v1::PrecisionCheck> check;
+  auto precision_failed = [&](bool wait) {
+    if (!check.valid() || (!wait && check.wait_for(std::chrono::seconds(0)) !=
+                                        std::future_status::ready)) {
+      return false;
+    }
+    *result->mutable_precision() = check.get();
+    if (result->precision().passed()) return false;
     failed = true;
-    result->set_outcome(outcome);
-    result->set_detail(std::move(detail));
+    result->set_outcome(v1::OUTCOME_PRECISION_FAILED);
+    result->set_detail(
+        absl::StrCat("precision: ", result->precision().detail()));
+    return true;
+  };
+  auto fail = [&](v1::Outcome outcome, std::string detail) {
+    if (!precision_failed(/*wait=*/true)) {
+      failed = true;
+      result->set_outcome(outcome);
+      result->set_detail(std::move(detail));
+    }
     return absl::AbortedError("block failed");
   };
   double run_s = 0, timed_us = 0;
   BlockRunner run_block =
       [&](bool reference, int index, int warmup,
           int samples) -> absl::StatusOr<std::vector<double>> {
+    if (precision_failed(/*wait=*/false)) {
+      return absl::AbortedError("block failed");
+    }
     const StagePlan& p = reference ? parent : plan;
     std::vector<std::string> args = {"--samples", absl::StrCat(samples),
                                      "--warmup", absl::StrCat(warmup)};
@@ -310,13 +335,12 @@ absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
       return fail(v1::OUTCOME_RUN_CRASHED, StageFailure(what, run->result));
     }
     if (checked) {
-      *result->mutable_precision() =
-          ComparePrecision(run->out_dir + "/output.bin", reference_bin,
-                           work.operator_().tolerances());
-      if (!result->precision().passed()) {
-        return fail(v1::OUTCOME_PRECISION_FAILED,
-                    absl::StrCat("precision: ", result->precision().detail()));
-      }
+      check = std::async(std::launch::async,
+                         [output = run->out_dir + "/output.bin", &reference_bin,
+                          tolerances = work.operator_().tolerances()] {
+                           return ComparePrecision(output, reference_bin,
+                                                   tolerances);
+                         });
     }
     absl::StatusOr<std::vector<double>> timing =
         ReadTimingSamples(run->out_dir + "/timing_us.txt");
@@ -339,6 +363,7 @@ absl::StatusOr<bool> MeasureRunStage(const StagePlan& plan,
       MeasureBlocks(policy, ab, run_block, plan.simulated, note);
   result->set_run_s(run_s);
   result->set_timed_s(timed_us / 1e6);
+  if (precision_failed(/*wait=*/true)) return false;
   if (!m.ok()) {
     if (failed) return false;
     return m.status();

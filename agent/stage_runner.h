@@ -143,7 +143,9 @@ absl::StatusOr<Evaluation> RunStages(const StagePlan& plan,
 // The run stage, timed per work.measurement() through MeasureBlocks: the
 // candidate alone, or (A/B) interleaved with the parent variant in ABBA
 // blocks. The candidate's first block is judged against `reference_bin`
-// (the reference stage's output) before any further block runs. Returns
+// (the reference stage's output) on a host thread while the blocks after
+// it run; a mismatch stops them at the next block and outranks a later
+// block's failure. Returns
 // true with result->measurement (and precision, run_s) filled, or false
 // with result's outcome and detail set (RUN_CRASHED, RUN_TIMEOUT,
 // PRECISION_FAILED, BUILD_FAILED when program_is_variant and the program

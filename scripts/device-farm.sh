@@ -94,7 +94,7 @@ for mode in ${TF_FARM_MODES:-runner process}; do
     echo "=== $name ($(date -u +%FT%TZ))" >> "$farm_log"
     start=$(date +%s)
     timeout -k 10 "${TF_FARM_TIMEOUT:-200}" "$carry/bin/tunefarm" local --boards cuda \
-      --agents 1 --data-dir "$data" --ops-dir "$root/ops" --no-profile \
+      --agents 1 --data-dir "$data" --ops-dir "$root/ops" --no-profile --log-level debug \
       "$data/spec.yaml" > "$data/local.txt" 2>&1
     farm_rc=$?
     secs=$(( $(date +%s) - start ))
@@ -135,17 +135,29 @@ if first is not None and last is not None and last > first:
           f"timed kernels {timed:.1f} s ({100 * timed / (last - first):.1f}%)")
 PY
     # Where one variant's compile goes (nvcc --time), for the first variant
-    # built in the sweep.
+    # built in the sweep: the manifest's flags (one -gencode), the former
+    # -arch (two front-end passes), and the host side at -O1.
     header=$(find "$data" -name tf_params.h 2>/dev/null | head -n 1)
     src="$root/ops/${spec#cuda_}/cuda/${spec#cuda_}.cu"
     if [ "$mode" = runner ] && [ -n "$header" ] && [ -f "$src" ] && command -v nvcc > /dev/null; then
-      arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
-      nvcc --time "$out/${name}_nvcc_time.csv" -include "$header" -I "$root/ops/common" \
-        "$src" -O3 "-arch=sm_${arch}a" -std=c++17 -lineinfo -shared -Xcompiler -fPIC \
-        -DTF_VARIANT_SHARED -Dmain=tf_variant_main -o "/tmp/nvcc-time-$name.so" > /dev/null 2>&1
-      awk -F, -v name="$name" 'NR > 1 && $2 != "" { t[$2] += $NF } END { for (p in t) printf "%s: nvcc phase %s %.0f ms\n", name, p, t[p] }' \
-        "$out/${name}_nvcc_time.csv" >> "$summary" 2>/dev/null
+      cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
+      for variant in "gencode:-O3 -gencode=arch=compute_${cc}a,code=sm_${cc}a" \
+                     "arch:-O3 -arch=sm_${cc}a" \
+                     "gencode_host_O1:-O1 -gencode=arch=compute_${cc}a,code=sm_${cc}a"; do
+        tag=${variant%%:*}
+        csv="$out/${name}_nvcc_time_${tag}.csv"
+        start_ns=$(date +%s%N)
+        # shellcheck disable=SC2086  # the flags are words
+        nvcc --time "$csv" -include "$header" -I "$root/ops/common" "$src" ${variant#*:} \
+          -std=c++17 -lineinfo -shared -Xcompiler -fPIC -DTF_VARIANT_SHARED \
+          -Dmain=tf_variant_main -o "/tmp/nvcc-time-$name.so" > /dev/null 2>&1
+        echo "$name: nvcc $tag: $(( ($(date +%s%N) - start_ns) / 1000000 )) ms wall" >> "$summary"
+        # Fields: ..., metric, unit; the phase is the second.
+        awk -F' *, *' -v name="$name" -v tag="$tag" 'NR > 1 && $2 != "" { t[$2] += $(NF-1) } END { for (p in t) printf "%s: nvcc %s phase %s %.0f ms\n", name, tag, p, t[p] }' \
+          "$csv" >> "$summary" 2>/dev/null
+      done
     fi
+    gzip -c "$data/logs/agent-1.log" > "$out/${name}_agent.log.gz" 2>/dev/null
     grep -E "best|speedup|rounds|ended" "$data/local.txt" | head -8 | sed "s/^/$name: /" >> "$summary"
     cp "$data"/reports/*/report.md "$out/${name}_report.md" 2>/dev/null ||
       cp "$data"/reports/*.md "$out/${name}_report.md" 2>/dev/null

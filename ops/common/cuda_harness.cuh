@@ -34,9 +34,10 @@
 // ago needs no 25 ms warm-up floor). A stage program run as a process of its
 // own finds no slot and does everything per stage.
 //
-// Ownership: L2Flusher owns its device buffer. Everything here runs on the
-// calling host thread and the legacy default stream; not thread-safe (one
-// stage program, one thread).
+// Ownership: L2Flusher owns its device buffer; PendingWrite its thread.
+// Everything here runs on the calling host thread and the legacy default
+// stream, except PendingWrite's file write, which touches only host memory;
+// not thread-safe (one stage program, one thread).
 #ifndef TUNEFARM_OPS_COMMON_CUDA_HARNESS_CUH_
 #define TUNEFARM_OPS_COMMON_CUDA_HARNESS_CUH_
 
@@ -49,8 +50,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
+#include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 // A variant built for a board's persistent runner is a shared object
@@ -232,9 +236,14 @@ struct DeviceSummary {
   int cc_major = 0, cc_minor = 0;
 };
 
+// The current device's summary. A runner keeps it per device: the
+// properties do not change, and cudaGetDeviceProperties fills in every field
+// (some are slow driver queries) where a block needs five.
 inline DeviceSummary QueryDevice() {
   int dev = 0;
   TF_CUDA_CHECK(cudaGetDevice(&dev));
+  void** slot = RunnerSlot(("tf_cuda.device_summary.v1." + std::to_string(dev)).c_str());
+  if (slot != nullptr && *slot != nullptr) return *static_cast<DeviceSummary*>(*slot);
   cudaDeviceProp prop{};
   TF_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
   DeviceSummary s;
@@ -246,6 +255,7 @@ inline DeviceSummary QueryDevice() {
   int khz = 0;
   TF_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev));
   s.max_clock_mhz = khz / 1000;
+  if (slot != nullptr) *slot = new DeviceSummary(s);  // lives as long as the runner
   return s;
 }
 
@@ -474,13 +484,20 @@ inline std::string ReadTextFile(const std::string& path) {
   return s;
 }
 
-inline void WriteBytes(const std::string& path, const void* data, size_t bytes) {
+// Writes `path` through a temporary and a rename; "" or why it failed.
+inline std::string TryWriteBytes(const std::string& path, const void* data, size_t bytes) {
   const std::string tmp = path + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) Die(kExitIo, "cannot create " + tmp);
-  if (bytes && std::fwrite(data, 1, bytes, f) != bytes) Die(kExitIo, "short write to " + tmp);
-  if (std::fclose(f) != 0) Die(kExitIo, "cannot close " + tmp);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) Die(kExitIo, "cannot rename to " + path);
+  if (!f) return "cannot create " + tmp;
+  const bool short_write = bytes && std::fwrite(data, 1, bytes, f) != bytes;
+  if (std::fclose(f) != 0 || short_write) return "short write to " + tmp;
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return "cannot rename to " + path;
+  return "";
+}
+
+inline void WriteBytes(const std::string& path, const void* data, size_t bytes) {
+  const std::string why = TryWriteBytes(path, data, bytes);
+  if (!why.empty()) Die(kExitIo, why);
 }
 
 inline void WriteText(const std::string& path, const std::string& text) {
@@ -514,18 +531,60 @@ inline void* RunnerPinnedHost(size_t bytes) {
   return p->ptr;
 }
 
-// A device buffer's contents written to `path` (as WriteBytes): the run
-// stage's output.bin.
+// A file being written on a host thread: the run stage's output.bin (tens
+// of MB for a large workload) goes to disk while the device times the
+// samples that follow. Wait() (or the destructor) joins it and ends the
+// stage as WriteBytes would when the write failed. Move-only; owned by the
+// stage that started it.
+class PendingWrite {
+ public:
+  PendingWrite() = default;
+  PendingWrite(std::string path, std::vector<char> owned, const void* data, size_t bytes)
+      : path_(std::move(path)), owned_(std::move(owned)) {
+    thread_ = std::thread([this, data, bytes] {
+      why_ = TryWriteBytes(path_, owned_.empty() ? data : owned_.data(), bytes);
+    });
+  }
+  PendingWrite(PendingWrite&&) = delete;
+  PendingWrite& operator=(PendingWrite&&) = delete;
+  ~PendingWrite() { Wait(); }
+
+  void Wait() {
+    if (!thread_.joinable()) return;
+    thread_.join();
+    if (!why_.empty()) Die(kExitIo, why_);
+  }
+
+ private:
+  std::string path_;
+  std::vector<char> owned_;  // the copy when no runner buffer holds it
+  std::string why_;
+  std::thread thread_;
+};
+
+// Copies a device buffer's contents out (the buffer may be reused at once)
+// and writes them to `path` (as WriteBytes) on `*write`'s thread. In a
+// runner the copy goes through its pinned buffer, which no other stage uses
+// before this one returns and joins the write.
 template <typename T>
-inline void WriteDeviceBuffer(const std::string& path, const DeviceBuffer<T>& buf) {
+inline void WriteDeviceBufferAsync(const std::string& path, const DeviceBuffer<T>& buf,
+                                   std::optional<PendingWrite>* write) {
   void* host = RunnerPinnedHost(buf.bytes());
+  std::vector<char> owned;
   if (host == nullptr) {
-    const std::vector<T> v = buf.Download();
-    WriteBytes(path, v.data(), buf.bytes());
-    return;
+    owned.resize(buf.bytes());
+    host = owned.data();
   }
   TF_CUDA_CHECK(cudaMemcpy(host, buf.get(), buf.bytes(), cudaMemcpyDeviceToHost));
-  WriteBytes(path, host, buf.bytes());
+  write->emplace(path, std::move(owned), host, buf.bytes());
+}
+
+// A device buffer's contents written to `path` (as WriteBytes).
+template <typename T>
+inline void WriteDeviceBuffer(const std::string& path, const DeviceBuffer<T>& buf) {
+  std::optional<PendingWrite> write;
+  WriteDeviceBufferAsync(path, buf, &write);
+  write->Wait();
 }
 
 // dims.<name> of workload.json as the boards write it:

@@ -239,10 +239,13 @@ TEST(NcuTest, PublicFixturesParseAfterCleanUp) {
 TEST(CudaFlagsTest, ArchPlaceholderIsFilled) {
   EXPECT_EQ(
       ExpandCudaFlags({"-O3", "-arch={arch}", "-std=c++17",
-                       "-gencode=arch=compute_90a,code={arch}"},
+                       "-gencode=arch={virtual_arch},code={arch}"},
                       "sm_90a"),
       (std::vector<std::string>{"-O3", "-arch=sm_90a", "-std=c++17",
                                 "-gencode=arch=compute_90a,code=sm_90a"}));
+  EXPECT_EQ(
+      ExpandCudaFlags({"-gencode=arch={virtual_arch},code={arch}"}, "sm_80"),
+      (std::vector<std::string>{"-gencode=arch=compute_80,code=sm_80"}));
 }
 
 TEST(ShippedManifestsTest, GemmAndSoftmaxDeclareTheCudaBackend) {
@@ -258,7 +261,8 @@ TEST(ShippedManifestsTest, GemmAndSoftmaxDeclareTheCudaBackend) {
     EXPECT_TRUE(fs::exists(op->package_dir() + "/" + it->second.sources(0)));
     const std::vector<std::string> flags(it->second.flags().begin(),
                                          it->second.flags().end());
-    EXPECT_NE(std::find(flags.begin(), flags.end(), "-arch={arch}"),
+    EXPECT_NE(std::find(flags.begin(), flags.end(),
+                        "-gencode=arch={virtual_arch},code={arch}"),
               flags.end());
     int cuda_params = 0;
     for (const v1::ParameterDomain& p : op->parameters()) {
