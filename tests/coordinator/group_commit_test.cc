@@ -1,6 +1,8 @@
 // Group commit: agents' calls queued together on the control loop share one
 // synced commit, their answers wait for it, and when it fails every call of
 // the batch is answered with the error and memory is as before the batch.
+// A batch is bounded by count (max_batch) and by wait (max_batch_wait).
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -64,6 +66,137 @@ TEST_F(GroupCommitTest, AFailedBatchAnswersEveryCallWithItsError) {
   EXPECT_EQ(loop_->Call([&] { return coord_->DescribeState(); }), state);
   // Retried after the store recovered: each round leased once.
   ExpectEveryBoardLeasesOnce();
+}
+
+}  // namespace
+}  // namespace tunefarm
+
+namespace tunefarm {
+namespace {
+
+// The size of every batch the loop ran (closures between begin and the
+// commit or seal), in the loop's order. Touched on the loop thread only;
+// read once the loop has stopped.
+struct BatchSizes {
+  std::vector<int> sizes;
+  int open = 0;
+  void Begin() { open = 0; }
+  void Ran() { ++open; }
+  void End() { sizes.push_back(open); }
+};
+
+class Durable : public SealedBatch {
+ public:
+  absl::Status Write() override { return absl::OkStatus(); }
+  void Settle(const absl::Status&) override {}
+};
+
+ControlLoop::BatchHooks CountingHooks(BatchSizes* b, bool pipelined) {
+  ControlLoop::BatchHooks hooks{[b] { b->Begin(); }, nullptr, nullptr};
+  if (pipelined) {
+    hooks.seal = [b] {
+      b->End();
+      return std::make_unique<Durable>();
+    };
+  } else {
+    hooks.commit = [b] {
+      b->End();
+      return absl::OkStatus();
+    };
+  }
+  return hooks;
+}
+
+// A batch holds at most max_batch calls however many are queued, in both
+// the synchronous and the pipelined commit: 7 calls queued at once with
+// max_batch 3 make batches of at most 3 that run each call once.
+TEST(GroupCommitBoundsTest, ABatchHoldsAtMostMaxBatchCalls) {
+  for (const bool pipelined : {false, true}) {
+    SCOPED_TRACE(pipelined ? "pipelined" : "synchronous");
+    BatchSizes batches;
+    ControlLoop::Options options;
+    options.max_batch = 3;
+    ControlLoop loop(
+        absl::Hours(1), [] {}, CountingHooks(&batches, pipelined), options);
+    loop.Start();
+    absl::Mutex mu;
+    bool holding = false, release = false;
+    int answered = 0;
+    std::vector<int> runs(7, 0);
+    // Holds the loop until every call is queued behind it.
+    loop.Post(
+        [&] {
+          absl::MutexLock lock(&mu);
+          holding = true;
+          auto released = [&] { return release; };
+          mu.Await(absl::Condition(&released));
+          return absl::OkStatus();
+        },
+        [](absl::Status) {});
+    {
+      absl::MutexLock lock(&mu);
+      auto held = [&] { return holding; };
+      mu.Await(absl::Condition(&held));
+    }
+    for (int i = 0; i < 7; ++i) {
+      loop.Post(
+          [&, i] {
+            batches.Ran();
+            ++runs[i];
+            return absl::OkStatus();
+          },
+          [&](absl::Status st) {
+            EXPECT_TRUE(st.ok()) << st;
+            absl::MutexLock lock(&mu);
+            ++answered;
+          });
+    }
+    {
+      absl::MutexLock lock(&mu);
+      release = true;
+      auto all = [&] { return answered == 7; };
+      mu.Await(absl::Condition(&all));
+    }
+    loop.Stop();
+    int total = 0;
+    for (int size : batches.sizes) {
+      EXPECT_LE(size, 3) << "a batch went past max_batch";
+      total += size;
+    }
+    EXPECT_EQ(total, 7);
+    EXPECT_EQ(*std::max_element(batches.sizes.begin(), batches.sizes.end()), 3)
+        << "calls queued together were not batched up to the bound";
+    EXPECT_GE(batches.sizes.size(), 3u + 1u) << "the holding call's batch, "
+                                                "then at least 3 of 7 calls";
+    for (int i = 0; i < 7; ++i) EXPECT_EQ(runs[i], 1) << "call " << i;
+  }
+}
+
+// A batch that does not fill waits for more calls at most max_batch_wait,
+// then commits what it has: a lone call is answered, after about that wait.
+TEST(GroupCommitBoundsTest, ABatchThatDoesNotFillWaitsAtMostMaxBatchWait) {
+  for (const bool pipelined : {false, true}) {
+    SCOPED_TRACE(pipelined ? "pipelined" : "synchronous");
+    BatchSizes batches;
+    ControlLoop::Options options;
+    options.max_batch = 100;
+    options.max_batch_wait = absl::Milliseconds(200);
+    ControlLoop loop(
+        absl::Hours(1), [] {}, CountingHooks(&batches, pipelined), options);
+    loop.Start();
+    const absl::Time start = absl::Now();
+    absl::Status st = loop.CallBatched([&] {
+      batches.Ran();
+      return absl::OkStatus();
+    });
+    const absl::Duration waited = absl::Now() - start;
+    loop.Stop();
+    EXPECT_TRUE(st.ok()) << st;
+    EXPECT_GE(waited, absl::Milliseconds(190)) << "it did not wait for more";
+    EXPECT_LT(waited, absl::Seconds(20)) << "it waited past the bound";
+    ASSERT_EQ(batches.sizes.size(), 1u);
+    EXPECT_EQ(batches.sizes[0], 1);
+  }
 }
 
 }  // namespace
