@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/guided_strategy.h"
 #include "coordinator/hybrid_strategy.h"
+#include "coordinator/seed_seq.h"
 #include "ops/catalog.h"
 #include "ops/constraints.h"
 
@@ -244,12 +245,12 @@ class RandomStrategy : public Strategy {
     const v1::OperatorManifest& op = *h.op;
     const uint64_t seed = h.spec != nullptr ? h.spec->strategy().seed() : 1;
     const uint64_t count = h.rounds != nullptr ? h.rounds->size() : 0;
-    // seed_seq and mt19937_64 are fully specified by the standard, so the
-    // same (seed, history length) draws the same numbers everywhere.
-    std::seed_seq seq{static_cast<uint32_t>(seed),
-                      static_cast<uint32_t>(seed >> 32),
-                      static_cast<uint32_t>(count),
-                      static_cast<uint32_t>(count >> 32), 0x7f4a7c15u};
+    // The seed sequence and mt19937_64 are fully specified by the standard,
+    // so the same (seed, history length) draws the same numbers everywhere
+    // (SeedSeq: std::seed_seq's algorithm, cheaper).
+    SeedSeq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
+                static_cast<uint32_t>(count),
+                static_cast<uint32_t>(count >> 32), 0x7f4a7c15u};
     std::mt19937_64 rng(seq);
 
     const KeySet& visited = visited_.Keys(h);

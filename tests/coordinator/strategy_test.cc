@@ -3,11 +3,13 @@
 #include "coordinator/strategy.h"
 
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/seed_seq.h"
 #include "coordinator/strategy_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -313,6 +315,30 @@ TEST(RandomStrategy, FirstPickIsRoughlyUniform) {
     EXPECT_GT(n, 120) << key;
     EXPECT_LT(n, 280) << key;
   }
+}
+
+// SeedSeq fills what std::seed_seq fills, for every length the standard's
+// algorithm treats differently (t = 0, 1, 3, 5, 7, 11) and for seeds
+// shorter and longer than the range; mt19937_64 seeded through it draws
+// the same numbers, so proposals stay what they were.
+TEST(SeedSeqTest, FillsWhatStdSeedSeqFills) {
+  std::mt19937 values(12345);
+  for (size_t n : {0, 1, 2, 3, 6, 7, 38, 39, 67, 68, 622, 623, 624, 1000}) {
+    for (size_t s : {0, 1, 5, 8, 700, 1100}) {
+      std::vector<uint32_t> v(s);
+      for (uint32_t& x : v) x = values();
+      std::seed_seq expected_seq(v.begin(), v.end());
+      const SeedSeq ours(v);
+      std::vector<uint32_t> expected(n), got(n);
+      expected_seq.generate(expected.begin(), expected.end());
+      ours.generate(got.begin(), got.end());
+      EXPECT_EQ(got, expected) << "n=" << n << " s=" << s;
+    }
+  }
+  std::seed_seq std_seq{7u, 0u, 42u, 0u, 0x7f4a7c15u};
+  SeedSeq our_seq{7u, 0u, 42u, 0u, 0x7f4a7c15u};
+  std::mt19937_64 a(std_seq), b(our_seq);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(a(), b()) << "draw " << i;
 }
 
 TEST(NewStrategy, KnownAndUnknownNames) {
