@@ -1,6 +1,7 @@
 #include "coordinator/strategy.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -28,18 +29,11 @@ constexpr uint64_t kEnumerateMostlyVisited = uint64_t{1} << 22;
 // the space visited, failing this often has probability 2^-10000.
 constexpr int kMaxDrawsPerCandidate = 10000;
 
-KeySet VisitedKeys(const SearchHistory& h) {
-  KeySet keys;
-  if (h.rounds == nullptr) return keys;
-  keys.reserve(h.rounds->size());
-  for (const v1::Round& r : *h.rounds) keys.insert(ParamsKey(r.params()));
-  return keys;
-}
-
-// VisitedKeys kept across Propose calls, so a proposal costs O(new rounds)
-// rather than O(history). The coordinator only appends rounds, except when
-// it undoes a failed commit (it truncates); a shorter history, another
-// vector, or a changed last key rebuilds the set. Derived from the history
+// The history's configurations (ParamsKey), kept across Propose calls, so
+// a proposal costs O(new rounds) rather than O(history). The coordinator
+// only appends rounds, except when it undoes a failed commit (it
+// truncates); a shorter history, another vector, or a changed last key
+// rebuilds the set. Derived from the history
 // alone, so Propose stays a function of it.
 class VisitedCache {
  public:
@@ -50,6 +44,7 @@ class VisitedCache {
       keys_.clear();
       count_ = 0;
       rounds_ = h.rounds;
+      ++rebuilds_;
     }
     for (; count_ < n; ++count_) {
       keys_.insert(ParamsKey((*h.rounds)[count_].params()));
@@ -57,12 +52,16 @@ class VisitedCache {
     last_ = count_ > 0 ? ParamsKey((*h.rounds)[count_ - 1].params()) : "";
     return keys_;
   }
+  // How many times the set was rebuilt (what was derived from it is stale
+  // when this changed).
+  int64_t rebuilds() const { return rebuilds_; }
 
  private:
   const std::vector<v1::Round>* rounds_ = nullptr;
   size_t count_ = 0;
   std::string last_;
   KeySet keys_;
+  int64_t rebuilds_ = 0;
 };
 
 // The parameters candidates are diffed against: the best round's, or the
@@ -148,43 +147,81 @@ uint64_t UniformBelow(std::mt19937_64& rng, uint64_t bound) {
   }
 }
 
-// The grid indices of the history's configurations that lie in the grid,
-// sorted and distinct. Requires an unsaturated space size.
-std::vector<uint64_t> TriedIndices(const SearchHistory& h,
-                                   const v1::OperatorManifest& op) {
+// Each parameter's value positions in its domain (by the value's text;
+// the first of equal values wins).
+std::vector<absl::flat_hash_map<std::string, uint64_t>> ValuePositions(
+    const v1::OperatorManifest& op) {
   std::vector<absl::flat_hash_map<std::string, uint64_t>> pos(
       op.parameters_size());
   for (int i = 0; i < op.parameters_size(); ++i) {
     const v1::ParameterDomain& p = op.parameters(i);
     for (int v = 0; v < p.values_size(); ++v) {
-      pos[i].emplace(ParamValueToString(p.values(v)), v);  // first wins
+      pos[i].emplace(ParamValueToString(p.values(v)), v);
     }
   }
-  std::vector<uint64_t> out;
-  if (h.rounds == nullptr) return out;
-  for (const v1::Round& r : *h.rounds) {
-    if (r.params_size() != op.parameters_size()) continue;
-    uint64_t index = 0;
-    bool in_grid = true;
-    for (int i = 0; i < op.parameters_size() && in_grid; ++i) {
-      const v1::ParameterDomain& p = op.parameters(i);
-      auto v = r.params().find(p.name());
-      auto at = v == r.params().end()
-                    ? pos[i].end()
-                    : pos[i].find(ParamValueToString(v->second));
-      in_grid = at != pos[i].end();
-      if (in_grid) index = index * p.values_size() + at->second;
-    }
-    // The same configuration, not just the same values (VisitedKeys' test).
-    if (in_grid &&
-        ParamsKey(ParamsAt(op, DigitsOf(op, index))) == ParamsKey(r.params())) {
-      out.push_back(index);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  return pos;
 }
+
+// The grid index of a round's configuration, if it lies in the grid.
+// Requires an unsaturated space size.
+std::optional<uint64_t> GridIndex(
+    const v1::OperatorManifest& op,
+    const std::vector<absl::flat_hash_map<std::string, uint64_t>>& pos,
+    const v1::Round& r) {
+  if (r.params_size() != op.parameters_size()) return std::nullopt;
+  uint64_t index = 0;
+  for (int i = 0; i < op.parameters_size(); ++i) {
+    const v1::ParameterDomain& p = op.parameters(i);
+    auto v = r.params().find(p.name());
+    if (v == r.params().end()) return std::nullopt;
+    auto at = pos[i].find(ParamValueToString(v->second));
+    if (at == pos[i].end()) return std::nullopt;
+    index = index * p.values_size() + at->second;
+  }
+  // The same configuration, not just the same values (as VisitedCache
+  // tells them apart).
+  if (ParamsKey(ParamsAt(op, DigitsOf(op, index))) != ParamsKey(r.params())) {
+    return std::nullopt;
+  }
+  return index;
+}
+
+// The grid indices of the history's configurations that lie in the grid,
+// sorted and distinct, kept across Propose calls as VisitedCache keeps its
+// keys (the same rule for a history that was cut short or replaced), so a
+// proposal costs O(new rounds) rather than O(history).
+class TriedCache {
+ public:
+  const std::vector<uint64_t>& Tried(const SearchHistory& h,
+                                     const v1::OperatorManifest& op) {
+    const size_t n = h.rounds != nullptr ? h.rounds->size() : 0;
+    if (h.rounds != rounds_ || &op != op_ || n < count_ ||
+        (count_ > 0 && ParamsKey((*h.rounds)[count_ - 1].params()) != last_)) {
+      tried_.clear();
+      count_ = 0;
+      rounds_ = h.rounds;
+      op_ = &op;
+      pos_ = ValuePositions(op);
+    }
+    for (; count_ < n; ++count_) {
+      const std::optional<uint64_t> index =
+          GridIndex(op, pos_, (*h.rounds)[count_]);
+      if (!index.has_value()) continue;
+      auto at = std::lower_bound(tried_.begin(), tried_.end(), *index);
+      if (at == tried_.end() || *at != *index) tried_.insert(at, *index);
+    }
+    last_ = count_ > 0 ? ParamsKey((*h.rounds)[count_ - 1].params()) : "";
+    return tried_;
+  }
+
+ private:
+  const std::vector<v1::Round>* rounds_ = nullptr;
+  const v1::OperatorManifest* op_ = nullptr;
+  size_t count_ = 0;
+  std::string last_;
+  std::vector<absl::flat_hash_map<std::string, uint64_t>> pos_;
+  std::vector<uint64_t> tried_;
+};
 
 // The pos-th (0-based) grid index not in `tried` (sorted), in ascending
 // order. Requires pos < space - tried.size().
@@ -212,14 +249,27 @@ class GridStrategy : public Strategy {
     std::vector<Candidate> out;
     if (n <= 0 || h.op == nullptr || AnyEmptyDomain(*h.op)) return out;
     const v1::OperatorManifest& op = *h.op;
-    const KeySet visited = VisitedKeys(h);
+    const KeySet& visited = visited_.Keys(h);
+    // Grid points only ever become visited (the history grows) and stay
+    // infeasible, so the walk resumes after the leading run of such points
+    // the last call found, unless the history was replaced or cut short:
+    // the same proposals as a walk from the first point, without its
+    // O(history) steps per call.
+    if (visited_.rebuilds() != rebuilds_ || &op != op_) {
+      rebuilds_ = visited_.rebuilds();
+      op_ = &op;
+      start_ = 0;
+      start_digits_.assign(op.parameters_size(), 0);
+      walked_all_ = false;
+    }
+    if (walked_all_) return out;
     const ParamMap parent = ParentParams(h);
     const std::string total = SpaceText(SpaceSize(op));
     const ConstraintSet constraints = ConstraintsOf(op);
-    // The walk restarts from the first grid point each call: it costs at
-    // most |history| + n steps and needs no state beyond the history.
-    std::vector<uint32_t> digits(op.parameters_size(), 0);
-    uint64_t index = 0;
+    std::vector<uint32_t> digits = start_digits_;
+    uint64_t index = start_;
+    bool closed = true;  // every point walked so far: visited or infeasible
+    bool more = true;
     do {
       ParamMap params = ParamsAt(op, digits);
       if (!visited.contains(ParamsKey(params)) &&
@@ -228,11 +278,28 @@ class GridStrategy : public Strategy {
         out.push_back(MakeCandidate(
             h, parent, std::move(params),
             absl::StrCat("grid point ", index + 1, " of ", total)));
+        closed = false;
       }
       ++index;
-    } while (static_cast<int>(out.size()) < n && Increment(op, &digits));
+      more = Increment(op, &digits);
+      if (closed) {
+        start_ = index;
+        start_digits_ = digits;
+        walked_all_ = !more;
+      }
+    } while (static_cast<int>(out.size()) < n && more);
     return out;
   }
+
+ private:
+  VisitedCache visited_;
+  // Where the walk resumes (below it every point is visited or infeasible)
+  // for the history visited_ holds (as of its rebuild count rebuilds_).
+  int64_t rebuilds_ = -1;
+  const v1::OperatorManifest* op_ = nullptr;
+  uint64_t start_ = 0;
+  std::vector<uint32_t> start_digits_;
+  bool walked_all_ = false;
 };
 
 class RandomStrategy : public Strategy {
@@ -265,7 +332,7 @@ class RandomStrategy : public Strategy {
       // The untried grid indices in ascending order, as a virtual array
       // (`UntriedAt`), so that a pick costs O(log) instead of a walk over
       // the whole space.
-      const std::vector<uint64_t> tried = TriedIndices(h, op);
+      const std::vector<uint64_t>& tried = tried_.Tried(h, op);
       const uint64_t pool = space - tried.size();
       // Partial Fisher-Yates over the virtual array: the first n picks of a
       // uniform shuffle (a smaller n gives a prefix of a larger one).
@@ -318,6 +385,7 @@ class RandomStrategy : public Strategy {
 
  private:
   VisitedCache visited_;
+  TriedCache tried_;
 };
 
 }  // namespace

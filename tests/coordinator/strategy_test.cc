@@ -317,6 +317,43 @@ TEST(RandomStrategy, FirstPickIsRoughlyUniform) {
   }
 }
 
+// Grid and random keep what they derived from the history between calls
+// (the visited set, the grid indices tried, where the grid walk resumes):
+// a strategy that proposed all along proposes what a new one (a restarted
+// coordinator's) proposes for the same history, also after the history was
+// cut short (a failed commit's undo) and when it holds configurations
+// outside the grid or one configuration twice.
+TEST(Strategies, WhatIsKeptBetweenCallsChangesNoProposal) {
+  for (const char* name : {"grid", "random"}) {
+    SCOPED_TRACE(name);
+    History h(Manifest({4, 5, 6}), name, 3);
+    std::unique_ptr<Strategy> kept = Make(h);
+    ParamMap outside = h.spec_.baseline_params();
+    outside["p0"] = IntParam(7);  // not a value of p0's domain
+    for (int step = 0; step < 130; ++step) {
+      const int n = 1 + step % 3;
+      std::vector<Candidate> got = kept->Propose(h.view(), n);
+      EXPECT_EQ(KeysOf(got), KeysOf(Make(h)->Propose(h.view(), n)))
+          << "step " << step;
+      if (got.empty()) break;
+      if (step == 20) h.AddParams(outside, v1::ROUND_STATE_DONE);
+      if (step == 30) {  // the baseline measured again
+        h.AddParams(h.spec_.baseline_params(), v1::ROUND_STATE_DONE);
+      }
+      if (step == 40) {
+        // Proposed, then undone: the rounds are dropped again.
+        h.Add(got);
+        h.rounds_.resize(h.rounds_.size() - got.size() - 3);
+        continue;
+      }
+      h.Add({got.front()});  // the coordinator takes one per lease
+    }
+    EXPECT_TRUE(kept->Propose(h.view(), 1).empty());
+    EXPECT_EQ(h.Keys().size(), SpaceSize(h.op_) + 1)
+        << "it stopped before every configuration was tried";
+  }
+}
+
 // SeedSeq fills what std::seed_seq fills, for every length the standard's
 // algorithm treats differently (t = 0, 1, 3, 5, 7, 11) and for seeds
 // shorter and longer than the range; mt19937_64 seeded through it draws
