@@ -184,6 +184,23 @@ Trace Simulate(const v1::OperatorManifest& op, Board& board, Strategy& strategy,
       ++t.proposed;
     }
   }
+  // SEARCH_BENCH_TRACE=<seed>: every round of that seed at K = 1, in order
+  // (for diagnosing a strategy).
+  if (const char* trace = getenv("SEARCH_BENCH_TRACE");
+      trace != nullptr && o.boards == 1 &&
+      (std::string(trace) == "all" ||
+       std::to_string(seed) == std::string(trace))) {
+    for (const v1::Round& r : rounds) {
+      std::fprintf(stderr, "trace %s seed %llu round %lld %s %s %.1f %s\n",
+                   op.name().c_str(), static_cast<unsigned long long>(seed),
+                   static_cast<long long>(r.round_id()), r.stage().c_str(),
+                   ParamsKey(r.params()).c_str(),
+                   r.result().outcome() == v1::OUTCOME_OK
+                       ? r.result().measurement().median_us()
+                       : -1.0,
+                   v1::Decision_Name(r.decision()).c_str());
+    }
+  }
   return t;
 }
 
@@ -566,12 +583,21 @@ int main(int argc, char** argv) {
           const int reached = static_cast<int>(
               std::count_if(k_e5.begin(), k_e5.end(),
                             [](double e) { return std::isfinite(e); }));
+          std::vector<double> sorted = k_e5;
+          std::sort(sorted.begin(), sorted.end());
+          std::string per_seed;
+          for (double e : sorted) {
+            absl::StrAppend(&per_seed, per_seed.empty() ? "" : ",",
+                            Evals(e, so.budget));
+          }
           std::fprintf(stderr,
                        "%s %s K=%d reached 5%% %d/%zu, median evals to 5%% "
-                       "%s, t5 %s; rounds/kept by stage:%s\n",
+                       "%s (per seed, sorted: %s), t5 %s; rounds/kept by "
+                       "stage:%s\n",
                        res.name.c_str(), variants[v].label.c_str(), k, reached,
                        k_e5.size(), Evals(Median(k_e5), so.budget).c_str(),
-                       Secs(Median(t5)).c_str(), line.c_str());
+                       per_seed.c_str(), Secs(Median(t5)).c_str(),
+                       line.c_str());
         }
         cell.t5[k] = Median(t5);
         cell.t1[k] = Median(t1);
