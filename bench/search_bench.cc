@@ -16,7 +16,9 @@
 // coordinator's (NextRound: nothing before the baseline's result, one
 // Propose(history, 1) per free board, budget counted in candidates) and the
 // decision is its keep rule (JudgeGain, as Coordinator::Decide calls it).
-// The best is the sweep's best: kept rounds only.
+// The best is the sweep's best: kept rounds only. --overlap_baseline is a
+// what-if against that path: the free boards get proposals while the
+// baseline runs (what the "baseline first" rule costs K boards).
 //
 // Output: Markdown tables (docs/benchmarks.md), then one line
 //   search_bench: spaces=N wins_e5=W wins_b200=W wins_constrained=W
@@ -44,6 +46,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "agent/replay_board.h"
 #include "coordinator/guided_strategy.h"
@@ -64,6 +67,11 @@ struct SimOptions {
   int samples = 30;       // timed runs per evaluation
   double overhead_s = 5;  // build, transfers, reference per round
   double min_gain = 0;
+  // What-if (not the coordinator's rule today): the free boards get
+  // proposals while the baseline runs, instead of waiting for its result.
+  // Their parent is the baseline; a round that finishes before it is
+  // judged (and its board freed) when the baseline's result is in.
+  bool overlap_baseline = false;
 };
 
 // One sweep's course: after each finished evaluation, the time and the
@@ -121,10 +129,41 @@ Trace Simulate(const v1::OperatorManifest& op, Board& board, Strategy& strategy,
   *base.mutable_params() = baseline;
   base.set_state(v1::ROUND_STATE_LEASED);
   evaluate(base);
-  events.push({EvalSeconds(base.result(), o), 0});
+  const double base_done = EvalSeconds(base.result(), o);
+  events.push({base_done, 0});
   rounds.push_back(base);
+  std::vector<double> proposed_at = {0};
   --free_boards;
   t.proposed = 1;
+  // NextRound for every free board.
+  auto propose = [&] {
+    while (free_boards > 0 && t.proposed < o.budget) {
+      SearchHistory h{&op, &spec, &rounds, best_round};
+      std::vector<Candidate> c = strategy.Propose(h, 1);
+      if (c.empty()) {
+        if (events.empty()) t.exhausted = true;
+        break;
+      }
+      v1::Round n;
+      n.set_round_id(static_cast<int64_t>(rounds.size()));
+      n.set_parent_round(c[0].parent_round >= 0 ? c[0].parent_round : 0);
+      *n.mutable_params() = c[0].params;
+      for (auto& ch : c[0].changes) *n.add_changes() = ch;
+      n.set_stage(c[0].stage);
+      n.set_state(v1::ROUND_STATE_LEASED);
+      evaluate(n);
+      events.push(
+          {std::max(
+               now + EvalSeconds(n.result(), o),
+               rounds[0].state() == v1::ROUND_STATE_DONE ? 0.0 : base_done),
+           n.round_id()});
+      rounds.push_back(std::move(n));
+      proposed_at.push_back(now);
+      --free_boards;
+      ++t.proposed;
+    }
+  };
+  if (o.overlap_baseline) propose();
   while (!events.empty()) {
     const auto [at, id] = events.top();
     events.pop();
@@ -162,43 +201,27 @@ Trace Simulate(const v1::OperatorManifest& op, Board& board, Strategy& strategy,
       t.measured_best =
           std::min(t.measured_best, r.result().measurement().median_us());
     }
-    // NextRound for every free board.
-    while (free_boards > 0 && t.proposed < o.budget) {
-      SearchHistory h{&op, &spec, &rounds, best_round};
-      std::vector<Candidate> c = strategy.Propose(h, 1);
-      if (c.empty()) {
-        if (events.empty()) t.exhausted = true;
-        break;
-      }
-      v1::Round n;
-      n.set_round_id(static_cast<int64_t>(rounds.size()));
-      n.set_parent_round(c[0].parent_round);
-      *n.mutable_params() = c[0].params;
-      for (auto& ch : c[0].changes) *n.add_changes() = ch;
-      n.set_stage(c[0].stage);
-      n.set_state(v1::ROUND_STATE_LEASED);
-      evaluate(n);
-      events.push({now + EvalSeconds(n.result(), o), n.round_id()});
-      rounds.push_back(std::move(n));
-      --free_boards;
-      ++t.proposed;
-    }
+    propose();
   }
-  // SEARCH_BENCH_TRACE=<seed>: every round of that seed at K = 1, in order
-  // (for diagnosing a strategy).
+  // SEARCH_BENCH_TRACE=<seed>|all: every round of that seed, in order, at
+  // every K (for diagnosing a strategy: which technique found what, where
+  // a sweep stalls, what a batch proposed before which results).
   if (const char* trace = getenv("SEARCH_BENCH_TRACE");
-      trace != nullptr && o.boards == 1 &&
-      (std::string(trace) == "all" ||
-       std::to_string(seed) == std::string(trace))) {
+      trace != nullptr && (std::string(trace) == "all" ||
+                           std::to_string(seed) == std::string(trace))) {
     for (const v1::Round& r : rounds) {
-      std::fprintf(stderr, "trace %s seed %llu round %lld %s %s %.1f %s\n",
-                   op.name().c_str(), static_cast<unsigned long long>(seed),
-                   static_cast<long long>(r.round_id()), r.stage().c_str(),
-                   ParamsKey(r.params()).c_str(),
-                   r.result().outcome() == v1::OUTCOME_OK
-                       ? r.result().measurement().median_us()
-                       : -1.0,
-                   v1::Decision_Name(r.decision()).c_str());
+      std::fprintf(
+          stderr,
+          "trace %s K=%d seed %llu round %lld %s %s %.1f %s proposed at "
+          "%.1f s\n",
+          absl::StrReplaceAll(op.name(), {{" ", "_"}}).c_str(), o.boards,
+          static_cast<unsigned long long>(seed),
+          static_cast<long long>(r.round_id()), r.stage().c_str(),
+          ParamsKey(r.params()).c_str(),
+          r.result().outcome() == v1::OUTCOME_OK
+              ? r.result().measurement().median_us()
+              : -1.0,
+          v1::Decision_Name(r.decision()).c_str(), proposed_at[r.round_id()]);
     }
   }
   return t;
@@ -387,6 +410,9 @@ int main(int argc, char** argv) {
   app.add_option("--samples", so.samples, "timed runs per evaluation");
   app.add_option("--overhead_s", so.overhead_s, "fixed seconds per round");
   app.add_option("--min_gain", so.min_gain, "the sweeps' minimum gain");
+  app.add_flag("--overlap_baseline", so.overlap_baseline,
+               "what-if: propose to the free boards while the baseline "
+               "runs (the coordinator waits for its result today)");
   app.add_option("--strategy", main_strategy, "the strategy judged");
   app.add_option("--others", others, "strategies shown for reference (K=1)");
   app.add_option("--options", options_text,
