@@ -494,7 +494,9 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
                        id) != b.more_lease_ahead_ids().end();
     };
     for (auto& [sweep_id, s] : book_.sweeps()) {
-      for (v1::Round& r : s->rounds) {
+      for (const int64_t id : s->leased) {
+        if (id >= static_cast<int64_t>(s->rounds.size())) continue;
+        v1::Round& r = s->rounds[id];
         if (r.state() == v1::ROUND_STATE_LEASED &&
             r.lease().board_id() == b.board_id() &&
             !claimed(r.lease().lease_id())) {
@@ -1036,6 +1038,17 @@ absl::Status Coordinator::RecordDiagnosis(const v1::Diagnosis& diagnosis) {
 
 absl::Status Coordinator::Tick() {
   const absl::Time now = clock_->Now();
+  if (batch_ == nullptr) {
+    // Nothing is staged, so memory is what the store holds and no undo can
+    // bring a round back to LEASED: the ids of rounds no longer leased go.
+    for (auto& [id, s] : book_.sweeps()) {
+      for (auto it = s->leased.begin(); it != s->leased.end();) {
+        const bool leased = *it < static_cast<int64_t>(s->rounds.size()) &&
+                            s->rounds[*it].state() == v1::ROUND_STATE_LEASED;
+        it = leased ? std::next(it) : s->leased.erase(it);
+      }
+    }
+  }
   Txn txn;
   bool boards_changed = false;
   for (auto it = registry_.agents().begin(); it != registry_.agents().end();) {

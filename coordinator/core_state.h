@@ -39,6 +39,13 @@ struct SweepRuntime {
   // No round below this index is QUEUED: the queue is searched from here,
   // so finding work costs no walk over the whole sweep. Requeue lowers it.
   size_t queued_from = 0;
+  // The ids of rounds that may be LEASED: every LEASED round's id is here
+  // (a grant adds it, recovery adds the recovered ones), so the walks over
+  // leased rounds (expiry, a re-registering agent's boards, board time and
+  // quotas) cost the leases held, not the sweep's length. Ids of rounds
+  // that moved on are dropped only by Coordinator::Tick, when nothing is
+  // staged: an undo then never brings back a LEASED round whose id is gone.
+  std::set<int64_t> leased;
 };
 
 // A registered (or recovered) board.

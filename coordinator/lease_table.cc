@@ -44,6 +44,7 @@ void LeaseTable::Grant(Txn& txn, SweepRuntime& s, v1::Round& round,
   lease->set_granted_unix_ms(absl::ToUnixMillis(now));
   lease->set_expires_unix_ms(absl::ToUnixMillis(now + lease_duration_));
   round.set_state(v1::ROUND_STATE_LEASED);
+  s.leased.insert(round.round_id());
   if (ahead) {
     board.prefetch_lease_ids.push_back(lease->lease_id());
   } else {
@@ -222,7 +223,9 @@ std::optional<int64_t> LeaseTable::Renew(const LeaseId& id,
 
 bool LeaseTable::RequeueExpired(Txn& txn, SweepRuntime& s, absl::Time now) {
   bool any = false;
-  for (v1::Round& r : s.rounds) {
+  for (const int64_t id : s.leased) {
+    if (id >= static_cast<int64_t>(s.rounds.size())) continue;
+    v1::Round& r = s.rounds[id];
     if (r.state() == v1::ROUND_STATE_LEASED &&
         r.lease().expires_unix_ms() < absl::ToUnixMillis(now)) {
       if (metrics_ != nullptr) {

@@ -201,7 +201,9 @@ double Placement::BoardSeconds(const std::string& team,
   double total = RecordedSeconds(team).value_or(0);
   for (const auto& [id, s] : sweeps) {
     if (s->sweep.spec().team() != team) continue;
-    for (const v1::Round& r : s->rounds) {
+    for (const int64_t id : s->leased) {
+      if (id >= static_cast<int64_t>(s->rounds.size())) continue;
+      const v1::Round& r = s->rounds[id];
       if (r.state() == v1::ROUND_STATE_LEASED) {
         total +=
             std::max<int64_t>(0, now_unix_ms - r.lease().granted_unix_ms()) /
@@ -217,8 +219,11 @@ int Placement::BoardsInUse(const std::string& team,
   int n = 0;
   for (const auto& [id, s] : sweeps) {
     if (s->sweep.spec().team() != team) continue;
-    for (const v1::Round& r : s->rounds) {
-      n += r.state() == v1::ROUND_STATE_LEASED ? 1 : 0;
+    for (const int64_t id : s->leased) {
+      n += id < static_cast<int64_t>(s->rounds.size()) &&
+                   s->rounds[id].state() == v1::ROUND_STATE_LEASED
+               ? 1
+               : 0;
     }
   }
   return n;
@@ -228,8 +233,7 @@ std::vector<SweepRuntime*> Placement::FairShareOrder(
     const SweepBook::Sweeps& sweeps, int64_t now_unix_ms) const {
   std::map<std::string, double> share;
   for (const auto& [id, s] : sweeps) share[s->sweep.spec().team()] = 0;
-  // One team has nothing to share with (and adding up its board time walks
-  // every round it has).
+  // One team has nothing to share with.
   if (share.size() > 1) {
     for (auto& [team, value] : share) {
       const double w = QuotaOf(team).weight() > 0 ? QuotaOf(team).weight() : 1;

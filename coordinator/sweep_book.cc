@@ -125,6 +125,7 @@ absl::Status SweepBook::Resume(SweepRuntime& s, std::vector<v1::Round> rounds,
     }
     v1::Round& r = s.rounds[i];
     if (r.state() == v1::ROUND_STATE_LEASED) {
+      s.leased.insert(r.round_id());
       r.mutable_lease()->set_expires_unix_ms(
           std::max(r.lease().expires_unix_ms(), grace));
     }

@@ -290,6 +290,32 @@ TEST_F(DurabilityTest, TickExpiresALease) {
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_REQUEUED), 1);
 }
 
+// The walks over leased rounds (expiry, a re-registering agent) go through
+// the sweep's index of leased rounds (SweepRuntime::leased), which Tick
+// prunes. A result whose commit failed leaves its round leased, and a round
+// leased again after a Tick pruned it is indexed again: expiry finds both.
+TEST_F(DurabilityTest, TickFindsLeasesThatAFailedResultLeftAndNewOnes) {
+  const std::string id = Submit();
+  Register("a1", 2);
+  auto base = coord()->ReportResult(ResultFor("a1/b0", Lease("a1/b0"), 100));
+  ASSERT_TRUE(base.ok() && base->accepted());
+  ASSERT_TRUE(coord()->Tick().ok());  // round 0 is done: its id goes
+  const v1::WorkItem first = Lease("a1/b0");
+  const v1::WorkItem second = Lease("a1/b1");
+  faults().FailNthCommit(1);
+  EXPECT_FALSE(coord()->ReportResult(ResultFor("a1/b0", first, 50)).ok());
+  faults().Heal();
+  ASSERT_TRUE(coord()->Tick().ok());
+  clock_.Advance(absl::Seconds(11));
+  ASSERT_TRUE(coord()->Tick().ok());
+  for (const v1::WorkItem& w : {first, second}) {
+    auto round = stored()->GetRound(id, w.round_id());
+    ASSERT_TRUE(round.ok());
+    EXPECT_EQ(round->state(), v1::ROUND_STATE_QUEUED) << w.lease_id();
+  }
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_REQUEUED), 2);
+}
+
 TEST_F(DurabilityTest, TickLosesASilentAgent) {
   const std::string id = Submit();
   Register("a1");

@@ -154,8 +154,12 @@ void AddSweep(SweepBook::Sweeps& sweeps, const std::string& id,
     v1::Round& r = s->rounds.emplace_back();
     r.set_state(v1::ROUND_STATE_LEASED);
     r.mutable_lease()->set_granted_unix_ms(at);
+    // Indexed as a grant indexes it (SweepRuntime::leased).
+    s->leased.insert(static_cast<int64_t>(s->rounds.size()) - 1);
   }
   s->rounds.emplace_back().set_state(v1::ROUND_STATE_DONE);
+  // A stale id (a round leased once, done since) counts for nothing.
+  s->leased.insert(static_cast<int64_t>(s->rounds.size()) - 1);
   sweeps[id] = std::move(s);
 }
 
