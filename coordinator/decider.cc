@@ -45,15 +45,38 @@ void Decider::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
                        &round);
     return;
   }
-  s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
-  const std::string what =
-      absl::StrCat("round ", round.round_id(), " (",
-                   DescribeChanges(round.changes()), ") on ", round.board_id());
+  DecideCandidate(txn, s, round, /*w=*/nullptr,
+                  absl::StrCat("round ", round.round_id(), " (",
+                               DescribeChanges(round.changes()), ") on ",
+                               round.board_id()));
+}
+
+void Decider::DecideCandidate(Txn& txn, SweepRuntime& s, v1::Round& round,
+                              v1::WorkloadProgress* w,
+                              const std::string& what) {
+  const v1::RoundResult& res = round.result();
+  const double median = res.measurement().median_us();
+  const std::string sim = MeasuredTag(res.measurement());
+  // The counters the decision moves: the workload's too when there is one;
+  // rounds without gain and the best are the lineage's (the workload's, or
+  // the sweep's).
+  const auto finished = [&](int delta) {
+    s.sweep.set_rounds_finished(s.sweep.rounds_finished() + delta);
+    if (w != nullptr) w->set_rounds_finished(w->rounds_finished() + delta);
+  };
+  const auto no_gain = [&] {
+    if (w != nullptr) {
+      w->set_rounds_without_gain(w->rounds_without_gain() + 1);
+    } else {
+      s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
+    }
+  };
+  finished(1);
   if (res.outcome() != v1::OUTCOME_OK) {
     round.set_decision(v1::DECISION_REJECTED);
     round.set_decision_reason(
         absl::StrCat(v1::Outcome_Name(res.outcome()), ": ", res.detail()));
-    s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
+    no_gain();
     staging_->AddEvent(
         txn, s, v1::EVENT_KIND_ROUND_FINISHED,
         absl::StrCat(what, ": rejected, ", round.decision_reason()), &round);
@@ -65,32 +88,43 @@ void Decider::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
   const GainVerdict v =
       JudgeGain(res.measurement(), parent.result().measurement(),
                 s.sweep.spec().min_gain(), round.parent_round(),
-                s.sweep.best_round(), s.sweep.best_us());
+                w != nullptr ? w->best_round() : s.sweep.best_round(),
+                w != nullptr ? w->best_us() : s.sweep.best_us());
   if (v.keep) {
     round.set_decision(v1::DECISION_KEPT);
     round.set_decision_reason(
         absl::StrFormat("kept: %s; parent round %d (%.1f µs)", v.reason,
                         round.parent_round(), parent_us));
-    s.sweep.set_best_round(round.round_id());
-    s.sweep.set_best_us(median);
-    s.sweep.set_rounds_without_gain(0);
+    std::string best;
+    if (w != nullptr) {
+      w->set_best_round(round.round_id());
+      w->set_best_us(median);
+      w->set_rounds_without_gain(0);
+      SummarizeWorkloads(s);
+      best = absl::StrFormat(
+          "best of %s is now round %d: %.1f µs, %.2fx over its baseline%s",
+          w->workload(), round.round_id(), median, w->baseline_us() / median,
+          sim);
+    } else {
+      s.sweep.set_best_round(round.round_id());
+      s.sweep.set_best_us(median);
+      s.sweep.set_rounds_without_gain(0);
+      best = absl::StrFormat(
+          "best is now round %d: %.1f µs, %.2fx over the baseline%s",
+          round.round_id(), median, s.sweep.baseline_us() / median, sim);
+    }
     staging_->AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
                        absl::StrCat(what, ": ", FormatUs(median), sim,
                                     ", kept (", VsParent(v.gain), ")"),
                        &round);
-    staging_->AddEvent(
-        txn, s, v1::EVENT_KIND_BEST_IMPROVED,
-        absl::StrFormat("best is now round %d: %.1f µs, %.2fx over the "
-                        "baseline%s",
-                        round.round_id(), median,
-                        s.sweep.baseline_us() / median, sim),
-        &round);
+    staging_->AddEvent(txn, s, v1::EVENT_KIND_BEST_IMPROVED, std::move(best),
+                       &round);
     return;
   }
   if (v.inconclusive && round.remeasures() < kMaxRemeasures) {
     // Only noise stands between the estimate and min_gain: measure again
     // with a larger cap (GrantLease) before judging. Not a finished round.
-    s.sweep.set_rounds_finished(s.sweep.rounds_finished() - 1);
+    finished(-1);
     round.set_remeasures(round.remeasures() + 1);
     round.set_state(v1::ROUND_STATE_QUEUED);
     s.queued_from =
@@ -104,20 +138,19 @@ void Decider::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
         &round);
     return;
   }
-  const bool inconclusive = v.inconclusive;
-  round.set_decision(inconclusive ? v1::DECISION_INCONCLUSIVE
-                                  : v1::DECISION_ROLLED_BACK);
+  round.set_decision(v.inconclusive ? v1::DECISION_INCONCLUSIVE
+                                    : v1::DECISION_ROLLED_BACK);
   round.set_decision_reason(absl::StrFormat(
       "%s: %s; parent round %d (%.1f µs)",
-      inconclusive ? absl::StrCat("inconclusive after ", round.remeasures(),
-                                  " re-measurement(s)")
-                   : std::string("rolled back"),
+      v.inconclusive ? absl::StrCat("inconclusive after ", round.remeasures(),
+                                    " re-measurement(s)")
+                     : std::string("rolled back"),
       v.reason, round.parent_round(), parent_us));
-  s.sweep.set_rounds_without_gain(s.sweep.rounds_without_gain() + 1);
+  no_gain();
   staging_->AddEvent(
       txn, s, v1::EVENT_KIND_ROUND_FINISHED,
       absl::StrCat(what, ": ", FormatUs(median), sim,
-                   inconclusive ? ", inconclusive (" : ", rolled back (",
+                   v.inconclusive ? ", inconclusive (" : ", rolled back (",
                    VsParent(v.gain), ")"),
       &round);
 }
@@ -319,78 +352,7 @@ void Decider::DecideWorkloadRound(Txn& txn, SweepRuntime& s, v1::Round& round) {
                        absl::StrCat(what, ": ", FormatUs(median), sim), &round);
     return;
   }
-  s.sweep.set_rounds_finished(s.sweep.rounds_finished() + 1);
-  w.set_rounds_finished(w.rounds_finished() + 1);
-  if (res.outcome() != v1::OUTCOME_OK) {
-    round.set_decision(v1::DECISION_REJECTED);
-    round.set_decision_reason(
-        absl::StrCat(v1::Outcome_Name(res.outcome()), ": ", res.detail()));
-    w.set_rounds_without_gain(w.rounds_without_gain() + 1);
-    staging_->AddEvent(
-        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-        absl::StrCat(what, ": rejected, ", round.decision_reason()), &round);
-    return;
-  }
-  const v1::Round& parent = s.rounds[round.parent_round()];
-  const double parent_us = parent.result().measurement().median_us();
-  round.set_parent_us(parent_us);
-  const GainVerdict v =
-      JudgeGain(res.measurement(), parent.result().measurement(),
-                s.sweep.spec().min_gain(), round.parent_round(), w.best_round(),
-                w.best_us());
-  if (v.keep) {
-    round.set_decision(v1::DECISION_KEPT);
-    round.set_decision_reason(
-        absl::StrFormat("kept: %s; parent round %d (%.1f µs)", v.reason,
-                        round.parent_round(), parent_us));
-    w.set_best_round(round.round_id());
-    w.set_best_us(median);
-    w.set_rounds_without_gain(0);
-    SummarizeWorkloads(s);
-    staging_->AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-                       absl::StrCat(what, ": ", FormatUs(median), sim,
-                                    ", kept (", VsParent(v.gain), ")"),
-                       &round);
-    staging_->AddEvent(
-        txn, s, v1::EVENT_KIND_BEST_IMPROVED,
-        absl::StrFormat("best of %s is now round %d: %.1f µs, %.2fx over "
-                        "its baseline%s",
-                        w.workload(), round.round_id(), median,
-                        w.baseline_us() / median, sim),
-        &round);
-    return;
-  }
-  if (v.inconclusive && round.remeasures() < kMaxRemeasures) {
-    s.sweep.set_rounds_finished(s.sweep.rounds_finished() - 1);
-    w.set_rounds_finished(w.rounds_finished() - 1);
-    round.set_remeasures(round.remeasures() + 1);
-    round.set_state(v1::ROUND_STATE_QUEUED);
-    s.queued_from =
-        std::min(s.queued_from, static_cast<size_t>(round.round_id()));
-    round.set_decision_reason(absl::StrCat("re-measuring: ", v.reason));
-    staging_->AddEvent(
-        txn, s, v1::EVENT_KIND_ROUND_REQUEUED,
-        absl::StrCat(what, ": ", FormatUs(median), sim, ", inconclusive (",
-                     VsParent(v.gain), "), measured again (",
-                     round.remeasures(), " of ", kMaxRemeasures, ")"),
-        &round);
-    return;
-  }
-  round.set_decision(v.inconclusive ? v1::DECISION_INCONCLUSIVE
-                                    : v1::DECISION_ROLLED_BACK);
-  round.set_decision_reason(absl::StrFormat(
-      "%s: %s; parent round %d (%.1f µs)",
-      v.inconclusive ? absl::StrCat("inconclusive after ", round.remeasures(),
-                                    " re-measurement(s)")
-                     : std::string("rolled back"),
-      v.reason, round.parent_round(), parent_us));
-  w.set_rounds_without_gain(w.rounds_without_gain() + 1);
-  staging_->AddEvent(
-      txn, s, v1::EVENT_KIND_ROUND_FINISHED,
-      absl::StrCat(what, ": ", FormatUs(median), sim,
-                   v.inconclusive ? ", inconclusive (" : ", rolled back (",
-                   VsParent(v.gain), ")"),
-      &round);
+  DecideCandidate(txn, s, round, &w, what);
 }
 
 void Decider::DecideConfigRound(Txn& txn, SweepRuntime& s, v1::Round& round) {

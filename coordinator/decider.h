@@ -62,6 +62,12 @@ class Decider {
                    const std::string& why);
   // The sweep's best_round, baseline_us and best_us from its workloads'.
   void SummarizeWorkloads(SweepRuntime& s);
+  // A candidate's result (not a baseline's): rejected, kept, measured
+  // again or rolled back, moving the counters of its lineage: the sweep's,
+  // or workload `w`'s (and the sweep's rounds finished) when not null.
+  // `what` names the round in the events.
+  void DecideCandidate(Txn& txn, SweepRuntime& s, v1::Round& round,
+                       v1::WorkloadProgress* w, const std::string& what);
   void DecideWorkloadRound(Txn& txn, SweepRuntime& s, v1::Round& round);
   void DecideConfigRound(Txn& txn, SweepRuntime& s, v1::Round& round);
   void CheckMultiWorkloadTermination(Txn& txn, SweepRuntime& s);
