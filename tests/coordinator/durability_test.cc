@@ -239,6 +239,36 @@ TEST_F(DurabilityTest, ReportBoardLost) {
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_REQUEUED), 1);
 }
 
+// A board's health check: its result is recorded (the board's verdict
+// stored) under the same rule as a round's.
+TEST_F(DurabilityTest, ReportHealthCheck) {
+  HealthCheck golden;
+  golden.kind = "sim";
+  golden.source = "durability_test";
+  golden.spec.set_operator_name("toy");
+  golden.min_us = 50;
+  golden.max_us = 150;
+  options_.health_checks["sim"] = golden;
+  Open();
+  Register("a1");
+  auto check = coord()->LeaseWork(LeaseFor("a1/b0"));
+  ASSERT_TRUE(check.ok() && check->granted()) << check.status();
+  ASSERT_TRUE(check->work().health_check()) << check->work().lease_id();
+  const v1::ReportResultRequest result = ResultFor("a1/b0", check->work(), 100);
+  FailOnceThenRetry([&]() -> absl::Status {
+    auto r = coord()->ReportResult(result);
+    if (r.ok()) {
+      EXPECT_TRUE(r->accepted()) << r->reason();
+    }
+    return r.status();
+  });
+  auto boards = stored()->ListBoards();
+  ASSERT_TRUE(boards.ok());
+  ASSERT_EQ(boards->size(), 1u);
+  EXPECT_EQ((*boards)[0].state(), v1::BOARD_STATE_IDLE);
+  EXPECT_THAT((*boards)[0].health_detail(), HasSubstr("health check passed"));
+}
+
 TEST_F(DurabilityTest, Heartbeat) {
   Register("a1");
   FailOnceThenRetry([&] {
