@@ -41,6 +41,9 @@ struct Agent::Slot {
   // durable commit on the coordinator is a round trip the board need not
   // wait for). One report at a time, in order; only the worker touches it.
   std::thread reporter;
+  // The lease whose result the reporter is sending ("" when none): claimed
+  // when the agent registers again, so a restarted coordinator keeps it.
+  std::string reporting ABSL_GUARDED_BY(mu);
 };
 
 void Agent::RecentTimes::Add(double seconds) {
@@ -94,12 +97,18 @@ bool Agent::EnsureRegistered(const std::atomic<bool>& stop) {
       info->set_agent_id(options_.agent_id);
       absl::MutexLock slot_lock(&slot->mu);
       info->set_current_lease_id(slot->lease_id);
-      for (size_t i = 0; i < slot->ahead.size(); ++i) {
-        const std::string& id = slot->ahead[i].work.lease_id();
+      // The lease being reported first: the coordinator counted it the
+      // board's current one until its result comes in.
+      std::vector<std::string> held;
+      if (!slot->reporting.empty()) held.push_back(slot->reporting);
+      for (const Slot::Ahead& a : slot->ahead) {
+        held.push_back(a.work.lease_id());
+      }
+      for (size_t i = 0; i < held.size(); ++i) {
         if (i == 0) {
-          info->set_lease_ahead_id(id);
+          info->set_lease_ahead_id(held[i]);
         } else {
-          info->add_more_lease_ahead_ids(id);
+          info->add_more_lease_ahead_ids(held[i]);
         }
       }
     }
@@ -183,6 +192,10 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
       clock_.SleepFor(absl::Milliseconds(200), &stop);
       continue;
     }
+    // A plain lease gives up what the coordinator counts as the board's
+    // lease: the report of the last one must be in first, or that result
+    // is discarded as stale (the reporter is only the worker's).
+    if (slot.reporter.joinable()) slot.reporter.join();
     v1::LeaseWorkRequest request;
     request.set_agent_id(options_.agent_id);
     request.set_board_id(board_id);
@@ -341,10 +354,16 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
     request.set_sweep_id(work.sweep_id());
     request.set_round_id(work.round_id());
     *request.mutable_result() = std::move(result);
+    {
+      absl::MutexLock lock(&slot.mu);
+      slot.reporting = work.lease_id();
+    }
     slot.reporter =
-        std::thread([this, &stop, board_id, request = std::move(request),
+        std::thread([this, &slot, &stop, board_id, request = std::move(request),
                      bundle = std::move(bundle)]() mutable {
           Report(board_id, request, std::move(bundle), stop);
+          absl::MutexLock lock(&slot.mu);
+          slot.reporting.clear();
         });
   }
   {

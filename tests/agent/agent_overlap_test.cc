@@ -472,6 +472,7 @@ class InProcessClient : public CoordinatorClient {
   absl::StatusOr<v1::RegisterAgentResponse> RegisterAgent(
       const v1::RegisterAgentRequest& r) override {
     absl::MutexLock lock(&mu_);
+    ++registrations_;
     return c_->RegisterAgent(r);
   }
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
@@ -491,8 +492,47 @@ class InProcessClient : public CoordinatorClient {
   }
   absl::StatusOr<v1::ReportResultResponse> ReportResult(
       const v1::ReportResultRequest& r) override {
+    absl::SleepFor(absl::Milliseconds(report_delay_ms_.load()));
     absl::MutexLock lock(&mu_);
+    if (gate_ == Gate::kArmed) {
+      // The coordinator goes away while this report is on the wire.
+      gate_ = Gate::kHeld;
+      mu_.Await(absl::Condition(
+          +[](Gate* g) { return *g == Gate::kOpen; }, &gate_));
+      return absl::UnavailableError("the coordinator restarted");
+    }
     return c_->ReportResult(r);
+  }
+  // The next report is held (and then fails) until Reopen.
+  void HoldNextReport() {
+    absl::MutexLock lock(&mu_);
+    gate_ = Gate::kArmed;
+  }
+  void WaitReportHeld() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](Gate* g) { return *g == Gate::kHeld; }, &gate_));
+  }
+  // Runs `restart` (which replaces the core) with no call in between, and
+  // talks to `next()` from then on.
+  template <typename F, typename G>
+  void Replace(F restart, G next) {
+    absl::MutexLock lock(&mu_);
+    restart();
+    c_ = next();
+  }
+  int registrations() {
+    absl::MutexLock lock(&mu_);
+    return registrations_;
+  }
+  void Reopen() {
+    absl::MutexLock lock(&mu_);
+    gate_ = Gate::kOpen;
+  }
+  // Each result reaches the core this much later (a slow network or a
+  // busy control loop), so the agent's next call may overtake it.
+  void set_report_delay(absl::Duration d) {
+    report_delay_ms_ = absl::ToInt64Milliseconds(d);
   }
   // Test-side calls into the same core.
   template <typename F>
@@ -504,6 +544,10 @@ class InProcessClient : public CoordinatorClient {
  private:
   absl::Mutex mu_;
   Coordinator* c_;
+  std::atomic<int64_t> report_delay_ms_{0};
+  enum class Gate { kOpen, kArmed, kHeld };
+  Gate gate_ ABSL_GUARDED_BY(mu_) = Gate::kOpen;
+  int registrations_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 struct BoardEvent {
@@ -708,6 +752,49 @@ TEST_F(AgentOverlapTest, NextRoundIsBuiltWhileTheCurrentOneRuns) {
     if (built->at < prev_end.at) ++overlapped;
   }
   EXPECT_EQ(overlapped, 3);
+}
+
+// The agent reports a result while it goes on (one report in flight). With
+// no lease ahead it asks for plain work next, which gives up the lease the
+// coordinator still counts as the board's: that request must not overtake
+// the report it follows, or the result is discarded as stale and the round
+// run again. Each report reaches the core 300 ms late here.
+TEST_F(AgentOverlapTest, APlainLeaseNeverOvertakesTheReportBeforeIt) {
+  const std::string sweep = Submit(SimSpec("reports", 2));
+  StartAgent(/*prefetch=*/false, absl::Milliseconds(20));
+  client_->set_report_delay(absl::Milliseconds(300));
+  ASSERT_TRUE(WaitSweepsDone());
+  for (const v1::Round& r : Rounds(sweep)) {
+    EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE) << r.round_id();
+    EXPECT_EQ(r.attempts(), 1) << "round " << r.round_id() << " ran again";
+  }
+}
+
+// The coordinator restarts while a result is on its way: the agent
+// registers again claiming the lease it is reporting, so the restarted
+// coordinator keeps it and takes the result when it is sent again, instead
+// of running the round a second time.
+TEST_F(AgentOverlapTest,
+       ARestartedCoordinatorKeepsTheLeaseWhoseReportIsOnItsWay) {
+  const std::string sweep = Submit(SimSpec("restart", 1));
+  StartAgent(/*prefetch=*/false, absl::Milliseconds(20));
+  client_->HoldNextReport();
+  client_->WaitReportHeld();
+  const int before = client_->registrations();
+  client_->Replace([this] { ASSERT_NO_FATAL_FAILURE(Restart()); },
+                   [this] { return coord(); });
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (client_->registrations() == before && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_GT(client_->registrations(), before)
+      << "the agent never re-registered";
+  client_->Reopen();
+  ASSERT_TRUE(WaitSweepsDone());
+  for (const v1::Round& r : Rounds(sweep)) {
+    EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE) << r.round_id();
+    EXPECT_EQ(r.attempts(), 1) << "round " << r.round_id() << " ran again";
+  }
 }
 
 // Builds that take several runs' time: the agent leases further ahead (its
