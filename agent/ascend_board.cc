@@ -19,7 +19,9 @@
 #include "agent/precision.h"
 #include "agent/process_runner.h"
 #include "agent/stage_runner.h"
+#include "agent/variant_runner.h"
 #include "common/files.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 
 namespace tunefarm {
@@ -148,6 +150,7 @@ class AscendBoardImpl : public Board {
       health = absl::StrCat("quarantined at discovery: ", health);
       quarantined_ = true;
     }
+    StartRunner(&health);
     info.set_health_detail(health);
     Publish(std::move(info));
   }
@@ -244,6 +247,52 @@ class AscendBoardImpl : public Board {
       const std::string& dir) const;
   absl::StatusOr<v1::ProfileBundle> CollectPypto(const std::string& dir) const;
 
+  // The persistent Python runner, when the interpreter and
+  // tunefarm-py-runner are found; appends to the board's health text.
+  void StartRunner(std::string* health) {
+    std::string script =
+        options_.py_runner.empty() ? FindPyVariantRunner() : options_.py_runner;
+    const std::string python = absl::StrContains(options_.python, '/')
+                                   ? options_.python
+                                   : FindExecutable(options_.python);
+    if (script.empty() || access(script.c_str(), R_OK) != 0 || python.empty() ||
+        access(python.c_str(), X_OK) != 0) {
+      spdlog::warn(
+          "{}: no Python runner ({} / {}); every variant runs one "
+          "process per stage",
+          absl::StrCat(options_.agent_id, "/ascend", device_id_),
+          script.empty() ? "tunefarm-py-runner not found" : script,
+          python.empty() ? options_.python + " not found" : python);
+      absl::StrAppend(health, "; no Python runner: one process per stage");
+      return;
+    }
+    VariantRunnerOptions ro;
+    ro.runner_binary = python;
+    ro.runner_args = {script};
+    // Python cannot unload a module: one program per runner.
+    ro.recycle_after = 1;
+    ro.name = absl::StrCat(options_.agent_id, "/ascend", device_id_);
+    const std::string root =
+        absl::StrCat(options_.work_root, "/ascend", device_id_);
+    if (MakeDirs(root).ok()) ro.log_path = root + "/runner.log";
+    runner_ = std::make_unique<VariantRunner>(std::move(ro));
+    absl::StrAppend(health, "; persistent Python runner ", script);
+  }
+
+  // Whether `work` runs in the persistent runner: the board has one, the
+  // backend's command is "{python} <program>.py ...", and neither the sweep
+  // nor the backend asks for process isolation.
+  bool UseRunner(const v1::WorkItem& work) const {
+    if (runner_ == nullptr) return false;
+    if (work.measurement().isolation() == v1::ISOLATION_PROCESS) return false;
+    auto it = work.operator_().backends().find(kKind);
+    if (it == work.operator_().backends().end()) return false;
+    const auto& command = it->second.command();
+    return it->second.isolation() != v1::ISOLATION_PROCESS &&
+           command.size() >= 2 && command[0] == "{python}" &&
+           absl::EndsWith(command[1], ".py");
+  }
+
   const AscendBoardOptions options_;
   const NpuChip chip_;
   const int device_id_;
@@ -253,6 +302,7 @@ class AscendBoardImpl : public Board {
   v1::BoardInfo info_;                 // guarded by mu_
   int consecutive_device_errors_ = 0;  // guarded by mu_
   std::atomic<bool> quarantined_{false};
+  std::unique_ptr<VariantRunner> runner_;  // null: one process per stage
 };
 
 absl::StatusOr<std::vector<std::string>> AscendBoardImpl::ExpandCommand(
@@ -392,8 +442,15 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(
   // (it compiles the kernel and launches it once), the host reference, the
   // timed run blocks (A/B: the same command with the parent's parameters,
   // in ABBA order), then the operator's profiler.
+  const bool use_runner = UseRunner(work);
   StagePlan stages;
   stages.command = *command;
+  if (use_runner) {
+    // The runner is the interpreter: the stages name the program itself.
+    stages.command.erase(stages.command.begin());
+    stages.runner = runner_.get();
+    stages.program_is_variant = true;  // a program that cannot be loaded
+  }
   stages.work_dir = work_dir;
   stages.seed = seed;
   stages.timeout = options_.run_timeout;
@@ -402,7 +459,9 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(
   stages.pass_output_flag = true;
   stages.policy_note =
       absl::StrCat("NPU events around each launch, on ", chip_.name, " device ",
-                   device_id_, " (ASCEND_RT_VISIBLE_DEVICES=", device_id_, ")");
+                   device_id_, " (ASCEND_RT_VISIBLE_DEVICES=", device_id_, ")",
+                   use_runner ? "; in the board's persistent Python runner"
+                              : "; one process per stage");
   stages.board_id = info().board_id();
   stages.board_kind = kKind;
   stages.chip = chip_.name;
@@ -477,14 +536,33 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(
     *bundle = *std::move(collected);
     return absl::OkStatus();
   };
-  TF_ASSIGN_OR_RETURN(eval, RunStages(stages, work, cancel));
+  const int64_t starts = runner_ != nullptr ? runner_->starts() : 0;
+  absl::StatusOr<Evaluation> ran = RunStages(stages, work, cancel);
+  // A variant that failed inside the runner (a crash, a hang, wrong output,
+  // a device error) may have left the interpreter or the device context in
+  // any state: the next variant gets a fresh runner. A build refusal, or a
+  // profiler (its own process) that failed, leaves both as they were.
+  auto recycle = [&] {
+    if (use_runner) runner_->Recycle();
+  };
+  if (!ran.ok()) {
+    recycle();
+    return ran.status();
+  }
+  eval = *std::move(ran);
+  if (runner_ != nullptr) {
+    result.set_runner_starts(static_cast<int32_t>(runner_->starts() - starts));
+  }
   // A stage that failed: what its messages say decides whose fault it is
   // (agent/ascend_errors.h). A device error is the board's.
   if (result.outcome() == v1::OUTCOME_RUN_CRASHED ||
       result.outcome() == v1::OUTCOME_BUILD_FAILED ||
       result.outcome() == v1::OUTCOME_RUN_TIMEOUT) {
     const AscendFailure f = ClassifyAscendFailure(result.detail());
-    if (f.fault == AscendFault::kDevice) return DeviceError("evaluation", f);
+    if (f.fault == AscendFault::kDevice) {
+      recycle();
+      return DeviceError("evaluation", f);
+    }
     if (result.outcome() != v1::OUTCOME_RUN_TIMEOUT &&
         (f.fault == AscendFault::kUbOverflow ||
          f.fault == AscendFault::kGridLimit ||
@@ -495,6 +573,11 @@ absl::StatusOr<Evaluation> AscendBoardImpl::Evaluate(
                                       ? std::string()
                                       : absl::StrCat(" [", f.evidence, "]")));
     }
+  }
+  if (result.outcome() != v1::OUTCOME_OK &&
+      result.outcome() != v1::OUTCOME_BUILD_FAILED &&
+      result.outcome() != v1::OUTCOME_PROFILE_FAILED) {  // profiles: processes
+    recycle();
   }
   DeviceOk();
   return eval;

@@ -13,10 +13,16 @@
 // docs/ascend.md) and leaves them in the argv, so the program sees them too.
 //
 // Evaluate runs the shared evaluation pipeline (agent/stage_runner.h,
-// RunStages), each step a child process (RunProcess: no shell, own process
-// group, timeout, cancel) with ASCEND_RT_VISIBLE_DEVICES=<device> and
+// RunStages) with ASCEND_RT_VISIBLE_DEVICES=<device> and
 // TILE_FWK_DEVICE_ID=<device> in its environment, on the operator stage
-// contract (docs/operators.md):
+// contract (docs/operators.md). When the command is "{python} <program>.py
+// ..." each stage runs in the board's persistent Python runner
+// (agent/py_variant_runner.py through VariantRunner: the interpreter, torch
+// and the device context start once; a stage calls the program's main());
+// `measurement.isolation: process`, a backend's `isolation: process` or no
+// runner give one child process per stage (RunProcess: no shell, own process
+// group, timeout, cancel). A variant that fails in the runner (crash,
+// timeout, wrong output, device error) gets the runner recycled. The stages:
 //   1. `--stage build` (options.precision_timeout, 300 s default): the
 //      program compiles the kernel and launches it once;
 //   2. `--stage reference` (same limit): DIR/reference.bin on the host;
@@ -84,6 +90,9 @@ struct AscendBoardOptions {
   std::string npu_smi = "npu-smi";
   std::string msprof = "msprof";
   std::string python = "python3";  // what "{python}" expands to
+  // agent/py_variant_runner.py; "" = tunefarm-py-runner.py beside this
+  // executable. Not found: one process per stage.
+  std::string py_runner;
   // Logical device ids to serve (ASCEND_RT_VISIBLE_DEVICES values); empty =
   // every chip npu-smi lists.
   std::vector<int> devices;

@@ -36,6 +36,11 @@ std::string FindVariantRunnerBinary() {
   return FindExecutable(kRunnerName);
 }
 
+std::string FindPyVariantRunner() {
+  const std::string beside = ExecutableDir() + "/tunefarm-py-runner.py";
+  return access(beside.c_str(), R_OK) == 0 ? beside : "";
+}
+
 VariantRunner::VariantRunner(VariantRunnerOptions options)
     : options_(std::move(options)) {}
 
@@ -86,7 +91,11 @@ absl::Status VariantRunner::StartLocked(
   }
   // Everything the child needs, allocated before fork.
   const std::string exe = options_.runner_binary;
-  std::vector<char*> argv = {const_cast<char*>(exe.c_str()), nullptr};
+  std::vector<char*> argv = {const_cast<char*>(exe.c_str())};
+  for (const std::string& a : options_.runner_args) {
+    argv.push_back(const_cast<char*>(a.c_str()));
+  }
+  argv.push_back(nullptr);
   const std::vector<std::string> env_strings = ChildEnvironment(env);
   std::vector<char*> envp;
   for (const std::string& e : env_strings)
@@ -171,9 +180,10 @@ absl::Status VariantRunner::StartLocked(
   loaded_.clear();
   const int64_t n = ++starts_;
   const int64_t total = ++g_total_starts;
-  spdlog::info("{}: variant runner started (pid {}, start {} of this board, {} "
-               "in this process)",
-               options_.name, pid, n, total);
+  spdlog::info(
+      "{}: variant runner started (pid {}, start {} of this board, {} "
+      "in this process)",
+      options_.name, pid, n, total);
   return absl::OkStatus();
 }
 
@@ -183,10 +193,9 @@ absl::StatusOr<ProcessResult> VariantRunner::Run(const ProcessSpec& spec) {
   }
   const std::string& lib = spec.argv[0];
   absl::MutexLock lock(&mu_);
-  if (pid_ > 0 &&
-      (env_ != spec.env ||
-       (!loaded_.contains(lib) &&
-        static_cast<int>(loaded_.size()) >= options_.recycle_after))) {
+  if (pid_ > 0 && (env_ != spec.env || (!loaded_.contains(lib) &&
+                                        static_cast<int>(loaded_.size()) >=
+                                            options_.recycle_after))) {
     spdlog::info("{}: recycling the variant runner ({} variants loaded)",
                  options_.name, loaded_.size());
     KillLocked();

@@ -5,7 +5,8 @@
 // GPU, a device context and its buffers).
 //
 // Run() has RunProcess's contract (agent/process_runner.h) with argv[0] the
-// variant's shared object: the stage's argv, cwd, stdout/stderr files,
+// variant's shared object (for the Python runner, tunefarm-py-runner, the
+// program's .py file): the stage's argv, cwd, stdout/stderr files,
 // timeout and cancel behave the same, and so do the results: the stage's
 // exit code; the runner killed by a signal while it ran the stage →
 // term_signal (the variant crashed it); past the timeout or cancelled → the
@@ -48,8 +49,11 @@ namespace tunefarm {
 
 struct VariantRunnerOptions {
   std::string runner_binary;  // tunefarm-variant-runner (a path)
-  int recycle_after = 32;     // distinct variants one runner may load
-  std::string name;           // for the log ("<board id>")
+  // Arguments after the binary: the Python runner is an interpreter given
+  // agent/py_variant_runner.py.
+  std::vector<std::string> runner_args;
+  int recycle_after = 32;  // distinct variants one runner may load
+  std::string name;        // for the log ("<board id>")
   // The runner's own stdout/stderr (its diagnostics between stages); "" =
   // /dev/null.
   std::string log_path;
@@ -97,6 +101,10 @@ int64_t TotalVariantRunnerStarts();
 // tunefarm-variant-runner beside this executable, else in PATH; "" when
 // neither exists (boards then fall back to one process per stage).
 std::string FindVariantRunnerBinary();
+
+// tunefarm-py-runner.py (agent/py_variant_runner.py) beside this executable;
+// "" when absent.
+std::string FindPyVariantRunner();
 
 // The wire format between VariantRunner and the runner (also used by
 // agent/variant_runner_main.cc). A request is a frame of strings: the

@@ -544,5 +544,124 @@ TEST_F(AscendBoardTest, PyptoProfilerBundle) {
   EXPECT_FALSE(d.perf_analysis_md().empty());
 }
 
+// The stand-in log's lines that contain `what`.
+std::vector<std::string> LogLines(const std::string& log,
+                                  const std::string& what) {
+  std::vector<std::string> out;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StrContains(line, what)) out.emplace_back(line);
+  }
+  return out;
+}
+
+// The pid a stand-in log line names ("... pid=<n>").
+std::string PidOf(const std::string& line) {
+  const size_t at = line.rfind("pid=");
+  return at == std::string::npos ? "" : line.substr(at + 4);
+}
+
+// With the Python runner, every stage of every round (candidate and parent,
+// reference included) runs in one interpreter that imported the program
+// once; the profiler stays a process of its own. The same work with
+// `isolation: process` gives the same kind of result, one process a stage.
+TEST_F(AscendBoardTest, PythonRunnerServesEveryRoundFromOneStart) {
+  options_.py_runner = PY_VARIANT_RUNNER;
+  options_.profile = false;
+  std::unique_ptr<Board> board = FirstBoard();
+  ASSERT_NE(board, nullptr);
+  work_.set_has_reference(true);
+  work_.set_reference_round(2);
+  *work_.mutable_reference_params() = work_.params();
+  v1::ParamValue slower;
+  slower.set_int_value(128);
+  (*work_.mutable_reference_params())["block_m"] = slower;
+  work_.mutable_measurement()->set_mode(v1::MEASUREMENT_MODE_AB);
+  int starts = 0;
+  std::vector<v1::RoundResult> results;
+  for (int round = 3; round < 6; ++round) {
+    work_.set_round_id(round);
+    absl::StatusOr<Evaluation> eval = board->Evaluate(work_, cancel_);
+    ASSERT_TRUE(eval.ok()) << eval.status();
+    ASSERT_EQ(eval->result.outcome(), v1::OUTCOME_OK) << eval->result.detail();
+    EXPECT_TRUE(eval->result.precision().passed());
+    EXPECT_TRUE(eval->result.measurement().paired());
+    EXPECT_TRUE(absl::StrContains(eval->result.measurement().policy(),
+                                  "persistent Python runner"))
+        << eval->result.measurement().policy();
+    starts += eval->result.runner_starts();
+    results.push_back(eval->result);
+  }
+  EXPECT_EQ(starts, 1);
+  const std::string log = MustRead(log_);
+  const std::vector<std::string> imports = LogLines(log, "imported pid=");
+  ASSERT_EQ(imports.size(), 1u) << log;
+  const std::vector<std::string> stages = LogLines(log, "stage=");
+  EXPECT_GE(stages.size(), 3u * 5);  // build, reference, ABBA blocks
+  for (const std::string& line : stages) {
+    EXPECT_EQ(PidOf(line), PidOf(imports[0])) << line;
+    EXPECT_TRUE(absl::StrContains(line, "ASCEND_RT_VISIBLE_DEVICES=3")) << line;
+  }
+
+  ASSERT_TRUE(WriteFileAtomic(log_, "").ok());
+  work_.mutable_measurement()->set_isolation(v1::ISOLATION_PROCESS);
+  work_.set_round_id(6);
+  absl::StatusOr<Evaluation> alone = board->Evaluate(work_, cancel_);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  ASSERT_EQ(alone->result.outcome(), v1::OUTCOME_OK);
+  EXPECT_EQ(alone->result.runner_starts(), 0);
+  EXPECT_TRUE(alone->result.precision().passed());
+  EXPECT_EQ(alone->result.precision().elements(),
+            results[0].precision().elements());
+  // The stand-in's durations are the same in both modes: so is the result.
+  EXPECT_DOUBLE_EQ(alone->result.measurement().median_us(),
+                   results[0].measurement().median_us());
+  EXPECT_DOUBLE_EQ(alone->result.measurement().gain(),
+                   results[0].measurement().gain());
+  EXPECT_TRUE(absl::StrContains(alone->result.measurement().policy(),
+                                "one process per stage"));
+  EXPECT_GT(LogLines(MustRead(log_), "imported pid=").size(), 3u);
+}
+
+// A variant that takes the runner down (SIGSEGV, abort), hangs it, raises or
+// writes wrong output gets its outcome typed as in a process; the runner is
+// replaced and the next round on the board succeeds in a fresh one.
+TEST_F(AscendBoardTest, PythonRunnerIsRestartedAfterEveryKindOfFailure) {
+  options_.py_runner = PY_VARIANT_RUNNER;
+  options_.profile = false;
+  options_.run_timeout = absl::Seconds(2);
+  std::unique_ptr<Board> board = FirstBoard();
+  ASSERT_NE(board, nullptr);
+  struct Case {
+    std::string mode;
+    v1::Outcome outcome;
+    std::string detail;
+  };
+  const std::vector<Case> cases = {
+      {"crash", v1::OUTCOME_RUN_CRASHED, "SIGSEGV"},
+      {"abort", v1::OUTCOME_RUN_CRASHED, "SIGABRT"},
+      {"raise", v1::OUTCOME_RUN_CRASHED, "the stand-in kernel raised"},
+      {"timeout", v1::OUTCOME_RUN_TIMEOUT, "did not finish within 2s"},
+      {"precision", v1::OUTCOME_PRECISION_FAILED, "precision"},
+  };
+  int round = 10;
+  for (const Case& c : cases) {
+    SetMode(c.mode);
+    work_.set_round_id(round++);
+    absl::StatusOr<Evaluation> bad = board->Evaluate(work_, cancel_);
+    ASSERT_TRUE(bad.ok()) << c.mode << ": " << bad.status();
+    EXPECT_EQ(bad->result.outcome(), c.outcome)
+        << c.mode << ": " << bad->result.detail();
+    EXPECT_TRUE(absl::StrContains(bad->result.detail(), c.detail))
+        << c.mode << ": " << bad->result.detail();
+    SetMode("ok");
+    work_.set_round_id(round++);
+    absl::StatusOr<Evaluation> next = board->Evaluate(work_, cancel_);
+    ASSERT_TRUE(next.ok()) << c.mode << ": " << next.status();
+    EXPECT_EQ(next->result.outcome(), v1::OUTCOME_OK)
+        << "after " << c.mode << ": " << next->result.detail();
+    EXPECT_EQ(next->result.runner_starts(), 1) << "after " << c.mode;
+  }
+}
+
 }  // namespace
 }  // namespace tunefarm

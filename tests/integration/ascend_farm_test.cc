@@ -3,11 +3,12 @@
 // tests/ascend_standins (npu-smi, msprof and the operator's Python print and
 // write the real layouts from shared/fixtures/ascend). The agent and its
 // ascend board are the production binaries; only the tool paths differ.
-// Checked: a sweep of ops/ascend_matmul runs to the end; its diagnoses come
-// from the real msprof files (the hotspot and a pipe ratio that are in the
-// fixture); a card failing with a device error twice is quarantined and its
-// failures are not blamed on the variants; a UB overflow is the variant's
-// BUILD_FAILED with the compiler's byte counts.
+// Checked: a sweep of ops/ascend_matmul runs to the end, in one persistent
+// Python runner; its diagnoses come from the real msprof files (the hotspot
+// and a pipe ratio that are in the fixture); a card failing with a device
+// error twice is quarantined and its failures are not blamed on the
+// variants; a UB overflow is the variant's BUILD_FAILED with the compiler's
+// byte counts.
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -119,13 +120,21 @@ TEST_F(AscendFarmTest,
 
   const v1::ListRoundsResponse rounds = Rounds(id);
   ASSERT_EQ(rounds.rounds_size(), 3);
+  int runner_starts = 0;
   for (const v1::Round& r : rounds.rounds()) {
+    // The agent's board found tunefarm-py-runner.py beside it: every round
+    // ran in card 0's one persistent Python runner.
+    EXPECT_TRUE(absl::StrContains(r.result().measurement().policy(),
+                                  "persistent Python runner"))
+        << r.result().measurement().policy();
+    runner_starts += r.result().runner_starts();
     ASSERT_EQ(r.state(), v1::ROUND_STATE_DONE) << r.round_id();
     EXPECT_EQ(r.result().outcome(), v1::OUTCOME_OK)
         << r.round_id() << ": " << r.result().detail();
     EXPECT_EQ(r.board_id(), "agent-1/ascend0") << r.round_id();
     EXPECT_FALSE(r.result().measurement().simulated());
   }
+  EXPECT_EQ(runner_starts, 1);
 
   // The diagnoses come from the real msprof files the stand-in copied: the
   // fixture's op_statistic top row (matmul_kernel, 5 calls, 30.144 µs) and
