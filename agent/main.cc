@@ -302,6 +302,7 @@ int Main(int argc, char** argv) {
       o.seed = seed + boards.size();
       o.run_delay = absl::Milliseconds(sim_delay_ms);
       o.stage_timeout = absl::Seconds(stage_timeout_s);
+      o.cache_dir = cache_dir;
       o.labels = label_map;
       boards.push_back(NewSimBoard(std::move(o)));
     }

@@ -192,6 +192,10 @@ absl::StatusOr<Evaluation> SimBoard::Evaluate(const v1::WorkItem& work,
   plan.profiler = "msprof";
   plan.capabilities = info_.capabilities();
   plan.read_profile = ReadMsprofFolder;
+  absl::StatusOr<std::string> reference_entry = CommandReferenceCacheEntry(
+      plan.command, plan.work_dir, seed, options_.cache_dir, cancel);
+  if (!reference_entry.ok()) return reference_entry.status();
+  plan.reference_cache = *reference_entry;
   return RunStages(plan, work, cancel, std::move(eval));
 }
 

@@ -41,6 +41,9 @@ struct SimBoardOptions {
   // > 0: every variant is modelled at this latency (no real differences
   // between variants; tests of the keep/rollback decision).
   double fixed_latency_us = 0;
+  // Where each (program, workload, seed)'s reference output is kept and
+  // reused (CommandReferenceCacheEntry); empty: computed every round.
+  std::string cache_dir;
   // Timeout of each stage (build, reference, run, profile).
   absl::Duration stage_timeout = absl::Minutes(2);
   std::map<std::string, std::string> labels;

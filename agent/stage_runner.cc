@@ -39,6 +39,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kMaxBundleBytes = 64 << 20;
+// A program keyed by its bytes for the reference cache: larger ones are not
+// cached (hashing them would cost more than their reference stage).
+constexpr uintmax_t kMaxProgramBytes = 256u << 20;
 
 std::string Dump(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -168,8 +171,27 @@ absl::StatusOr<std::string> CommandReferenceCacheEntry(
       request.flags.push_back(arg);
     }
   }
-  if (request.sources.empty()) return std::string();
-  return ReferenceCacheEntry(request, work_dir, seed, cache_dir, cancel);
+  if (!request.sources.empty()) {
+    return ReferenceCacheEntry(request, work_dir, seed, cache_dir, cancel);
+  }
+  // No script argument: the program is command[0] itself (the sim board's
+  // tunefarm-sim-matmul), keyed by its bytes.
+  if (command[0].empty() || command[0][0] != '/' ||
+      !fs::is_regular_file(command[0], ec) ||
+      fs::file_size(command[0], ec) > kMaxProgramBytes || ec) {
+    return std::string();
+  }
+  absl::StatusOr<std::string> program = ReadFile(command[0]);
+  absl::StatusOr<std::string> workload = ReadFile(work_dir + "/workload.json");
+  if (!program.ok() || !workload.ok()) return std::string();
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"program", command[0]},
+      {"content", *program},
+      {"workload", *workload},
+      {"seed", absl::StrCat(seed)}};
+  for (const std::string& f : request.flags) fields.emplace_back("arg", f);
+  return absl::StrCat(cache_dir, "/reference/",
+                      FieldsDigest(fields).substr(0, 40));
 }
 
 void PublishReference(const std::string& reference_bin,

@@ -180,8 +180,10 @@ absl::StatusOr<std::string> ReferenceCacheEntry(
 // ReferenceCacheEntry for a board whose program is a command rather than a
 // compiled variant (ascend: `python3 <pkg>/run.py ...`): keyed by the
 // command's interpreter (its --version), its other arguments, and the
-// folders of the arguments that are files (the operator package). "" when
-// no argument is a file (nothing to key the program's code by).
+// folders of the arguments that are files (the operator package). A command
+// with no file argument whose first element is a program file (sim:
+// `tunefarm-sim-matmul`) is keyed by that program's bytes and its
+// arguments. "" when neither applies (nothing to key the program's code by).
 absl::StatusOr<std::string> CommandReferenceCacheEntry(
     const std::vector<std::string>& command, const std::string& work_dir,
     uint64_t seed, const std::string& cache_dir,

@@ -6,15 +6,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -63,8 +63,7 @@ class CompilerSlots {
   }
 
  private:
-  CompilerSlots()
-      : free_(std::max(1u, std::thread::hardware_concurrency())) {}
+  CompilerSlots() : free_(std::max(1u, std::thread::hardware_concurrency())) {}
   std::mutex mu_;
   std::condition_variable cv_;
   int free_;
@@ -388,6 +387,13 @@ absl::StatusOr<std::string> InputsKey(const BuildRequest& request,
     h.Add("content", *content);
   }
   return h.Hex().substr(0, 40);
+}
+
+std::string FieldsDigest(
+    const std::vector<std::pair<std::string, std::string>>& fields) {
+  Hasher h;
+  for (const auto& [tag, data] : fields) h.Add(tag, data);
+  return h.Hex();
 }
 
 absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "agent/process_runner.h"
+#include "agent/stage_runner.h"
 #include "common/files.h"
 #include "common/params.h"
 #include "gtest/gtest.h"
@@ -257,6 +258,45 @@ TEST_F(SimBoardTest, BothIsolationModesGiveTheSameResults) {
     EXPECT_EQ(a.precision().nan_count(), b.precision().nan_count());
     EXPECT_EQ(a.measurement().median_us(), b.measurement().median_us());
   }
+}
+
+// With a cache folder, the reference of a (program, workload, seed) runs
+// once: another variant reuses it and is still judged against it (a wrong
+// kernel still fails); another seed or workload computes its own.
+TEST_F(SimBoardTest, ReferenceIsComputedOncePerWorkloadAndSeed) {
+  options_.cache_dir = dir_ + "/cache";
+  std::unique_ptr<Board> board = NewSimBoard(options_);
+  std::atomic<bool> cancel{false};
+  auto evaluate = [&](const v1::WorkItem& w, bool* ran_reference) {
+    absl::StatusOr<Evaluation> e = board->Evaluate(w, cancel);
+    EXPECT_TRUE(e.ok()) << e.status();
+    struct stat st;
+    *ran_reference =
+        stat((WorkDirFor(options_.work_root, w) + "/logs/reference.stderr")
+                 .c_str(),
+             &st) == 0;
+    return e.ok() ? e->result : v1::RoundResult();
+  };
+  bool ran = false;
+  const v1::WorkItem first = Work(Params(32, 32, 32, 1, 16));
+  v1::RoundResult r = evaluate(first, &ran);
+  EXPECT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+  EXPECT_TRUE(ran);
+  r = evaluate(Work(Params(64, 64, 64, 2, 24)), &ran);
+  EXPECT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+  EXPECT_TRUE(r.precision().passed());
+  EXPECT_FALSE(ran) << "the reference ran again for another variant";
+  v1::WorkItem other_seed = Work(Params(64, 64, 64, 2, 24));
+  other_seed.set_seed(99);
+  r = evaluate(other_seed, &ran);
+  EXPECT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+  EXPECT_TRUE(ran) << "another seed needs its own reference";
+  r = evaluate(Work(Params(64, 64, 64, 2, 24), "ragged"), &ran);
+  EXPECT_EQ(r.outcome(), v1::OUTCOME_OK) << r.detail();
+  EXPECT_TRUE(ran) << "another workload needs its own reference";
+  r = evaluate(Work(Params(64, 128, 64, 2, 24), "ragged"), &ran);
+  EXPECT_EQ(r.outcome(), v1::OUTCOME_PRECISION_FAILED) << r.detail();
+  EXPECT_FALSE(ran);
 }
 
 TEST_F(SimBoardTest, UbOverflowIsBuildFailed) {
