@@ -24,7 +24,6 @@
 #include "coordinator/spec.h"
 #include "coordinator/sweep_book.h"
 #include "coordinator/workloads.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
 #include "storage/lineage.h"
 
@@ -36,10 +35,6 @@ namespace {
 // half a millisecond, so an ended sweep's memory goes back over a few
 // hundred commits without stalling any of them.
 constexpr int64_t kRoundsFreedPerCommit = 64;
-bool IsFinal(v1::SweepState state) {
-  return state == v1::SWEEP_STATE_SUCCEEDED ||
-         state == v1::SWEEP_STATE_FAILED || state == v1::SWEEP_STATE_CANCELLED;
-}
 
 }  // namespace
 
@@ -51,7 +46,10 @@ Coordinator::Coordinator(Store* store, const OperatorCatalog* catalog,
       clock_(clock),
       options_(std::move(options)),
       metrics_(metrics),
-      book_(catalog_),
+      book_(catalog_, SweepBook::Parts{store_, clock_, &staging_, &placement_,
+                                       &decider_}),
+      registry_(BoardRegistry::Parts{&book_, &staging_, &leases_, &placement_,
+                                     &health_, clock_, metrics_}),
       placement_(options_.default_quota, options_.team_quotas,
                  options_.reservations),
       health_(catalog_, HealthCheckerOptions{options_.health_checks,
@@ -111,46 +109,13 @@ absl::Status Coordinator::Recover() {
   TF_RETURN_IF_ERROR(placement_.LoadStored(reservations, std::nullopt));
   TF_ASSIGN_OR_RETURN(auto quotas, store_->GetMeta(Placement::kQuotasKey));
   TF_RETURN_IF_ERROR(placement_.LoadStored(std::nullopt, quotas));
-  TF_ASSIGN_OR_RETURN(auto next, store_->GetMeta(SweepBook::kNextSweepKey));
-  TF_RETURN_IF_ERROR(book_.LoadNextNumber(next));
-  TF_ASSIGN_OR_RETURN(std::vector<v1::Sweep> sweeps, store_->ListSweeps());
-  const absl::Time now = clock_->Now();
-  for (const v1::Sweep& sweep : sweeps) {
-    if (IsFinal(sweep.state())) continue;
-    auto rt = book_.Load(sweep);
-    if (!rt.ok()) {
-      // The operator may have been removed: fail this sweep the normal way
-      // (rounds closed, FINISHED event for watchers), keep the rest.
-      spdlog::error("cannot resume {}: {}", sweep.sweep_id(),
-                    rt.status().ToString());
-      TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds,
-                          store_->ListRounds(sweep.sweep_id()));
-      SweepRuntime* f = book_.AddUnrunnable(sweep, std::move(rounds));
-      Txn txn;
-      decider_.Finish(txn, *f, v1::SWEEP_STATE_FAILED,
-                      v1::TERMINATION_UNSPECIFIED,
-                      absl::StrCat("cannot resume after a restart: ",
-                                   rt.status().message()));
-      TF_RETURN_IF_ERROR(Commit(txn));
-      continue;
-    }
-    SweepRuntime& s = **rt;
-    TF_ASSIGN_OR_RETURN(std::vector<v1::Round> rounds,
-                        store_->ListRounds(sweep.sweep_id()));
-    // Give the agents that hold leases time to reconnect and report.
-    TF_RETURN_IF_ERROR(
-        SweepBook::Resume(s, std::move(rounds), now + options_.lease_duration));
-    spdlog::info("resumed sweep {} ({} rounds)", sweep.sweep_id(),
-                 s.rounds.size());
-  }
+  // Give the agents that hold leases time to reconnect and report.
+  Txn txn;
+  TF_RETURN_IF_ERROR(
+      book_.Recover(txn, clock_->Now() + options_.lease_duration));
+  TF_RETURN_IF_ERROR(Commit(txn));  // sweeps that cannot resume, ended
   TF_ASSIGN_OR_RETURN(std::vector<v1::BoardInfo> boards, store_->ListBoards());
-  for (v1::BoardInfo& b : boards) {
-    // Until its agent registers again, a board cannot be trusted.
-    b.set_state(v1::BOARD_STATE_LOST);
-    b.clear_current_lease_id();
-    b.set_reserved_for(placement_.ReservedFor(b));
-    registry_.boards()[b.board_id()].info = std::move(b);
-  }
+  registry_.Recover(std::move(boards));
   PublishBoardMetrics();
   return absl::OkStatus();
 }
@@ -318,131 +283,30 @@ std::unique_ptr<SealedBatch> Coordinator::SealBatch() {
 
 absl::StatusOr<v1::SubmitSweepResponse> Coordinator::SubmitSweep(
     const v1::SubmitSweepRequest& request, const Principal& caller) {
-  v1::SweepSpec spec = request.spec();
-  if (!request.spec_yaml().empty()) {
-    TF_ASSIGN_OR_RETURN(spec, ParseSweepSpec(request.spec_yaml()));
-  }
-  TF_ASSIGN_OR_RETURN(spec, ValidateSweepSpec(std::move(spec), *catalog_));
-  if (!caller.CanAccessTeam(spec.team())) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        caller.name, " may not submit sweeps for team '", spec.team(), "'"));
-  }
-  if (request.idempotency_key().size() > 128) {
-    return absl::InvalidArgumentError(
-        "idempotency_key: longer than 128 characters");
-  }
-  const std::string idem_key =
-      request.idempotency_key().empty()
-          ? ""
-          : SweepBook::IdempotencyKey(spec.team(), request.idempotency_key());
-  if (!idem_key.empty()) {
-    TF_ASSIGN_OR_RETURN(auto existing_id, store_->GetMeta(idem_key));
-    if (existing_id.has_value()) {
-      TF_ASSIGN_OR_RETURN(v1::Sweep existing, store_->GetSweep(*existing_id));
-      if (!google::protobuf::util::MessageDifferencer::Equals(existing.spec(),
-                                                              spec)) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "idempotency_key '", request.idempotency_key(),
-            "' was used for sweep ", *existing_id, " with a different spec"));
-      }
-      v1::SubmitSweepResponse response;
-      *response.mutable_sweep() = std::move(existing);
-      response.set_existing(true);
-      return response;
-    }
-  }
-
-  const v1::TeamQuota& quota = placement_.QuotaOf(spec.team());
-  if (quota.max_active_sweeps() > 0) {
-    const int active = book_.ActiveOf(spec.team());
-    if (active >= quota.max_active_sweeps()) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("team '", spec.team(), "' already has ", active,
-                       " queued or running sweeps, its quota is ",
-                       quota.max_active_sweeps()));
-    }
-  }
-
-  // A full disk refuses new work (the answer to an idempotent retry above
-  // is only a read).
-  TF_RETURN_IF_ERROR(store_->Writable());
-
-  v1::Sweep sweep;
-  sweep.set_sweep_id(book_.NextId());
-  *sweep.mutable_spec() = spec;
-  sweep.set_state(v1::SWEEP_STATE_QUEUED);
-  sweep.set_submitted_unix_ms(clock_->NowUnixMs());
-  sweep.set_best_round(-1);
-  sweep.set_next_round_id(WorkloadCount(spec));
-  for (const v1::Workload& workload : spec.workloads()) {
-    v1::WorkloadProgress* w = sweep.add_workload_progress();
-    w->set_workload(workload.name());
-    w->set_best_round(-1);
-  }
-  sweep.set_idempotency_key(request.idempotency_key());
-  sweep.set_simulated(spec.boards().kind() == "sim");
   Txn txn;
-  TF_ASSIGN_OR_RETURN(SweepRuntime * s, book_.Load(sweep));
-  txn.undo.push_back([this, id = sweep.sweep_id()] { book_.Erase(id); });
-
-  // One baseline round per workload (round i measures workload i).
-  for (int i = 0; i < WorkloadCount(spec); ++i) {
-    v1::Round baseline;
-    baseline.set_sweep_id(sweep.sweep_id());
-    baseline.set_round_id(i);
-    baseline.set_parent_round(-1);
-    *baseline.mutable_params() = spec.baseline_params();
-    baseline.set_stage("baseline");
-    baseline.set_state(v1::ROUND_STATE_QUEUED);
-    baseline.set_created_unix_ms(clock_->NowUnixMs());
-    if (IsMultiWorkload(spec)) {
-      baseline.set_workload(spec.workloads(i).name());
-      baseline.set_workload_index(i);
-    }
-    s->rounds.push_back(baseline);
-    txn.writes.PutRound(baseline);
+  TF_ASSIGN_OR_RETURN(SweepBook::Submission submission,
+                      book_.Submit(txn, request, caller));
+  v1::SubmitSweepResponse response;
+  if (submission.existing.has_value()) {
+    *response.mutable_sweep() = std::move(*submission.existing);
+    response.set_existing(true);
+    return response;
   }
-  txn.writes.PutMeta(SweepBook::kNextSweepKey, book_.StoredNextNumber());
-  if (!idem_key.empty()) txn.writes.PutMeta(idem_key, sweep.sweep_id());
-  staging_.AddEvent(
-      txn, *s, v1::EVENT_KIND_SUBMITTED,
-      absl::StrCat("sweep ", sweep.sweep_id(), " submitted by team ",
-                   spec.team(), ": ", spec.operator_name(), " on ",
-                   absl::StrJoin(WorkloadNames(spec), ", "), ", strategy ",
-                   spec.strategy().name()),
-      nullptr);
   TF_RETURN_IF_ERROR(Commit(txn));
   book_.Advance();
-  spdlog::info("submitted {} ({} / {})", s->sweep.sweep_id(),
-               spec.operator_name(), spec.name());
-  v1::SubmitSweepResponse response;
-  *response.mutable_sweep() = s->sweep;
+  const SweepRuntime& s = *submission.staged;
+  spdlog::info("submitted {} ({} / {})", s.sweep.sweep_id(),
+               s.sweep.spec().operator_name(), s.sweep.spec().name());
+  *response.mutable_sweep() = s.sweep;
   return response;
 }
 
 absl::StatusOr<v1::Sweep> Coordinator::CancelSweep(
     const v1::CancelSweepRequest& request, const Principal& caller) {
-  SweepRuntime* s = FindSweep(request.sweep_id());
-  if (s != nullptr && !caller.CanAccessTeam(s->sweep.spec().team())) {
-    return SweepNotFound(request.sweep_id());
-  }
-  if (s == nullptr) {
-    TF_ASSIGN_OR_RETURN(v1::Sweep sweep, store_->GetSweep(request.sweep_id()));
-    if (!caller.CanAccessTeam(sweep.spec().team())) {
-      return SweepNotFound(request.sweep_id());
-    }
-    return absl::FailedPreconditionError(
-        absl::StrCat("sweep ", sweep.sweep_id(), " has already ended (",
-                     v1::SweepState_Name(sweep.state()), ")"));
-  }
   Txn txn;
-  decider_.Finish(txn, *s, v1::SWEEP_STATE_CANCELLED, v1::TERMINATION_CANCELLED,
-                  request.reason().empty()
-                      ? "cancelled by the user"
-                      : absl::StrCat("cancelled: ", request.reason()));
-  v1::Sweep snapshot = s->sweep;
+  TF_ASSIGN_OR_RETURN(v1::Sweep cancelled, book_.Cancel(txn, request, caller));
   TF_RETURN_IF_ERROR(Commit(txn));
-  return snapshot;
+  return cancelled;
 }
 
 std::vector<v1::BoardInfo> Coordinator::ListBoards(
@@ -454,111 +318,8 @@ std::vector<v1::BoardInfo> Coordinator::ListBoards(
 
 absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
     const v1::RegisterAgentRequest& request) {
-  if (request.agent_id().empty()) {
-    return absl::InvalidArgumentError("agent_id: must not be empty");
-  }
-  if (request.boards().empty()) {
-    return absl::InvalidArgumentError("boards: an agent needs a board");
-  }
-  std::set<std::string> ids;
-  for (const v1::BoardInfo& b : request.boards()) {
-    if (b.board_id().empty()) {
-      return absl::InvalidArgumentError("boards[].board_id: must not be empty");
-    }
-    if (!ids.insert(b.board_id()).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("boards: duplicate board_id ", b.board_id()));
-    }
-    auto it = registry_.boards().find(b.board_id());
-    if (it != registry_.boards().end() &&
-        it->second.info.agent_id() != request.agent_id() &&
-        registry_.agents().contains(it->second.info.agent_id())) {
-      return absl::AlreadyExistsError(absl::StrCat("board ", b.board_id(),
-                                                   " is registered by agent ",
-                                                   it->second.info.agent_id()));
-    }
-  }
   Txn txn;
-  const absl::Time now = clock_->Now();
-  for (const v1::BoardInfo& b : request.boards()) {
-    staging_.SaveBoard(txn, b.board_id());
-    BoardRuntime& br = registry_.boards()[b.board_id()];
-    // A lease on this board that the agent does not claim is work it lost
-    // (an agent restart), a lease a restarted coordinator recovered
-    // included. Either claim covers either lease: the agent may have moved
-    // its lease ahead up before this coordinator saw the current result.
-    const auto claimed = [&b](const std::string& id) {
-      return id == b.current_lease_id() || id == b.lease_ahead_id() ||
-             std::find(b.more_lease_ahead_ids().begin(),
-                       b.more_lease_ahead_ids().end(),
-                       id) != b.more_lease_ahead_ids().end();
-    };
-    for (auto& [sweep_id, s] : book_.sweeps()) {
-      for (const int64_t id : s->leased) {
-        if (id >= static_cast<int64_t>(s->rounds.size())) continue;
-        v1::Round& r = s->rounds[id];
-        if (r.state() == v1::ROUND_STATE_LEASED &&
-            r.lease().board_id() == b.board_id() &&
-            !claimed(r.lease().lease_id())) {
-          leases_.Requeue(txn, *s, r,
-                          absl::StrCat("agent ", request.agent_id(),
-                                       " re-registered without the lease"));
-        }
-      }
-    }
-    if (!br.lease_id.empty() && !claimed(br.lease_id)) {
-      leases_.FreeBoard(txn, b.board_id(), br.lease_id);  // a health check's
-    }
-    // After a coordinator restart the agent may still run, or hold ahead, a
-    // lease this coordinator recovered: adopt it, so its result is still
-    // welcome and a lost board requeues it at once.
-    const auto recovered = [&](const std::string& id) {
-      const v1::Round* r = leases_.Live(id);
-      return r != nullptr && r->lease().board_id() == b.board_id();
-    };
-    if (br.lease_id.empty() && recovered(b.current_lease_id())) {
-      br.lease_id = b.current_lease_id();
-    }
-    if (br.prefetch_lease_ids.empty()) {
-      std::vector<std::string> ahead = {b.lease_ahead_id()};
-      ahead.insert(ahead.end(), b.more_lease_ahead_ids().begin(),
-                   b.more_lease_ahead_ids().end());
-      for (const std::string& id : ahead) {
-        if (id != br.lease_id && recovered(id)) {
-          br.prefetch_lease_ids.push_back(id);
-        }
-      }
-      // An agent between two runs holds leases ahead and no current one:
-      // the first is what the recorded result had made current.
-      if (br.lease_id.empty() && !br.prefetch_lease_ids.empty()) {
-        const std::string first = br.prefetch_lease_ids.front();
-        leases_.PromoteAhead(txn, br, first);  // a copy: it erases the entry
-      }
-    }
-    const int64_t rounds_run = br.info.rounds_run();
-    // An admin's drain outlives the agent's reconnects.
-    const bool draining = br.info.state() == v1::BOARD_STATE_DRAINING;
-    br.info = b;
-    br.info.set_agent_id(request.agent_id());
-    br.info.set_node(request.node());
-    br.info.set_rounds_run(rounds_run);
-    br.info.set_last_seen_unix_ms(absl::ToUnixMillis(now));
-    br.info.set_current_lease_id(br.lease_id);
-    // Kept as br.prefetch_lease_ids.
-    br.info.clear_lease_ahead_id();
-    br.info.clear_more_lease_ahead_ids();
-    br.info.set_state(draining              ? v1::BOARD_STATE_DRAINING
-                      : br.lease_id.empty() ? v1::BOARD_STATE_IDLE
-                                            : v1::BOARD_STATE_BUSY);
-    br.info.set_reserved_for(placement_.ReservedFor(br.info));
-    // LAVA: a board that joins proves itself on its golden first.
-    br.check_due = health_.Checks(br.info.kind());
-    txn.writes.PutBoard(br.info);
-  }
-  staging_.SaveAgent(txn, request.agent_id());
-  AgentRuntime& agent = registry_.agents()[request.agent_id()];
-  agent.last_seen = now;
-  agent.board_ids.assign(ids.begin(), ids.end());
+  TF_RETURN_IF_ERROR(registry_.Register(txn, request));
   TF_RETURN_IF_ERROR(Commit(txn));
   PublishBoardMetrics();
   spdlog::info("agent {} registered {} board(s) from {}", request.agent_id(),
@@ -573,48 +334,10 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
 
 absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
     const v1::HeartbeatRequest& request) {
-  auto it = registry_.agents().find(request.agent_id());
-  if (it == registry_.agents().end()) {
-    return absl::NotFoundError(
-        absl::StrCat("agent ", request.agent_id(), " is not registered"));
-  }
-  it->second.last_seen = clock_->Now();
   v1::HeartbeatResponse response;
   Txn txn;
-  bool boards_changed = false;
-  for (const v1::BoardInfo& b : request.boards()) {
-    auto bit = registry_.boards().find(b.board_id());
-    if (bit == registry_.boards().end() ||
-        bit->second.info.agent_id() != request.agent_id()) {
-      continue;
-    }
-    staging_.SaveBoard(txn, b.board_id());
-    bit->second.info.set_last_seen_unix_ms(clock_->NowUnixMs());
-    // The agent's word on health, when it has one; else the coordinator's
-    // (admin action, health check) stands.
-    if (!b.health_detail().empty()) {
-      bit->second.info.set_health_detail(b.health_detail());
-    }
-    if (b.state() != v1::BOARD_STATE_QUARANTINED) {
-      bit->second.readmit_pending = false;  // the agent lifted its flag
-    } else if (bit->second.readmit_pending) {
-      response.add_readmitted_board_ids(b.board_id());
-    } else if (bit->second.info.state() != v1::BOARD_STATE_QUARANTINED) {
-      bit->second.info.set_state(v1::BOARD_STATE_QUARANTINED);
-      txn.writes.PutBoard(bit->second.info);
-      boards_changed = true;
-      txn.after_commit.push_back([this, info = bit->second.info] {
-        if (metrics_ != nullptr) metrics_->BoardQuarantined(info);
-        spdlog::warn("board {} quarantined by its agent: {}", info.board_id(),
-                     info.health_detail());
-      });
-    }
-    if (!b.current_lease_id().empty() &&
-        b.current_lease_id() != bit->second.lease_id &&
-        !leases_.PromoteAhead(txn, bit->second, b.current_lease_id())) {
-      response.add_revoked_lease_ids(b.current_lease_id());
-    }
-  }
+  TF_ASSIGN_OR_RETURN(const bool boards_changed,
+                      registry_.Heartbeat(txn, request, &response));
   TF_RETURN_IF_ERROR(Commit(txn));
   if (boards_changed) PublishBoardMetrics();
   return response;
@@ -661,22 +384,12 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
 
 absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
     const v1::LeaseWorkRequest& request) {
-  auto agent = registry_.agents().find(request.agent_id());
-  if (agent == registry_.agents().end()) {
-    return absl::NotFoundError(
-        absl::StrCat("agent ", request.agent_id(), " is not registered"));
-  }
-  agent->second.last_seen = clock_->Now();
-  auto bit = registry_.boards().find(request.board_id());
-  if (bit == registry_.boards().end() ||
-      bit->second.info.agent_id() != request.agent_id()) {
-    return absl::NotFoundError(absl::StrCat("board ", request.board_id(),
-                                            " is not registered by agent ",
-                                            request.agent_id()));
-  }
+  TF_ASSIGN_OR_RETURN(
+      BoardRuntime * caller_board,
+      registry_.CallerBoard(request.agent_id(), request.board_id()));
   // A full disk refuses new work before anything changes.
   TF_RETURN_IF_ERROR(store_->Writable());
-  BoardRuntime& board = bit->second;
+  BoardRuntime& board = *caller_board;
   Txn txn;
   staging_.SaveBoard(txn, request.board_id());
   v1::LeaseWorkResponse response;
@@ -780,10 +493,7 @@ bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
 
 absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
     const v1::RenewLeaseRequest& request) {
-  if (auto a = registry_.agents().find(request.agent_id());
-      a != registry_.agents().end()) {
-    a->second.last_seen = clock_->Now();
-  }
+  registry_.NoteSeen(request.agent_id());
   v1::RenewLeaseResponse response;
   if (HealthLeaseId::IsHealthLease(request.lease_id())) {
     for (auto& [id, b] : registry_.boards()) {
@@ -809,10 +519,7 @@ absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
 
 absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
     const v1::ReportResultRequest& request) {
-  if (auto a = registry_.agents().find(request.agent_id());
-      a != registry_.agents().end()) {
-    a->second.last_seen = clock_->Now();
-  }
+  registry_.NoteSeen(request.agent_id());
   v1::ReportResultResponse response;
   if (request.result().outcome() == v1::OUTCOME_UNSPECIFIED) {
     return absl::InvalidArgumentError("result.outcome: must be set");
@@ -1050,50 +757,8 @@ absl::Status Coordinator::Tick() {
     }
   }
   Txn txn;
-  bool boards_changed = false;
-  for (auto it = registry_.agents().begin(); it != registry_.agents().end();) {
-    // Any call counts, the ones still waiting for this loop included.
-    absl::Time last_seen = it->second.last_seen;
-    if (liveness_ != nullptr) {
-      if (std::optional<absl::Time> heard = liveness_->LastHeard(it->first)) {
-        last_seen = std::max(last_seen, *heard);
-      }
-    }
-    if (now - last_seen <= options_.agent_timeout) {
-      ++it;
-      continue;
-    }
-    const std::string why = absl::StrCat("agent ", it->first, " silent for ",
-                                         absl::FormatDuration(now - last_seen));
-    spdlog::warn("{}: its boards are lost", why);
-    staging_.SaveAgent(txn, it->first);
-    for (const std::string& board_id : it->second.board_ids) {
-      auto b = registry_.boards().find(board_id);
-      if (b == registry_.boards().end()) continue;
-      staging_.SaveBoard(txn, board_id);
-      // The lease held ahead first, so it is not promoted in its place.
-      leases_.RequeueAhead(txn, b->second, absl::StrCat("board lost: ", why));
-      if (const std::optional<LeaseId> lease =
-              LeaseId::Parse(b->second.lease_id);
-          lease.has_value()) {
-        SweepRuntime* s = FindSweep(lease->sweep_id);
-        const int64_t round_id = lease->round_id;
-        if (s != nullptr && round_id < static_cast<int64_t>(s->rounds.size()) &&
-            s->rounds[round_id].state() == v1::ROUND_STATE_LEASED &&
-            s->rounds[round_id].lease().lease_id() == b->second.lease_id) {
-          leases_.Requeue(txn, *s, s->rounds[round_id],
-                          absl::StrCat("board lost: ", why));
-        }
-      }
-      b->second.lease_id.clear();
-      b->second.info.clear_current_lease_id();
-      b->second.info.set_state(v1::BOARD_STATE_LOST);
-      b->second.info.set_health_detail(why);
-      txn.writes.PutBoard(b->second.info);
-      boards_changed = true;
-    }
-    it = registry_.agents().erase(it);
-  }
+  bool boards_changed =
+      registry_.LoseSilentAgents(txn, now, options_.agent_timeout, liveness_);
   for (auto& [id, b] : registry_.boards()) {
     if (HealthLeaseId::IsHealthLease(b.lease_id) && b.check_expires < now) {
       RecordHealthCheck(txn, b, nullptr, "no result within the lease");
@@ -1119,56 +784,20 @@ void Coordinator::PublishBoardMetrics() {
 
 absl::StatusOr<v1::BoardInfo> Coordinator::DrainBoard(
     const v1::BoardAdminRequest& request) {
-  auto it = registry_.boards().find(request.board_id());
-  if (it == registry_.boards().end()) {
-    return absl::NotFoundError(absl::StrCat("no board ", request.board_id()));
-  }
-  // The round it runs now finishes; LeaseWork gives it nothing more, and
-  // a round it holds ahead goes back to the queue (its renewals now fail,
-  // so the agent drops it unrun): draining means no new variant starts.
   Txn txn;
-  staging_.SaveBoard(txn, it->first);
-  it->second.info.set_state(v1::BOARD_STATE_DRAINING);
-  it->second.info.set_health_detail(
-      absl::StrCat("drained by an admin", request.reason().empty() ? "" : ": ",
-                   request.reason()));
-  leases_.RequeueAhead(txn, it->second,
-                       absl::StrCat("board ", request.board_id(), " drained"));
-  txn.writes.PutBoard(it->second.info);
+  TF_ASSIGN_OR_RETURN(BoardRuntime * board, registry_.Drain(txn, request));
   TF_RETURN_IF_ERROR(Commit(txn));
   PublishBoardMetrics();
-  return it->second.info;
+  return board->info;
 }
 
 absl::StatusOr<v1::BoardInfo> Coordinator::AdmitBoard(
     const v1::BoardAdminRequest& request) {
-  auto it = registry_.boards().find(request.board_id());
-  if (it == registry_.boards().end()) {
-    return absl::NotFoundError(absl::StrCat("no board ", request.board_id()));
-  }
   Txn txn;
-  staging_.SaveBoard(txn, it->first);
-  v1::BoardInfo& info = it->second.info;
-  // The agent may hold its own quarantine flag (device errors): the next
-  // heartbeats tell it to lift it.
-  if (info.state() == v1::BOARD_STATE_QUARANTINED) {
-    it->second.readmit_pending = true;
-  }
-  // An admin's word replaces a pending or failed health check.
-  it->second.check_due = false;
-  it->second.next_check = health_.NextCheck(clock_->Now(), /*passed=*/true);
-  if (info.state() == v1::BOARD_STATE_QUARANTINED ||
-      info.state() == v1::BOARD_STATE_DRAINING) {
-    info.set_state(it->second.lease_id.empty() ? v1::BOARD_STATE_IDLE
-                                               : v1::BOARD_STATE_BUSY);
-  }
-  info.set_health_detail(absl::StrCat("admitted by an admin",
-                                      request.reason().empty() ? "" : ": ",
-                                      request.reason()));
-  txn.writes.PutBoard(info);
+  TF_ASSIGN_OR_RETURN(BoardRuntime * board, registry_.Admit(txn, request));
   TF_RETURN_IF_ERROR(Commit(txn));
   PublishBoardMetrics();
-  return info;
+  return board->info;
 }
 
 absl::StatusOr<v1::TeamQuota> Coordinator::SetTeamQuota(
@@ -1214,13 +843,7 @@ absl::StatusOr<v1::ListReservationsResponse> Coordinator::SaveReservations(
                      Placement::StoredReservations(reservations));
   staging_.SaveReservationList(txn);
   placement_.SetReservations(std::move(reservations));
-  for (auto& [id, b] : registry_.boards()) {
-    const std::string team = placement_.ReservedFor(b.info);
-    if (team == b.info.reserved_for()) continue;
-    staging_.SaveBoard(txn, id);
-    b.info.set_reserved_for(team);
-    txn.writes.PutBoard(b.info);
-  }
+  registry_.RefreshReservations(txn);
   TF_RETURN_IF_ERROR(Commit(txn));
   v1::ListReservationsResponse response;
   for (const v1::BoardReservation& r : placement_.reservations()) {

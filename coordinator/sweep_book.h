@@ -1,15 +1,23 @@
 // SweepBook: the coordinator's queued and running sweeps, in submission
-// order, and the number the next submitted sweep gets. It builds a sweep's
-// runtime from its record (the operator as the sweep's board kind sees it,
-// its strategies), resumes one from its stored rounds after a restart, and
-// names the meta keys of sweep numbering and idempotency.
+// order, and what is done to them as a whole: submitting one (validation,
+// permission, the team's quota, the idempotent-retry lookup, the baselines
+// and the SUBMITTED event), cancelling one, and recovering them all from
+// the store after a restart (resuming each from its stored rounds with
+// lease grace; one whose operator is gone is ended FAILED). It numbers
+// sweeps, builds a sweep's runtime from its record (the operator as the
+// sweep's board kind sees it, its strategies), and names the meta keys of
+// sweep numbering and idempotency.
 //
-// Changes go through the Coordinator's transaction: the Coordinator stages
-// and commits, and adds, advances or erases here (its undo erases a sweep
-// added by a call that did not commit).
+// Its calls stage into the caller's Txn (through Staging, and the Decider
+// for a sweep's end) and never commit: the Coordinator owns the
+// transaction, commits it, and only then moves the numbering on (Advance).
+// The Coordinator's undo erases a sweep added by a call that did not
+// commit.
 //
 // Owned by the Coordinator; used only on the control loop thread (not
-// thread-safe). The catalog must outlive it.
+// thread-safe). The catalog and the parts in SweepBook::Parts must outlive
+// it; the parts may be built after it (they point into it), since it uses
+// them only in its calls.
 #ifndef TUNEFARM_COORDINATOR_SWEEP_BOOK_H_
 #define TUNEFARM_COORDINATOR_SWEEP_BOOK_H_
 
@@ -23,10 +31,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
+#include "coordinator/auth.h"
 #include "coordinator/core_state.h"
 #include "ops/catalog.h"
+#include "storage/store.h"
+#include "tunefarm/v1/farm.pb.h"
 
 namespace tunefarm {
+
+class Decider;
+class Placement;
+class Staging;
 
 class SweepBook {
  public:
@@ -34,7 +50,51 @@ class SweepBook {
   // Meta key of the next sweep number.
   static constexpr char kNextSweepKey[] = "next_sweep_number";
 
-  explicit SweepBook(const OperatorCatalog* catalog) : catalog_(catalog) {}
+  // What its calls work through (the Coordinator's).
+  struct Parts {
+    Store* store = nullptr;  // reads: idempotency, recovery, ended sweeps
+    Clock* clock = nullptr;
+    Staging* staging = nullptr;
+    const Placement* placement = nullptr;  // team quotas
+    Decider* decider = nullptr;            // ending a sweep
+  };
+
+  SweepBook(const OperatorCatalog* catalog, Parts parts)
+      : catalog_(catalog), parts_(parts) {}
+
+  // --- the calls ----------------------------------------------------------
+  // What Submit staged, or found.
+  struct Submission {
+    // The new sweep, its baselines and its SUBMITTED event, staged; null
+    // when `existing` is set.
+    SweepRuntime* staged = nullptr;
+    // An idempotent retry: the sweep its key already names, with nothing
+    // staged.
+    std::optional<v1::Sweep> existing;
+  };
+  // Stages a new sweep from `request` (its spec, or spec_yaml parsed), one
+  // baseline round per workload, the next number and the idempotency key.
+  // `caller` must belong to the spec's team (or be an admin):
+  // PERMISSION_DENIED otherwise; RESOURCE_EXHAUSTED past the team's quota
+  // of active sweeps, or while the store cannot write (Store::Writable);
+  // ALREADY_EXISTS for a key used with a different spec. Once the caller
+  // committed the transaction it calls Advance.
+  absl::StatusOr<Submission> Submit(Txn& txn,
+                                    const v1::SubmitSweepRequest& request,
+                                    const Principal& caller);
+  // Stages the end of a queued or running sweep, CANCELLED; answers its
+  // record as it will be stored. NOT_FOUND for a sweep the caller may not
+  // see (as for one that does not exist), FAILED_PRECONDITION for one that
+  // has already ended.
+  absl::StatusOr<v1::Sweep> Cancel(Txn& txn,
+                                   const v1::CancelSweepRequest& request,
+                                   const Principal& caller);
+  // Loads the next number and every queued or running sweep from the store
+  // and resumes it; a recovered lease runs at least until `grace_until`
+  // (Resume). A sweep that cannot run (its operator is gone) is ended
+  // FAILED in `txn`, the normal way (rounds closed, FINISHED event for
+  // watchers). Call once, on an empty book.
+  absl::Status Recover(Txn& txn, absl::Time grace_until);
 
   // --- numbering and idempotency ------------------------------------------
   // Takes the stored next number (the meta value under kNextSweepKey, when
@@ -87,6 +147,7 @@ class SweepBook {
 
  private:
   const OperatorCatalog* catalog_;
+  const Parts parts_;
   Sweeps sweeps_;
   std::vector<std::unique_ptr<SweepRuntime>> retired_;
   int64_t retired_rounds_ = 0;

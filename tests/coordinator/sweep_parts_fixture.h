@@ -1,17 +1,21 @@
-// The fixture of the coordinator's sweep parts on their own (the lease
-// table, the decider): one sim_matmul sweep of the shipped operators with
-// rounds 0 (the baseline), 1 and 2 queued, two idle boards, and the parts
-// wired as the Coordinator wires them, over a fake clock.
+// The fixture of the coordinator's parts on their own (the sweep book, the
+// board registry, the lease table, the decider): one sim_matmul sweep of
+// the shipped operators with rounds 0 (the baseline), 1 and 2 queued, two
+// idle boards of agent a1, and the parts wired as the Coordinator wires
+// them, over a fake clock and a memory store.
 #ifndef TUNEFARM_TESTS_COORDINATOR_SWEEP_PARTS_FIXTURE_H_
 #define TUNEFARM_TESTS_COORDINATOR_SWEEP_PARTS_FIXTURE_H_
 
+#include <memory>
 #include <string>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "coordinator/board_registry.h"
 #include "coordinator/decider.h"
+#include "coordinator/health_checker.h"
 #include "coordinator/lease_table.h"
 #include "coordinator/placement.h"
 #include "coordinator/spec.h"
@@ -19,6 +23,8 @@
 #include "coordinator/sweep_book.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
+#include "storage/memory_store.h"
+#include "storage/store.h"
 
 namespace tunefarm {
 
@@ -75,11 +81,35 @@ class SweepPartsTest : public ::testing::Test {
     return work;
   }
 
+  // What the Coordinator's commit does once the store took `txn`: each
+  // touched sweep's record written with the rest, then the after-commit
+  // effects; the undo is dropped.
+  absl::Status CommitToStore(Txn& txn) {
+    for (SweepRuntime* s : txn.touched) txn.writes.PutSweep(s->sweep);
+    absl::Status st = store_->Commit(txn.writes);
+    if (!st.ok()) return st;
+    for (auto& effect : txn.after_commit) effect();
+    txn = Txn();
+    return absl::OkStatus();
+  }
+  // What the Coordinator does when the commit failed.
+  static void Undo(Txn& txn) {
+    for (auto it = txn.undo.rbegin(); it != txn.undo.rend(); ++it) (*it)();
+    txn = Txn();
+  }
+
   OperatorCatalog catalog_;
   FakeClock clock_;
-  SweepBook book_{&catalog_};
-  BoardRegistry registry_;
+  std::unique_ptr<Store> store_ = NewMemoryStore();
+  // The parts point at each other as in the Coordinator: the book and the
+  // registry use the later ones only in their calls.
+  SweepBook book_{&catalog_, SweepBook::Parts{store_.get(), &clock_, &staging_,
+                                              &placement_, &decider_}};
+  BoardRegistry registry_{BoardRegistry::Parts{&book_, &staging_, &table_,
+                                               &placement_, &health_, &clock_,
+                                               nullptr}};
   Placement placement_{v1::TeamQuota(), {}, {}};
+  HealthChecker health_{&catalog_, HealthCheckerOptions{}};
   Staging staging_{&book_, &registry_, &placement_, &clock_};
   LeaseTable table_{&book_, &registry_, &staging_, &clock_, kLease, nullptr};
   Decider decider_{&staging_, &table_, &clock_, "/reports"};
