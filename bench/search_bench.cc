@@ -13,12 +13,14 @@
 // replayed time x the sweep's samples plus a fixed round overhead (a failed
 // one: the overhead), results arriving in completion order, so later
 // proposals see earlier rounds still in flight. The proposal path is the
-// coordinator's (NextRound: nothing before the baseline's result, one
-// Propose(history, 1) per free board, budget counted in candidates) and the
-// decision is its keep rule (JudgeGain, as Coordinator::Decide calls it).
-// The best is the sweep's best: kept rounds only. --overlap_baseline is a
-// what-if against that path: the free boards get proposals while the
-// baseline runs (what the "baseline first" rule costs K boards).
+// coordinator's (NextRound's ProposeNextCandidate: one candidate per free
+// board, budget counted in candidates; while the baseline runs, the free
+// boards get candidates only from a strategy that proposes then, hybrid
+// and tpe) and the decision is its keep rule (JudgeGain, as the Decider
+// calls it; a result whose parent has none yet is judged once it has).
+// The best is the sweep's best: kept rounds only. --baseline_first is a
+// what-if against that path: nothing before the baseline's result, for any
+// strategy (what the earlier rule cost K boards).
 //
 // Output: Markdown tables (docs/benchmarks.md), then one line
 //   search_bench: spaces=N wins_e5=W wins_b200=W wins_constrained=W
@@ -67,11 +69,8 @@ struct SimOptions {
   int samples = 30;       // timed runs per evaluation
   double overhead_s = 5;  // build, transfers, reference per round
   double min_gain = 0;
-  // What-if (not the coordinator's rule today): the free boards get
-  // proposals while the baseline runs, instead of waiting for its result.
-  // Their parent is the baseline; a round that finishes before it is
-  // judged (and its board freed) when the baseline's result is in.
-  bool overlap_baseline = false;
+  // What-if: no strategy proposes while the baseline runs (BaselineFirst).
+  bool baseline_first = false;
 };
 
 // One sweep's course: after each finished evaluation, the time and the
@@ -90,6 +89,23 @@ double EvalSeconds(const v1::RoundResult& r, const SimOptions& o) {
   if (r.outcome() != v1::OUTCOME_OK) return o.overhead_s;
   return r.measurement().median_us() * 1e-6 * o.samples + o.overhead_s;
 }
+
+// A strategy as it is, except that it never proposes while the baseline
+// runs (--baseline_first).
+class BaselineFirst : public Strategy {
+ public:
+  explicit BaselineFirst(Strategy& s) : s_(s) {}
+  std::string_view name() const override { return s_.name(); }
+  std::vector<Candidate> Propose(const SearchHistory& h, int n) override {
+    return s_.Propose(h, n);
+  }
+  Exhaustion Exhausted(const SearchHistory& h) const override {
+    return s_.Exhausted(h);
+  }
+
+ private:
+  Strategy& s_;
+};
 
 Trace Simulate(const v1::OperatorManifest& op, Board& board, Strategy& strategy,
                const ParamMap& baseline, uint64_t seed, const SimOptions& o) {
@@ -121,6 +137,8 @@ Trace Simulate(const v1::OperatorManifest& op, Board& board, Strategy& strategy,
   int64_t best_round = -1;
   double best_us = kInf;
   int free_boards = o.boards;
+  int in_flight = 0;  // candidates leased, not yet recorded
+  BaselineFirst first(strategy);
 
   v1::Round base;
   base.set_round_id(0);
@@ -129,41 +147,61 @@ Trace Simulate(const v1::OperatorManifest& op, Board& board, Strategy& strategy,
   *base.mutable_params() = baseline;
   base.set_state(v1::ROUND_STATE_LEASED);
   evaluate(base);
-  const double base_done = EvalSeconds(base.result(), o);
-  events.push({base_done, 0});
+  events.push({EvalSeconds(base.result(), o), 0});
   rounds.push_back(base);
   std::vector<double> proposed_at = {0};
   --free_boards;
   t.proposed = 1;
-  // NextRound for every free board.
+  // NextRound for every free board: the coordinator's ProposeNextCandidate
+  // (a strategy that proposes while the baseline runs gets the free boards
+  // then; the others wait for its result).
   auto propose = [&] {
-    while (free_boards > 0 && t.proposed < o.budget) {
+    while (free_boards > 0) {
       SearchHistory h{&op, &spec, &rounds, best_round};
-      std::vector<Candidate> c = strategy.Propose(h, 1);
-      if (c.empty()) {
-        if (events.empty()) t.exhausted = true;
-        break;
-      }
+      NextCandidate next =
+          o.baseline_first
+              ? ProposeNextCandidate(first, h, o.budget - 1, in_flight)
+              : ProposeNextCandidate(strategy, h, o.budget - 1, in_flight);
+      if (next.kind == NextCandidate::Kind::kExhausted) t.exhausted = true;
+      if (next.kind != NextCandidate::Kind::kPropose) break;
+      Candidate& c = next.candidate;
       v1::Round n;
       n.set_round_id(static_cast<int64_t>(rounds.size()));
-      n.set_parent_round(c[0].parent_round >= 0 ? c[0].parent_round : 0);
-      *n.mutable_params() = c[0].params;
-      for (auto& ch : c[0].changes) *n.add_changes() = ch;
-      n.set_stage(c[0].stage);
+      n.set_parent_round(c.parent_round);
+      *n.mutable_params() = c.params;
+      for (auto& ch : c.changes) *n.add_changes() = ch;
+      n.set_stage(c.stage);
       n.set_state(v1::ROUND_STATE_LEASED);
       evaluate(n);
-      events.push(
-          {std::max(
-               now + EvalSeconds(n.result(), o),
-               rounds[0].state() == v1::ROUND_STATE_DONE ? 0.0 : base_done),
-           n.round_id()});
+      events.push({now + EvalSeconds(n.result(), o), n.round_id()});
       rounds.push_back(std::move(n));
       proposed_at.push_back(now);
       --free_boards;
+      ++in_flight;
       ++t.proposed;
     }
   };
-  if (o.overlap_baseline) propose();
+  // The keep rule on a recorded candidate whose parent has its result (the
+  // Decider's DecideCandidate).
+  auto judge = [&](v1::Round& r) {
+    if (r.result().outcome() != v1::OUTCOME_OK) {
+      r.set_decision(v1::DECISION_REJECTED);
+      return;
+    }
+    const v1::Round& parent = rounds[r.parent_round()];
+    const GainVerdict v =
+        JudgeGain(r.result().measurement(), parent.result().measurement(),
+                  o.min_gain, r.parent_round(), best_round, best_us);
+    if (v.keep) {
+      r.set_decision(v1::DECISION_KEPT);
+      best_round = r.round_id();
+      best_us = r.result().measurement().median_us();
+      ++t.stages[r.stage()].second;
+    } else {
+      r.set_decision(v1::DECISION_ROLLED_BACK);
+    }
+  };
+  propose();
   while (!events.empty()) {
     const auto [at, id] = events.top();
     events.pop();
@@ -171,32 +209,27 @@ Trace Simulate(const v1::OperatorManifest& op, Board& board, Strategy& strategy,
     ++free_boards;
     v1::Round& r = rounds[id];
     r.set_state(v1::ROUND_STATE_DONE);
+    if (id != 0) {
+      --in_flight;
+      ++t.stages[r.stage()].first;
+    }
     if (id == 0) {
       r.set_decision(v1::DECISION_BASELINE);
       best_round = 0;
       best_us = r.result().measurement().median_us();
-    } else if (r.result().outcome() != v1::OUTCOME_OK) {
-      r.set_decision(v1::DECISION_REJECTED);
-    } else {
-      const v1::Round& parent = rounds[r.parent_round()];
-      const GainVerdict v =
-          JudgeGain(r.result().measurement(), parent.result().measurement(),
-                    o.min_gain, r.parent_round(), best_round, best_us);
-      if (v.keep) {
-        r.set_decision(v1::DECISION_KEPT);
-        best_round = id;
-        best_us = r.result().measurement().median_us();
-      } else {
-        r.set_decision(v1::DECISION_ROLLED_BACK);
+      // The results that waited for it, in round order (DecideWaiting).
+      for (v1::Round& w : rounds) {
+        if (w.round_id() != 0 && w.state() == v1::ROUND_STATE_DONE &&
+            w.decision() == v1::DECISION_UNSPECIFIED) {
+          judge(w);
+        }
       }
-    }
+    } else if (r.result().outcome() != v1::OUTCOME_OK ||
+               rounds[r.parent_round()].state() == v1::ROUND_STATE_DONE) {
+      judge(r);
+    }  // else: judged once its parent (the baseline) has its result
     t.best.push_back(best_us);
     t.time.push_back(now);
-    if (id != 0) {
-      auto& [finished, kept] = t.stages[r.stage()];
-      ++finished;
-      kept += r.decision() == v1::DECISION_KEPT;
-    }
     if (r.result().outcome() == v1::OUTCOME_OK) {
       t.measured_best =
           std::min(t.measured_best, r.result().measurement().median_us());
@@ -416,9 +449,10 @@ int main(int argc, char** argv) {
   app.add_option("--samples", so.samples, "timed runs per evaluation");
   app.add_option("--overhead_s", so.overhead_s, "fixed seconds per round");
   app.add_option("--min_gain", so.min_gain, "the sweeps' minimum gain");
-  app.add_flag("--overlap_baseline", so.overlap_baseline,
-               "what-if: propose to the free boards while the baseline "
-               "runs (the coordinator waits for its result today)");
+  app.add_flag("--baseline_first", so.baseline_first,
+               "what-if: no candidate before the baseline's result, for any "
+               "strategy (the coordinator proposes hybrid's and tpe's "
+               "while it runs)");
   app.add_option("--strategy", main_strategy, "the strategy judged");
   app.add_option("--others", others, "strategies shown for reference (K=1)");
   app.add_option("--options", options_text,

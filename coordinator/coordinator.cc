@@ -348,23 +348,16 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
   if (IsMultiWorkload(s.sweep.spec())) return NextMultiWorkloadRound(txn, s);
   if (v1::Round* queued = SweepBook::FirstQueued(s); queued != nullptr)
     return queued;
-  if (s.rounds.empty() || s.rounds[0].state() != v1::ROUND_STATE_DONE) {
-    return nullptr;  // candidates need the baseline's measurement
-  }
-  const int64_t candidates = static_cast<int64_t>(s.rounds.size()) - 1;
-  const int64_t in_flight = SweepBook::CandidatesInFlight(s);
-  if (candidates >= s.sweep.spec().budget().max_rounds()) return nullptr;
   SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round()};
-  std::vector<Candidate> proposed = s.strategy->Propose(history, 1);
-  if (proposed.empty()) {
-    if (in_flight == 0) {
-      Exhaustion why = s.strategy->Exhausted(history);
-      decider_.Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
-                      std::move(why.detail));
-    }
-    return nullptr;
+  NextCandidate next = ProposeNextCandidate(
+      *s.strategy, history, s.sweep.spec().budget().max_rounds(),
+      SweepBook::CandidatesInFlight(s));
+  if (next.kind == NextCandidate::Kind::kExhausted) {
+    decider_.Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, next.why.reason,
+                    std::move(next.why.detail));
   }
-  Candidate& c = proposed.front();
+  if (next.kind != NextCandidate::Kind::kPropose) return nullptr;
+  Candidate& c = next.candidate;
   staging_.Touch(txn, s);  // before the round is added, so undo drops it
   v1::Round round;
   round.set_sweep_id(s.sweep.sweep_id());
@@ -373,6 +366,7 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
   *round.mutable_params() = c.params;
   for (auto& change : c.changes) *round.add_changes() = std::move(change);
   round.set_stage(c.stage);
+  round.set_rationale(c.rationale);
   round.set_state(v1::ROUND_STATE_QUEUED);
   round.set_created_unix_ms(clock_->NowUnixMs());
   s.sweep.set_next_round_id(round.round_id() + 1);
@@ -962,6 +956,7 @@ v1::Round* Coordinator::AddCandidateRound(Txn& txn, SweepRuntime& s,
   *round.mutable_params() = c.params;
   for (const v1::ParamChange& change : c.changes) *round.add_changes() = change;
   round.set_stage(c.stage);
+  round.set_rationale(c.rationale);
   round.set_state(v1::ROUND_STATE_QUEUED);
   round.set_created_unix_ms(clock_->NowUnixMs());
   round.set_workload(s.sweep.spec().workloads(index).name());

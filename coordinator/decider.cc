@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -18,6 +19,12 @@
 #include "spdlog/spdlog.h"
 
 namespace tunefarm {
+namespace {
+
+// decision_reason of a result that waits for its parent's.
+constexpr char kWaitingForParent[] = "waiting to be judged: needs round ";
+
+}  // namespace
 
 void Decider::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
   const v1::RoundResult& res = round.result();
@@ -43,12 +50,48 @@ void Decider::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
                        absl::StrCat("baseline on ", round.board_id(), ": ",
                                     FormatUs(median), sim),
                        &round);
+    DecideWaiting(txn, s, round);
     return;
   }
-  DecideCandidate(txn, s, round, /*w=*/nullptr,
-                  absl::StrCat("round ", round.round_id(), " (",
-                               DescribeChanges(round.changes()), ") on ",
-                               round.board_id()));
+  const std::string what =
+      absl::StrCat("round ", round.round_id(), " (",
+                   DescribeChanges(round.changes()), ") on ", round.board_id());
+  // Proposed while its parent ran (the baseline: ProposeNextCandidate): the
+  // keep rule needs the parent's measurement, so it is judged once that is
+  // in. A failure needs none.
+  if (res.outcome() == v1::OUTCOME_OK && round.parent_round() >= 0 &&
+      round.parent_round() < round.round_id() &&
+      s.rounds[round.parent_round()].state() != v1::ROUND_STATE_DONE) {
+    round.set_decision_reason(
+        absl::StrCat(kWaitingForParent, round.parent_round(), "'s result"));
+    staging_->AddEvent(
+        txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+        absl::StrCat(what, ": ", FormatUs(median), sim, ", judged once round ",
+                     round.parent_round(), " (its parent) has its result"),
+        &round);
+    return;
+  }
+  DecideCandidate(txn, s, round, /*w=*/nullptr, what);
+}
+
+void Decider::DecideWaiting(Txn& txn, SweepRuntime& s,
+                            const v1::Round& parent) {
+  for (size_t i = static_cast<size_t>(parent.round_id()) + 1;
+       i < s.rounds.size(); ++i) {
+    v1::Round& r = s.rounds[i];
+    if (s.finished) return;
+    if (r.parent_round() != parent.round_id() ||
+        r.state() != v1::ROUND_STATE_DONE ||
+        r.decision() != v1::DECISION_UNSPECIFIED) {
+      continue;
+    }
+    staging_->SaveRound(txn, s, r);
+    DecideCandidate(
+        txn, s, r, /*w=*/nullptr,
+        absl::StrCat("round ", r.round_id(), " (", DescribeChanges(r.changes()),
+                     ") on ", r.board_id(), ", judged after its parent"));
+    txn.writes.PutRound(r);
+  }
 }
 
 void Decider::DecideCandidate(Txn& txn, SweepRuntime& s, v1::Round& round,
@@ -248,6 +291,15 @@ void Decider::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
       r.set_state(v1::ROUND_STATE_CANCELLED);
       r.set_decision_reason(
           absl::StrCat("not run: the sweep ended (", detail, ")"));
+      txn.writes.PutRound(r);
+    } else if (r.state() == v1::ROUND_STATE_DONE &&
+               r.decision() == v1::DECISION_UNSPECIFIED &&
+               absl::StartsWith(r.decision_reason(), kWaitingForParent)) {
+      // Its parent never gave a result to judge it against.
+      staging_->SaveRound(txn, s, r);
+      r.set_decision_reason(
+          absl::StrCat("not judged: the sweep ended before its parent round ",
+                       r.parent_round(), " had a result (", detail, ")"));
       txn.writes.PutRound(r);
     }
   }

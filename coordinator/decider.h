@@ -40,7 +40,9 @@ class Decider {
         report_dir_(std::move(report_dir)) {}
 
   // Decides `round` of a single-workload sweep `s`: its result is set and
-  // it is DONE.
+  // it is DONE. A candidate whose parent (the baseline, when it was proposed
+  // while the baseline ran) has no result yet waits, undecided; the
+  // parent's decision judges it.
   void Decide(Txn& txn, SweepRuntime& s, v1::Round& round);
   // The same for a multi-workload sweep.
   void DecideMultiWorkload(Txn& txn, SweepRuntime& s, v1::Round& round);
@@ -68,6 +70,9 @@ class Decider {
   // `what` names the round in the events.
   void DecideCandidate(Txn& txn, SweepRuntime& s, v1::Round& round,
                        v1::WorkloadProgress* w, const std::string& what);
+  // Judges, in round order, the results that waited for `parent`'s (rounds
+  // proposed while it ran).
+  void DecideWaiting(Txn& txn, SweepRuntime& s, const v1::Round& parent);
   void DecideWorkloadRound(Txn& txn, SweepRuntime& s, v1::Round& round);
   void DecideConfigRound(Txn& txn, SweepRuntime& s, v1::Round& round);
   void CheckMultiWorkloadTermination(Txn& txn, SweepRuntime& s);

@@ -327,6 +327,9 @@ class HybridStrategy : public Strategy {
   std::string_view name() const override {
     return o_.bandit ? kHybridStrategyName : kTpeStrategyName;
   }
+  // The start-up's draws (and the model's, once it is ready) search the
+  // whole space: they need no measured baseline.
+  bool ProposesWhileBaselineRuns() const override { return true; }
 
   std::vector<Candidate> Propose(const SearchHistory& h, int n) override {
     std::vector<Candidate> out;
@@ -442,10 +445,12 @@ class HybridStrategy : public Strategy {
                                       std::mt19937_64& rng) const {
     if (std::optional<Candidate> c = Rerace(h, m)) return c;
     if (!o_.bandit) {  // tpe: the model alone
+      const std::string why =
+          h.best_round < 0 ? "proposed while the baseline runs" : "";
       if (ModelReady(m)) {
-        if (std::optional<Candidate> c = Tpe(h, m, rng, "")) return c;
+        if (std::optional<Candidate> c = Tpe(h, m, rng, why)) return c;
       }
-      return Uniform(h, m, rng, "");
+      return Uniform(h, m, rng, why);
     }
     // Until the model has its `startup` finished rounds, uniform draws look
     // at the whole space first (as the peers' random start or initial
@@ -454,11 +459,24 @@ class HybridStrategy : public Strategy {
     // best go first all the same.
     const bool started = ModelReady(m);
     if (!started && m.diagnosis == nullptr && o_.startup > 0) {
-      return Uniform(h, m, rng,
-                     absl::StrCat("start-up: ", m.ok.size(), " of ", o_.startup,
-                                  " finished rounds before the "
-                                  "model and the bandit"),
-                     true);
+      return Uniform(
+          h, m, rng,
+          absl::StrCat(
+              "start-up: ", m.ok.size(), " of ", o_.startup,
+              " finished rounds before the "
+              "model and the bandit",
+              h.best_round < 0 ? ", proposed while the baseline runs" : ""),
+          true);
+    }
+    // While the baseline runs there is no measured best to walk from: the
+    // free boards get draws over the whole space.
+    if (h.best_round < 0) {
+      const std::string why =
+          "while the baseline runs (no measured best to walk from yet)";
+      if (started) {
+        if (std::optional<Candidate> c = Tpe(h, m, rng, why)) return c;
+      }
+      return Uniform(h, m, rng, why, true);
     }
     // A burst of walk rounds right after each new best (the diagnosis'
     // suggestions first), then the bandit shares the boards. With rounds in

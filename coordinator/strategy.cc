@@ -401,6 +401,36 @@ Exhaustion Strategy::Exhausted(const SearchHistory& /*history*/) const {
                        " has no untried configuration left")};
 }
 
+NextCandidate ProposeNextCandidate(Strategy& strategy,
+                                   const SearchHistory& history,
+                                   int64_t max_candidates, int64_t in_flight) {
+  NextCandidate next;
+  const std::vector<v1::Round>* rounds = history.rounds;
+  if (rounds == nullptr || rounds->empty()) return next;
+  const v1::RoundState baseline = rounds->front().state();
+  const bool baseline_done = baseline == v1::ROUND_STATE_DONE;
+  // Candidates need the baseline's measurement, except a strategy's draws
+  // over the whole space, which go to the free boards while it runs.
+  if (!baseline_done && (baseline != v1::ROUND_STATE_LEASED ||
+                         !strategy.ProposesWhileBaselineRuns())) {
+    return next;
+  }
+  const int64_t candidates = static_cast<int64_t>(rounds->size()) - 1;
+  if (candidates >= max_candidates) return next;
+  std::vector<Candidate> proposed = strategy.Propose(history, 1);
+  if (proposed.empty()) {
+    if (baseline_done && in_flight == 0) {
+      next.kind = NextCandidate::Kind::kExhausted;
+      next.why = strategy.Exhausted(history);
+    }
+    return next;
+  }
+  next.kind = NextCandidate::Kind::kPropose;
+  next.candidate = std::move(proposed.front());
+  if (next.candidate.parent_round < 0) next.candidate.parent_round = 0;
+  return next;
+}
+
 std::unique_ptr<Strategy> NewGridStrategy() {
   return std::make_unique<GridStrategy>();
 }

@@ -35,6 +35,10 @@
 //     nothing left; Exhaustion then says why (the termination reason and
 //     its detail, recorded on the sweep). An empty proposal while rounds
 //     are in flight may only mean "wait for results" (guided patience).
+//   * Propose is called before the baseline's result only when
+//     ProposesWhileBaselineRuns() says so; its candidates then search the
+//     whole space (they need no measurement of the baseline), and the
+//     coordinator makes the baseline their parent (ProposeNextCandidate).
 //
 // Thread-safety: none; strategies are called from the coordinator's control
 // thread only.
@@ -92,7 +96,41 @@ class Strategy {
   // default: SPACE_EXHAUSTED, "strategy <name> has no untried configuration
   // left". Strategies that stop before the space is spent override it.
   virtual Exhaustion Exhausted(const SearchHistory& history) const;
+
+  // Whether the free boards may get this strategy's candidates while the
+  // baseline runs (history.best_round -1, round 0 not done). A strategy
+  // that starts with draws over the whole space (hybrid, tpe) loses
+  // nothing by not knowing the baseline's time yet; one that walks from
+  // the baseline's measurement (guided) or steps through the space in
+  // order (grid, random: nothing to gain) does not. Default: false.
+  virtual bool ProposesWhileBaselineRuns() const { return false; }
 };
+
+// What the coordinator's NextRound does with a single-workload sweep's
+// strategy (also what bench/search_bench simulates K boards with): the next
+// candidate for a free board, or why there is none.
+struct NextCandidate {
+  enum class Kind {
+    kWait,       // nothing now: the baseline runs, the budget is taken by
+                 // rounds in flight, or the strategy waits for results
+    kExhausted,  // the strategy has nothing left and nothing is in flight
+    kPropose,
+  };
+  Kind kind = Kind::kWait;
+  Candidate candidate;  // kPropose: its parent_round is a real round
+  Exhaustion why;       // kExhausted
+};
+
+// `history.rounds` holds the sweep's rounds, round 0 its baseline;
+// `max_candidates` the round budget (candidates, the baseline not
+// counted); `in_flight` the candidates leased or queued. Before the
+// baseline's result the strategy is asked only when it proposes while the
+// baseline runs and the baseline is leased; such a candidate's parent is
+// the baseline (round 0), and the decider judges it once the baseline's
+// result is in (Decider::Decide).
+NextCandidate ProposeNextCandidate(Strategy& strategy,
+                                   const SearchHistory& history,
+                                   int64_t max_candidates, int64_t in_flight);
 
 // The operator's constraints, compiled; empty when it has none (or when they
 // do not compile: the catalog rejects such manifests at load).

@@ -64,13 +64,14 @@ struct SpecOptions {
   std::string budget = "{max_rounds: 30, max_rounds_without_gain: 30}";
   std::string boards = "{kind: sim}";
   std::string name = "toy-sweep";
+  std::string strategy = "grid";
   int priority = 0;
 };
 
 std::string SpecYaml(const SpecOptions& o) {
   return absl::StrCat(
       "name: ", o.name, "\nteam: qa\noperator: ", o.op, "\ngoal: ", o.goal,
-      "\nstrategy: grid\nbudget: ", o.budget,
+      "\nstrategy: ", o.strategy, "\nbudget: ", o.budget,
       "\nmin_gain: 0.02\nboards: ", o.boards,
       "\nmeasurement: {warmup: 1, samples: 5}\npriority: ", o.priority, "\n");
 }
@@ -921,6 +922,94 @@ TEST_F(CoordinatorTest, FailedBaselineFailsTheSweep) {
   ExpectNoWork("a1/b1");
   EXPECT_TRUE(ReadFile(s.report_path()).ok()) << s.report_path();
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_FINISHED), 1);
+}
+
+// The hybrid's start-up draws need no measured baseline: the boards left
+// free while the baseline runs get them (parent the baseline, a change list,
+// stage "explore", a rationale that says so), and a result that comes in
+// before the baseline's waits, undecided, until the baseline judges it. A
+// failure needs no parent to be rejected. The waiting result survives a
+// restart.
+TEST_F(CoordinatorTest, HybridProposesToFreeBoardsWhileTheBaselineRuns) {
+  const std::string id =
+      Submit(SpecYaml({.strategy = "{name: hybrid, seed: 3}"}));
+  Register("a1",
+           {Board("a1/b0"), Board("a1/b1"), Board("a1/b2"), Board("a1/b3")});
+  const v1::WorkItem base = Lease("a1/b0");
+  ASSERT_EQ(base.round_id(), 0);
+  std::map<int64_t, v1::WorkItem> early;
+  for (const std::string board : {"a1/b1", "a1/b2", "a1/b3"}) {
+    const v1::WorkItem w = Lease(board);
+    early[w.round_id()] = w;
+    const v1::Round r = StoredRound(id, w.round_id());
+    EXPECT_EQ(r.state(), v1::ROUND_STATE_LEASED);
+    EXPECT_EQ(r.parent_round(), 0);
+    EXPECT_FALSE(r.changes().empty());
+    EXPECT_EQ(r.stage(), "explore");
+    EXPECT_THAT(r.rationale(), HasSubstr("while the baseline runs"));
+    EXPECT_EQ(StoredRound(id, 0).state(), v1::ROUND_STATE_LEASED);
+  }
+  ASSERT_EQ(early.size(), 3u);
+  EXPECT_EQ(early.begin()->first, 1);
+
+  // Round 1 is faster than the baseline will be, and in before it.
+  ReportOk(early[1], 80);
+  v1::Round waiting = StoredRound(id, 1);
+  EXPECT_EQ(waiting.state(), v1::ROUND_STATE_DONE);
+  EXPECT_EQ(waiting.decision(), v1::DECISION_UNSPECIFIED);
+  EXPECT_THAT(waiting.decision_reason(), HasSubstr("needs round 0"));
+  EXPECT_EQ(StoredSweep(id).best_round(), -1);
+  EXPECT_EQ(StoredSweep(id).rounds_finished(), 0);
+  // Its board is free, and gets another draw while the baseline runs.
+  const v1::WorkItem next = Lease("a1/b1");
+  EXPECT_EQ(next.round_id(), 4);
+  EXPECT_EQ(StoredRound(id, 4).parent_round(), 0);
+  // A failure is rejected at once.
+  ASSERT_TRUE(Report(early[2], v1::OUTCOME_BUILD_FAILED).ok());
+  EXPECT_EQ(StoredRound(id, 2).decision(), v1::DECISION_REJECTED);
+
+  const std::map<std::string, std::string> boards = lease_board_;
+  ASSERT_NO_FATAL_FAILURE(Restart());
+  lease_board_ = boards;
+  ReportOk(base, 100);
+  const v1::Sweep after = StoredSweep(id);
+  EXPECT_DOUBLE_EQ(after.baseline_us(), 100);
+  const v1::Round judged = StoredRound(id, 1);
+  EXPECT_EQ(judged.decision(), v1::DECISION_KEPT) << judged.decision_reason();
+  EXPECT_DOUBLE_EQ(judged.parent_us(), 100);
+  EXPECT_EQ(after.best_round(), 1);
+  EXPECT_DOUBLE_EQ(after.best_us(), 80);
+  EXPECT_EQ(after.rounds_finished(), 2);  // rounds 1 and 2
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_BEST_IMPROVED, 1), 1);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_FINISHED, 1), 2);
+
+  // A round in flight when the baseline came in is judged as usual.
+  ReportOk(early[3], 90);
+  EXPECT_EQ(StoredRound(id, 3).decision(), v1::DECISION_ROLLED_BACK);
+  ExpectEventLogConsistent(id);
+}
+
+// When the baseline fails, the sweep fails; what was leased is cancelled,
+// and a result that waited for the baseline stays unjudged and says why.
+TEST_F(CoordinatorTest, AFailedBaselineLeavesTheResultsThatWaitedUnjudged) {
+  const std::string id =
+      Submit(SpecYaml({.strategy = "{name: hybrid, seed: 3}"}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1"), Board("a1/b2")});
+  const v1::WorkItem base = Lease("a1/b0");
+  const v1::WorkItem one = Lease("a1/b1");
+  const v1::WorkItem two = Lease("a1/b2");
+  ASSERT_EQ(one.round_id(), 1);
+  ASSERT_EQ(two.round_id(), 2);
+  ReportOk(one, 80);
+  ASSERT_TRUE(Report(base, v1::OUTCOME_PRECISION_FAILED).ok());
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_FAILED);
+  EXPECT_EQ(s.termination(), v1::TERMINATION_BASELINE_FAILED);
+  const v1::Round r1 = StoredRound(id, 1);
+  EXPECT_EQ(r1.decision(), v1::DECISION_UNSPECIFIED);
+  EXPECT_THAT(r1.decision_reason(), HasSubstr("not judged"));
+  EXPECT_EQ(StoredRound(id, 2).state(), v1::ROUND_STATE_CANCELLED);
+  EXPECT_EQ(BoardNow("a1/b2").current_lease_id(), "");
 }
 
 // --- termination

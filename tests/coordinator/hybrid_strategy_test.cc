@@ -591,6 +591,81 @@ TEST(HybridStrategy, StartUpDrawsSpreadOverTheSpace) {
   EXPECT_GT(spread("hybrid"), 1.1 * spread("random"));
 }
 
+// While the baseline runs (leased, no result: best_round -1) the free
+// boards get draws over the whole space only, even once rounds finished
+// before the baseline are enough for the model: a walk needs a measured
+// best. Their parent is the baseline (ProposeNextCandidate).
+TEST(HybridStrategy, WhileTheBaselineRunsOnlyWholeSpaceDraws) {
+  for (const char* name : {"hybrid", "tpe"}) {
+    Sweep s(Toy(8), name, 7);
+    std::unique_ptr<Strategy> st = Make(s);
+    EXPECT_TRUE(st->ProposesWhileBaselineRuns()) << name;
+    s.Add(s.From({})).set_state(v1::ROUND_STATE_LEASED);  // the baseline
+    // 40 rounds proposed while it runs, 30 finished (the model is ready).
+    for (int i = 0; i < 40; ++i) {
+      NextCandidate next =
+          ProposeNextCandidate(*st, s.view(), /*max_candidates=*/100, i);
+      ASSERT_EQ(next.kind, NextCandidate::Kind::kPropose) << name << " " << i;
+      const Candidate& c = next.candidate;
+      EXPECT_EQ(c.parent_round, 0) << name;
+      EXPECT_FALSE(c.changes.empty()) << name;
+      EXPECT_THAT(c.stage, ::testing::AnyOf("explore", "global")) << name;
+      EXPECT_THAT(c.rationale, HasSubstr("while the baseline runs")) << name;
+      v1::Round& r = s.Add(c);
+      if (i < 30) {
+        // Results before the baseline's wait for it, undecided.
+        r.set_state(v1::ROUND_STATE_DONE);
+        r.mutable_result()->set_outcome(v1::OUTCOME_OK);
+        r.mutable_result()->mutable_measurement()->set_median_us(
+            *Bowl(r.params()));
+      } else {
+        r.set_state(v1::ROUND_STATE_LEASED);
+      }
+    }
+    EXPECT_EQ(CountStage(s, "explore") + CountStage(s, "global"), 40);
+  }
+}
+
+// The coordinator's next candidate: nothing before the baseline's result
+// for a strategy that does not propose while it runs (nor for any while
+// the baseline waits in the queue), the round budget, and exhaustion only
+// when nothing is in flight.
+TEST(ProposeNextCandidate, WaitsBudgetsAndExhausts) {
+  for (const char* name : {"guided", "grid", "random"}) {
+    Sweep s(Toy(2), name, 1);
+    std::unique_ptr<Strategy> st = Make(s);
+    EXPECT_FALSE(st->ProposesWhileBaselineRuns()) << name;
+    s.Add(s.From({})).set_state(v1::ROUND_STATE_LEASED);
+    EXPECT_EQ(ProposeNextCandidate(*st, s.view(), 100, 0).kind,
+              NextCandidate::Kind::kWait)
+        << name;
+  }
+  Sweep s(Toy(2), "hybrid", 1);  // 16 configurations
+  std::unique_ptr<Strategy> st = Make(s);
+  EXPECT_EQ(ProposeNextCandidate(*st, s.view(), 100, 0).kind,
+            NextCandidate::Kind::kWait)
+      << "no baseline round";
+  s.Add(s.From({}));  // queued: the baseline goes out first
+  EXPECT_EQ(ProposeNextCandidate(*st, s.view(), 100, 0).kind,
+            NextCandidate::Kind::kWait);
+  s.Finish(s.rounds[0], Bowl);
+  EXPECT_EQ(ProposeNextCandidate(*st, s.view(), 0, 0).kind,
+            NextCandidate::Kind::kWait)
+      << "budget of no candidates";
+  for (int i = 0; i < 15; ++i) {
+    NextCandidate next = ProposeNextCandidate(*st, s.view(), 100, 0);
+    ASSERT_EQ(next.kind, NextCandidate::Kind::kPropose) << i;
+    EXPECT_EQ(next.candidate.parent_round, s.best);
+    s.Finish(s.Add(next.candidate), Bowl);
+  }
+  EXPECT_EQ(ProposeNextCandidate(*st, s.view(), 100, 1).kind,
+            NextCandidate::Kind::kWait)
+      << "a round in flight may still change what is left";
+  NextCandidate done = ProposeNextCandidate(*st, s.view(), 100, 0);
+  EXPECT_EQ(done.kind, NextCandidate::Kind::kExhausted);
+  EXPECT_EQ(done.why.reason, v1::TERMINATION_SPACE_EXHAUSTED);
+}
+
 TEST(HybridStrategy, OptionsAreChecked) {
   v1::StrategySpec spec;
   spec.set_name("hybrid");
