@@ -1254,6 +1254,9 @@ int main(int argc, char** argv) {
   bool smoke = false;
   tunefarm::LoadOptions load;
   int64_t run_ms = 150;
+  // Which farm-at-scale runs: "all", or only the offered "grpc" one (for
+  // profiling it alone).
+  std::string runs = "all";
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -1267,6 +1270,13 @@ int main(int argc, char** argv) {
       (void)absl::SimpleAtod(arg.substr(10), &load.seconds);
     } else if (absl::StartsWith(arg, "--run_ms=")) {
       (void)absl::SimpleAtoi(arg.substr(9), &run_ms);
+    } else if (absl::StartsWith(arg, "--runs=")) {
+      runs = arg.substr(7);
+      if (runs != "all" && runs != "grpc") {
+        std::fprintf(stderr, "--runs: 'all' or 'grpc', not '%s'\n",
+                     runs.c_str());
+        return 2;
+      }
     } else {
       rest.push_back(argv[i]);
     }
@@ -1316,15 +1326,18 @@ int main(int argc, char** argv) {
       load.boards, load.seconds, static_cast<long long>(run_ms),
       run_ms > 0 ? load.boards * 1000.0 / run_ms : 0.0);
   tunefarm::LoadOptions o = load;
-  o.sweep_rounds = 10000;
-  const tunefarm::LoadResult saturated =
-      run("core, saturated, 10,000-round sweeps", o);
-  o.sweep_rounds = 100;
-  const tunefarm::LoadResult short_sweeps =
-      run("core, saturated, 100-round sweeps", o);
+  tunefarm::LoadResult saturated, short_sweeps, offered;
+  if (runs == "all") {
+    o.sweep_rounds = 10000;
+    saturated = run("core, saturated, 10,000-round sweeps", o);
+    o.sweep_rounds = 100;
+    short_sweeps = run("core, saturated, 100-round sweeps", o);
+    o.sweep_rounds = 10000;
+    o.run = absl::Milliseconds(run_ms);
+    offered = run("core, offered", o);
+  }
   o.sweep_rounds = 10000;
   o.run = absl::Milliseconds(run_ms);
-  const tunefarm::LoadResult offered = run("core, offered", o);
   o.grpc = true;
   const tunefarm::LoadResult grpc = run(
       absl::StrFormat("gRPC, offered, %d client threads", o.clients).c_str(),

@@ -494,8 +494,9 @@ grpc::Status FarmService::UnreserveBoards(
                response);
 }
 
-absl::Status AgentGrpcService::CheckAgent(grpc::ServerContext* context) const {
-  absl::StatusOr<Principal> p = Authenticate(tokens_, *context);
+absl::Status AgentGrpcService::CheckAgent(
+    const grpc::ServerContextBase& context) const {
+  absl::StatusOr<Principal> p = Authenticate(tokens_, context);
   if (!p.ok()) return p.status();
   // An admin manages agents but is not one: a fake agent registered with
   // an admin token would run (and see) every team's variants.
@@ -508,59 +509,66 @@ absl::Status AgentGrpcService::CheckAgent(grpc::ServerContext* context) const {
   return absl::OkStatus();
 }
 
-#define TF_AGENT_OR_RETURN(context)                      \
-  if (absl::Status st = CheckAgent(context); !st.ok()) { \
-    return ToGrpcStatus(st);                             \
+template <typename Response, typename Run>
+grpc::ServerUnaryReactor* AgentGrpcService::Serve(
+    grpc::CallbackServerContext* context, const std::string& agent_id,
+    Response* response, Run run) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status st = CheckAgent(*context); !st.ok()) {
+    reactor->Finish(ToGrpcStatus(st));
+    return reactor;
   }
+  if (liveness_ != nullptr) liveness_->Heard(agent_id);
+  // The request and response live until the reactor is finished.
+  loop_->Post(std::move(run),
+              [reactor, response](absl::StatusOr<Response> result) {
+                if (!result.ok()) {
+                  reactor->Finish(ToGrpcStatus(result.status()));
+                  return;
+                }
+                *response = std::move(*result);
+                reactor->Finish(grpc::Status::OK);
+              });
+  return reactor;
+}
 
-grpc::Status AgentGrpcService::RegisterAgent(
-    grpc::ServerContext* context, const v1::RegisterAgentRequest* request,
+grpc::ServerUnaryReactor* AgentGrpcService::RegisterAgent(
+    grpc::CallbackServerContext* context,
+    const v1::RegisterAgentRequest* request,
     v1::RegisterAgentResponse* response) {
-  TF_AGENT_OR_RETURN(context);
-  Heard(request->agent_id());
-  return Reply(
-      loop_->CallBatched([&] { return coordinator_->RegisterAgent(*request); }),
-      response);
+  return Serve(context, request->agent_id(), response, [this, request] {
+    return coordinator_->RegisterAgent(*request);
+  });
 }
 
-grpc::Status AgentGrpcService::Heartbeat(grpc::ServerContext* context,
-                                         const v1::HeartbeatRequest* request,
-                                         v1::HeartbeatResponse* response) {
-  TF_AGENT_OR_RETURN(context);
-  Heard(request->agent_id());
-  return Reply(
-      loop_->CallBatched([&] { return coordinator_->Heartbeat(*request); }),
-      response);
+grpc::ServerUnaryReactor* AgentGrpcService::Heartbeat(
+    grpc::CallbackServerContext* context, const v1::HeartbeatRequest* request,
+    v1::HeartbeatResponse* response) {
+  return Serve(context, request->agent_id(), response,
+               [this, request] { return coordinator_->Heartbeat(*request); });
 }
 
-grpc::Status AgentGrpcService::LeaseWork(grpc::ServerContext* context,
-                                         const v1::LeaseWorkRequest* request,
-                                         v1::LeaseWorkResponse* response) {
-  TF_AGENT_OR_RETURN(context);
-  Heard(request->agent_id());
-  return Reply(
-      loop_->CallBatched([&] { return coordinator_->LeaseWork(*request); }),
-      response);
+grpc::ServerUnaryReactor* AgentGrpcService::LeaseWork(
+    grpc::CallbackServerContext* context, const v1::LeaseWorkRequest* request,
+    v1::LeaseWorkResponse* response) {
+  return Serve(context, request->agent_id(), response,
+               [this, request] { return coordinator_->LeaseWork(*request); });
 }
 
-grpc::Status AgentGrpcService::RenewLease(grpc::ServerContext* context,
-                                          const v1::RenewLeaseRequest* request,
-                                          v1::RenewLeaseResponse* response) {
-  TF_AGENT_OR_RETURN(context);
-  Heard(request->agent_id());
-  return Reply(
-      loop_->CallBatched([&] { return coordinator_->RenewLease(*request); }),
-      response);
+grpc::ServerUnaryReactor* AgentGrpcService::RenewLease(
+    grpc::CallbackServerContext* context, const v1::RenewLeaseRequest* request,
+    v1::RenewLeaseResponse* response) {
+  return Serve(context, request->agent_id(), response,
+               [this, request] { return coordinator_->RenewLease(*request); });
 }
 
-grpc::Status AgentGrpcService::ReportResult(
-    grpc::ServerContext* context, const v1::ReportResultRequest* request,
+grpc::ServerUnaryReactor* AgentGrpcService::ReportResult(
+    grpc::CallbackServerContext* context,
+    const v1::ReportResultRequest* request,
     v1::ReportResultResponse* response) {
-  TF_AGENT_OR_RETURN(context);
-  Heard(request->agent_id());
-  return Reply(
-      loop_->CallBatched([&] { return coordinator_->ReportResult(*request); }),
-      response);
+  return Serve(context, request->agent_id(), response, [this, request] {
+    return coordinator_->ReportResult(*request);
+  });
 }
 
 }  // namespace tunefarm

@@ -4,7 +4,10 @@
 // need only acknowledged state go to the Store directly. WatchSweep is a
 // callback-API stream (a ServerWriteReactor): it replays stored events, then
 // parks without a thread until the EventNotifier moves; one thread per
-// FarmService wakes the parked streams.
+// FarmService wakes the parked streams. The agent service is served by the
+// callback API too: an agent call hands its work to the control loop and
+// returns, and the loop answers it once its batch is durable, so no gRPC
+// thread waits on the loop.
 //
 // Every call is authenticated from its "authorization: Bearer" metadata
 // against the TokenTable (null = authentication off, for local development)
@@ -123,7 +126,7 @@ class FarmService final : public v1::TuneFarm::WithCallbackMethod_WatchSweep<
   std::unique_ptr<WatchHub> watches_;
 };
 
-class AgentGrpcService final : public v1::AgentService::Service {
+class AgentGrpcService final : public v1::AgentService::CallbackService {
  public:
   // `liveness` (may be null) hears of every authenticated agent call as it
   // arrives, before it waits for the control loop.
@@ -134,30 +137,39 @@ class AgentGrpcService final : public v1::AgentService::Service {
         tokens_(tokens),
         liveness_(liveness) {}
 
-  grpc::Status RegisterAgent(grpc::ServerContext* context,
-                             const v1::RegisterAgentRequest* request,
-                             v1::RegisterAgentResponse* response) override;
-  grpc::Status Heartbeat(grpc::ServerContext* context,
-                         const v1::HeartbeatRequest* request,
-                         v1::HeartbeatResponse* response) override;
-  grpc::Status LeaseWork(grpc::ServerContext* context,
-                         const v1::LeaseWorkRequest* request,
-                         v1::LeaseWorkResponse* response) override;
-  grpc::Status RenewLease(grpc::ServerContext* context,
-                          const v1::RenewLeaseRequest* request,
-                          v1::RenewLeaseResponse* response) override;
-  grpc::Status ReportResult(grpc::ServerContext* context,
-                            const v1::ReportResultRequest* request,
-                            v1::ReportResultResponse* response) override;
+  // Each posts its call to the loop (ControlLoop::Post, batched) and
+  // returns at once; the loop finishes the reactor after the batch is
+  // durable. The loop must run until the server has shut down.
+  grpc::ServerUnaryReactor* RegisterAgent(
+      grpc::CallbackServerContext* context,
+      const v1::RegisterAgentRequest* request,
+      v1::RegisterAgentResponse* response) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const v1::HeartbeatRequest* request,
+                                      v1::HeartbeatResponse* response) override;
+  grpc::ServerUnaryReactor* LeaseWork(grpc::CallbackServerContext* context,
+                                      const v1::LeaseWorkRequest* request,
+                                      v1::LeaseWorkResponse* response) override;
+  grpc::ServerUnaryReactor* RenewLease(
+      grpc::CallbackServerContext* context,
+      const v1::RenewLeaseRequest* request,
+      v1::RenewLeaseResponse* response) override;
+  grpc::ServerUnaryReactor* ReportResult(
+      grpc::CallbackServerContext* context,
+      const v1::ReportResultRequest* request,
+      v1::ReportResultResponse* response) override;
 
  private:
   // OK for agents and admins; UNAUTHENTICATED / PERMISSION_DENIED else.
-  absl::Status CheckAgent(grpc::ServerContext* context) const;
+  absl::Status CheckAgent(const grpc::ServerContextBase& context) const;
 
-  // Notes the caller alive (any agent call is a heartbeat).
-  void Heard(const std::string& agent_id) {
-    if (liveness_ != nullptr) liveness_->Heard(agent_id);
-  }
+  // Authenticates the call, notes `agent_id` alive (any agent call is a
+  // heartbeat), and posts `run` (returning absl::StatusOr<Response>) to
+  // the loop; its result finishes the call.
+  template <typename Response, typename Run>
+  grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context,
+                                  const std::string& agent_id,
+                                  Response* response, Run run);
 
   Coordinator* coordinator_;
   ControlLoop* loop_;
