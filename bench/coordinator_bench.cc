@@ -934,7 +934,8 @@ class GrpcLoadClient {
     BoardLoop board;
     std::unique_ptr<grpc::ClientContext> ctx;
     bool leasing = true;
-    bool running = false;  // the alarm stands for the variant's run
+    bool running = false;   // the alarm stands for the variant's run
+    bool retrying = false;  // the alarm stands for retry_after_ms
     grpc::Alarm alarm;
     v1::LeaseWorkResponse lease;
     v1::ReportResultResponse ack;
@@ -975,6 +976,11 @@ class GrpcLoadClient {
         Report(c);
         continue;
       }
+      if (c.retrying) {
+        c.retrying = false;
+        if (!shared_->stopping) Lease(c);
+        continue;
+      }
       if (!c.status.ok()) {
         shared_->Fail(FromGrpcStatus(c.status));
         continue;
@@ -982,11 +988,20 @@ class GrpcLoadClient {
       if (c.leasing) {
         RecordLease(*shared_, c.board.lease_sent);
         if (!c.lease.granted()) {
-          if (absl::Status st = keeper_->Ensure(); !st.ok()) shared_->Fail(st);
-          if (!shared_->stopping) Lease(c);
+          // As an agent does: ask again after retry_after_ms. The keeper
+          // tops the sweeps up on its own thread: this one serves many
+          // boards, and a top-up waits for the loop to flush.
+          keeper_->Park([] {});
+          c.retrying = true;
+          c.alarm.Set(
+              &cq_,
+              absl::ToChronoTime(absl::Now() +
+                                 absl::Milliseconds(c.lease.retry_after_ms())),
+              &c);
+          ++in_flight_;
           continue;
         }
-        c.board.work = c.lease.work();
+        c.board.work.Swap(c.lease.mutable_work());  // as an agent keeps it
         if (run_ > absl::ZeroDuration()) {
           c.running = true;
           c.alarm.Set(&cq_, absl::ToChronoTime(absl::Now() + run_), &c);

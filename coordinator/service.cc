@@ -520,16 +520,57 @@ grpc::ServerUnaryReactor* AgentGrpcService::Serve(
   }
   if (liveness_ != nullptr) liveness_->Heard(agent_id);
   // The request and response live until the reactor is finished.
-  loop_->Post(std::move(run),
-              [reactor, response](absl::StatusOr<Response> result) {
-                if (!result.ok()) {
-                  reactor->Finish(ToGrpcStatus(result.status()));
-                  return;
-                }
-                *response = std::move(*result);
-                reactor->Finish(grpc::Status::OK);
-              });
+  loop_->Post(std::move(run), [this, reactor,
+                               response](absl::StatusOr<Response> result) {
+    Reply([reactor, response, result = std::move(result)]() mutable {
+      if (!result.ok()) {
+        reactor->Finish(ToGrpcStatus(result.status()));
+        return;
+      }
+      *response = std::move(*result);
+      reactor->Finish(grpc::Status::OK);
+    });
+  });
   return reactor;
+}
+
+AgentGrpcService::AgentGrpcService(Coordinator* coordinator, ControlLoop* loop,
+                                   const TokenTable* tokens,
+                                   AgentLiveness* liveness)
+    : coordinator_(coordinator),
+      loop_(loop),
+      tokens_(tokens),
+      liveness_(liveness),
+      reply_thread_([this] { ReplyLoop(); }) {}
+
+AgentGrpcService::~AgentGrpcService() {
+  {
+    absl::MutexLock lock(&reply_mu_);
+    reply_stop_ = true;
+  }
+  reply_thread_.join();
+}
+
+void AgentGrpcService::Reply(std::function<void()> finish) {
+  absl::MutexLock lock(&reply_mu_);
+  replies_.push_back(std::move(finish));
+}
+
+void AgentGrpcService::ReplyLoop() {
+  std::deque<std::function<void()>> ready;
+  while (true) {
+    {
+      absl::MutexLock lock(&reply_mu_);
+      auto any = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(reply_mu_) {
+        return !replies_.empty() || reply_stop_;
+      };
+      reply_mu_.Await(absl::Condition(&any));
+      if (replies_.empty()) return;  // stopping, nothing left
+      ready.swap(replies_);
+    }
+    for (auto& finish : ready) finish();
+    ready.clear();
+  }
 }
 
 grpc::ServerUnaryReactor* AgentGrpcService::RegisterAgent(
