@@ -70,6 +70,7 @@
 #include "grpcpp/grpcpp.h"
 #include "ops/catalog.h"
 #include "spdlog/spdlog.h"
+#include "storage/rocksdb_store.h"
 #include "storage/store.h"
 #include "tunefarm/v1/agent.grpc.pb.h"
 #include "tunefarm/v1/farm.grpc.pb.h"

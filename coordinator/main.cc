@@ -29,6 +29,7 @@
 #include "grpcpp/grpcpp.h"
 #include "ops/catalog.h"
 #include "pipeline/transport.h"
+#include "storage/rocksdb_store.h"
 #include "storage/store.h"
 
 namespace tunefarm {

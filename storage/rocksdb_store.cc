@@ -10,6 +10,8 @@
 // P(id) is the id's length as 8 hex digits followed by the id: a length
 // prefix, so that sweep "a" never sees the keys of sweep "ab" whatever bytes
 // ids contain. Numbers are zero-padded decimal so keys sort numerically.
+#include "storage/rocksdb_store.h"
+
 #include <sys/statvfs.h>
 
 #include <algorithm>

@@ -2,16 +2,13 @@
 // watch events, raw measurements, small meta values) and the WriteSet that
 // changes them atomically.
 //
-// Ownership: OpenRocksDbStore returns a Store that owns its database; the
-// database is closed (and its lock released) when the Store is destroyed.
-// Records are returned by value; callers own the copies.
+// Ownership: a Store's records are returned by value; callers own the
+// copies. The backends are opened through their own headers
+// (storage/rocksdb_store.h, storage/memory_store.h).
 //
 // Thread-safety: Store implementations are thread-safe (any number of threads
 // may read and commit concurrently; each Commit is atomic). A WriteSet is not
 // thread-safe: build it on one thread, then commit it.
-//
-// Storage is the only code that touches RocksDB; no RocksDB header leaks
-// through this file.
 #ifndef TUNEFARM_STORAGE_STORE_H_
 #define TUNEFARM_STORAGE_STORE_H_
 
@@ -145,29 +142,6 @@ class Store {
   // for an unknown sweep.
   absl::StatusOr<std::vector<int64_t>> KeptPath(const std::string& sweep_id);
 };
-
-struct RocksDbStoreOptions {
-  // Commits are refused (RESOURCE_EXHAUSTED, nothing written) while the
-  // file system holding the database has less free than this, so RocksDB
-  // never meets a full disk in the middle of a write: the RocksDB of
-  // Debian 12 (7.8) aborts the process on a failed log write
-  // (tests/storage/disk_full_test.cc). Memtables are capped at half of it,
-  // so a flush still finds room.
-  uint64_t min_free_bytes = uint64_t{64} << 20;
-};
-
-// Opens (creating if missing) a RocksDB database at `path` with column
-// families sweeps, rounds, boards, events, metrics (plus default for meta).
-// FAILED_PRECONDITION naming the path when another process (or another Store
-// in this process) holds the database's lock; RESOURCE_EXHAUSTED "data disk
-// full (…)" when the disk has no room to open it.
-//
-// After a background error (a flush or a write that met a full disk) the
-// database stops writing; the store then refuses commits with "data disk
-// full (…)" and calls DB::Resume once the free space is back above
-// min_free_bytes, so it recovers without a restart.
-absl::StatusOr<std::unique_ptr<Store>> OpenRocksDbStore(
-    const std::string& path, const RocksDbStoreOptions& options = {});
 
 }  // namespace tunefarm
 

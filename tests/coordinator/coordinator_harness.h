@@ -19,6 +19,7 @@
 #include "grpcpp/grpcpp.h"
 #include "ops/catalog.h"
 #include "storage/fault_injecting_store.h"
+#include "storage/rocksdb_store.h"
 #include "storage/store.h"
 #include "tunefarm/v1/agent.grpc.pb.h"
 #include "tunefarm/v1/farm.grpc.pb.h"

@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
+#include "storage/rocksdb_store.h"
 #include "storage/store.h"
 #include "tests/coordinator/coordinator_harness.h"
 #include "tests/storage/small_disk.h"

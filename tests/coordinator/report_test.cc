@@ -25,6 +25,7 @@
 #include "coordinator/report_render.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/rocksdb_store.h"
 #include "storage/store.h"
 
 namespace tunefarm {

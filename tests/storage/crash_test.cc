@@ -21,6 +21,7 @@
 #include "common/files.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "storage/rocksdb_store.h"
 #include "storage/store.h"
 #include "tests/storage/crash_record.h"
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "storage/rocksdb_store.h"
 #include "storage/store.h"
 #include "tests/storage/crash_record.h"
 

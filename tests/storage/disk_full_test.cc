@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/rocksdb_store.h"
 #include "storage/store.h"
 #include "tests/storage/small_disk.h"
 

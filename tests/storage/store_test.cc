@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
 #include "storage/memory_store.h"
+#include "storage/rocksdb_store.h"
 
 namespace tunefarm {
 namespace {
