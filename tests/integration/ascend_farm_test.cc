@@ -107,8 +107,15 @@ TEST_F(AscendFarmTest,
   EXPECT_FALSE(sweep.simulated());
 
   // Card 1: two device errors in a row, then quarantined; its failures were
-  // re-queued as board faults, never recorded against a variant.
-  const v1::BoardInfo bad = Board("agent-1/ascend1");
+  // re-queued as board faults, never recorded against a variant. The agent
+  // reports the quarantine with its next heartbeat, which may come after the
+  // sweep has ended, so the test waits for it.
+  v1::BoardInfo bad = Board("agent-1/ascend1");
+  for (int i = 0; i < 600 && bad.state() != v1::BOARD_STATE_QUARANTINED;
+       ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
+    bad = Board("agent-1/ascend1");
+  }
   EXPECT_EQ(bad.state(), v1::BOARD_STATE_QUARANTINED) << bad.health_detail();
   EXPECT_TRUE(absl::StrContains(bad.health_detail(), "device error"))
       << bad.health_detail();
