@@ -27,6 +27,7 @@
 #include "coordinator/prometheus_metrics.h"
 #include "coordinator/service.h"
 #include "grpcpp/grpcpp.h"
+#include "jemalloc/jemalloc.h"
 #include "ops/catalog.h"
 #include "pipeline/transport.h"
 #include "storage/rocksdb_store.h"
@@ -134,6 +135,12 @@ int Main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const char* allocator_version = nullptr;
+  size_t version_size = sizeof(allocator_version);
+  if (mallctl("version", &allocator_version, &version_size, nullptr, 0) == 0) {
+    spdlog::info("allocator: jemalloc {}", allocator_version);
+  }
 
   if (auto st = MakeDirs(data_dir); !st.ok()) return Fail("data_dir", st);
   RocksDbStoreOptions store_options;

@@ -10,7 +10,7 @@ PACKAGES=(
   librocksdb-dev
   prometheus-cpp-dev
   libabsl-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
-  libspdlog-dev libfmt-dev
+  libspdlog-dev libfmt-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl openssl python3-yaml
   clang libclang-rt-14-dev python3-pandas
