@@ -472,7 +472,18 @@ void FarmClient::PrintRounds(const v1::ListRoundsResponse& response) {
         r.parent_round() < 0 ? "-" : absl::StrCat(r.parent_round()),
         r.parent_round() < 0 ? "baseline" : DescribeChanges(r.changes()),
         r.board_id().empty() ? "-" : r.board_id(), outcome, median,
-        Lower(v1::Decision_Name(r.decision()), "DECISION_"), hotspot);
+        r.decision() == v1::DECISION_UNSPECIFIED
+            ? "pending"
+            : Lower(v1::Decision_Name(r.decision()), "DECISION_"),
+        hotspot);
+    // Why the strategy proposed it (rounds stored before it was kept have
+    // none), and why an undecided round waits.
+    if (!r.rationale().empty())
+      std::cout << "      why: " << r.rationale() << "\n";
+    if (r.decision() == v1::DECISION_UNSPECIFIED &&
+        !r.decision_reason().empty()) {
+      std::cout << "      " << r.decision_reason() << "\n";
+    }
   }
 }
 

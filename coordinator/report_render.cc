@@ -422,9 +422,17 @@ std::string Markdown(const json& report) {
     for (const json& id : report.at("kept_path")) {
       const json* r = round_by_id(id.get<int64_t>());
       if (r == nullptr) continue;
+      // Why the strategy proposed it; optional, as reports written before
+      // rounds carried a rationale have none.
+      const auto it = r->find("rationale");
+      const std::string why =
+          it != r->end() && it->is_string()
+              ? absl::StrReplaceAll(it->get<std::string>(), {{"\n", " "}})
+              : std::string();
       absl::StrAppend(&md, ++n, ". round ", I(*r, "round"), ": ",
                       S(*r, "change"), " — ", UsOrDash(r->at("time_us")), " µs",
-                      sim, "\n");
+                      sim, why.empty() ? "" : absl::StrCat(". Why: ", why),
+                      "\n");
     }
     absl::StrAppend(&md, "\n");
   }

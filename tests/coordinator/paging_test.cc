@@ -54,6 +54,12 @@ class PagingTest : public ::testing::Test {
       r.mutable_result()->mutable_measurement()->set_median_us(1000 - i * 0.1);
       r.mutable_result()->mutable_measurement()->set_samples(5);
       if (i % 10 == 0) best = i;
+      if (i == 7) r.set_rationale("exploration: a uniform untried draw");
+      if (i == 8) {
+        r.set_decision_reason("waiting to be judged: needs round 0's result");
+      } else {
+        r.set_decision(i == 0 ? v1::DECISION_BASELINE : v1::DECISION_KEPT);
+      }
       if (diagnosis_bytes > 0) {
         r.mutable_diagnosis()->set_perf_analysis_md(
             std::string(diagnosis_bytes, 'd'));
@@ -178,6 +184,14 @@ TEST_F(PagingTest, TunefarmRoundsPrintsEveryRoundOnce) {
     ASSERT_EQ(n, 1) << "round " << id << " printed " << n << " times";
   }
   EXPECT_NE(out.find("kept path: 0 10 20"), std::string::npos);
+  // A round's rationale and an undecided round's reason, each under it.
+  EXPECT_NE(out.find("\n      why: exploration: a uniform untried draw\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(" pending "), std::string::npos) << out;
+  EXPECT_NE(out.find("\n      waiting to be judged: needs round 0's result\n"),
+            std::string::npos)
+      << out;
 }
 
 TEST_F(PagingTest, SweepsBoardsAndTeamsPage) {

@@ -236,6 +236,8 @@ Fixture MakeFixture() {
     by_round[row.id] = p;
     for (const auto& [name, v] : p) (*r.mutable_params())[name] = IntParam(v);
     r.set_stage(row.id < 4 ? "tiling" : "pipeline");
+    if (row.id == 1) r.set_rationale("walk: the diagnosis suggests tile_m");
+    if (row.id == 4) r.set_rationale("model: best log ratio 2.31");
     r.set_attempts(row.attempts);
     r.set_board_id(row.board);
     r.set_created_unix_ms(kStart + row.id * 10000);
@@ -368,6 +370,13 @@ TEST_F(ReportTest, ModelIsBuiltFromTheStoredRecords) {
   EXPECT_TRUE(rounds[3].at("time_us").is_null());
   EXPECT_DOUBLE_EQ(rounds[6].at("best_so_far_us").get<double>(), 50);
   EXPECT_EQ(rounds[7].at("outcome"), "cancelled");
+  EXPECT_EQ(rounds[4].at("rationale"), "model: best log ratio 2.31");
+  EXPECT_EQ(rounds[2].at("rationale"), "");
+  // The kept path says why each of its rounds was proposed.
+  EXPECT_NE(md->find("round 4: tile_n 64→128 — 50.00 µs (simulated). Why: "
+                     "model: best log ratio 2.31\n"),
+            std::string::npos)
+      << *md;
 
   // Effective optimisations: the two kept changes, with their gains.
   const json& effective = report->at("effective");
