@@ -1,9 +1,10 @@
 # The agent daemon: the lease loop (core: no gRPC, no ZeroMQ), and the two
 # seams the executable wires in: the gRPC coordinator client and the bundle
 # sink over the pipeline's outbox.
-add_library(tunefarm_agent STATIC agent.cc)
+add_library(tunefarm_agent STATIC agent.cc manifest_cache.cc)
 target_link_libraries(tunefarm_agent PUBLIC tunefarm_board tunefarm_proto
-  tunefarm_common absl::status absl::synchronization absl::time)
+  tunefarm_common absl::flat_hash_map absl::status absl::synchronization
+  absl::time)
 
 add_library(tunefarm_agent_grpc STATIC grpc_coordinator_client.cc)
 target_link_libraries(tunefarm_agent_grpc PUBLIC tunefarm_agent

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "agent/manifest_cache.h"
 #include "common/grpc_status.h"
 #include "grpcpp/grpcpp.h"
 #include "tunefarm/v1/agent.grpc.pb.h"
@@ -25,9 +26,20 @@ class GrpcCoordinatorClient : public CoordinatorClient {
       const v1::HeartbeatRequest& request) override {
     return Call(&v1::AgentService::Stub::Heartbeat, request);
   }
+  // Names the manifests this agent holds, and puts a left-out one back.
   absl::StatusOr<v1::LeaseWorkResponse> LeaseWork(
       const v1::LeaseWorkRequest& request) override {
-    return Call(&v1::AgentService::Stub::LeaseWork, request);
+    v1::LeaseWorkRequest named = request;
+    manifests_.AddHeld(&named);
+    absl::StatusOr<v1::LeaseWorkResponse> response =
+        Call(&v1::AgentService::Stub::LeaseWork, named);
+    if (response.ok() && response->granted()) {
+      if (absl::Status st = manifests_.Complete(response->mutable_work());
+          !st.ok()) {
+        return st;
+      }
+    }
+    return response;
   }
   absl::StatusOr<v1::RenewLeaseResponse> RenewLease(
       const v1::RenewLeaseRequest& request) override {
@@ -54,6 +66,7 @@ class GrpcCoordinatorClient : public CoordinatorClient {
   }
 
   std::unique_ptr<v1::AgentService::Stub> stub_;
+  OperatorManifestCache manifests_;
   ClientSecurity security_;
   absl::Duration timeout_;
 };

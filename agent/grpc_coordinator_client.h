@@ -1,7 +1,10 @@
 // The gRPC CoordinatorClient: the agent's calls to the coordinator's
 // AgentService over a channel (TLS and token as ClientSecurity says). Only
 // the agent executable and tests wire it in; the agent core sees the
-// CoordinatorClient interface alone. Thread-safe.
+// CoordinatorClient interface alone. Its lease calls name the operator
+// manifests it holds and complete the work items that come without one
+// (agent/manifest_cache.h), so the boards always get whole work items.
+// Thread-safe.
 #ifndef TUNEFARM_AGENT_GRPC_COORDINATOR_CLIENT_H_
 #define TUNEFARM_AGENT_GRPC_COORDINATOR_CLIENT_H_
 

@@ -604,6 +604,9 @@ struct LoadOptions {
   // saturates the coordinator (every board always waiting); more offers a
   // fixed load (boards / run time) and measures latency under it.
   absl::Duration run = absl::ZeroDuration();
+  // Boards name the manifests they hold, as agents do; false: every work
+  // item carries its manifest (what that costs).
+  bool name_held_manifests = true;
 };
 
 // Runs closures at a time, on its own thread (boards "running" variants).
@@ -670,6 +673,7 @@ double ProcessCpuSeconds() {
 
 // What every client shares: the phase of the run and the tallies.
 struct LoadShared {
+  bool name_held_manifests = true;  // LoadOptions'
   std::atomic<bool> measuring{false};
   std::atomic<bool> stopping{false};
   std::atomic<int64_t> rounds{0};
@@ -717,12 +721,25 @@ struct BoardLoop {
   absl::Time lease_sent;
   v1::WorkItem work;
   bool kept = false;
+  // The operator manifests this board has received, named in its lease
+  // requests as an agent's OperatorManifestCache names them.
+  std::vector<std::string> held;
 
   v1::LeaseWorkRequest LeaseRequest() const {
     v1::LeaseWorkRequest req;
     req.set_agent_id(ref.agent_id);
     req.set_board_id(ref.board_id);
+    for (const std::string& d : held) req.add_held_operator_digests(d);
     return req;
+  }
+  // Takes a granted work item, keeping its manifest's digest when `name`.
+  void Take(v1::WorkItem* item, bool name) {
+    work.Swap(item);  // as an agent keeps it
+    if (name && work.has_operator_() && !work.operator_digest().empty() &&
+        std::find(held.begin(), held.end(), work.operator_digest()) ==
+            held.end()) {
+      held.push_back(work.operator_digest());
+    }
   }
   v1::ReportResultRequest Report() {
     v1::ReportResultRequest req;
@@ -873,7 +890,7 @@ class CoreLoadClient {
       });
       return;
     }
-    b.work = r->work();
+    b.Take(r->mutable_work(), shared_->name_held_manifests);
     if (run_ > absl::ZeroDuration()) {
       timer_.At(absl::Now() + run_, [this, &b] { PostReport(b); });
     } else {
@@ -1002,7 +1019,7 @@ class GrpcLoadClient {
           ++in_flight_;
           continue;
         }
-        c.board.work.Swap(c.lease.mutable_work());  // as an agent keeps it
+        c.board.Take(c.lease.mutable_work(), shared_->name_held_manifests);
         if (run_ > absl::ZeroDuration()) {
           c.running = true;
           c.alarm.Set(&cq_, absl::ToChronoTime(absl::Now() + run_), &c);
@@ -1071,6 +1088,7 @@ LoadResult RunLoad(const LoadOptions& o) {
     }
   }
   LoadShared shared;
+  shared.name_held_manifests = o.name_held_manifests;
   SweepKeeper keeper(&loop, &coordinator, o.sweep_rounds, o.boards);
   keeper.on_error = [&](const absl::Status& st) { shared.Fail(st); };
   if (absl::Status st = keeper.Ensure(); !st.ok()) {
@@ -1286,6 +1304,9 @@ int main(int argc, char** argv) {
       (void)absl::SimpleAtod(arg.substr(10), &load.seconds);
     } else if (absl::StartsWith(arg, "--run_ms=")) {
       (void)absl::SimpleAtoi(arg.substr(9), &run_ms);
+    } else if (arg == "--whole_work_items") {
+      // The what-if of every work item carrying its operator manifest.
+      load.name_held_manifests = false;
     } else if (absl::StartsWith(arg, "--runs=")) {
       runs = arg.substr(7);
       if (runs != "all" && runs != "grpc") {

@@ -401,7 +401,8 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
       TF_RETURN_IF_ERROR(Commit(txn));
       return response;
     }
-    GrantNextRound(txn, board, /*prefetch=*/true, &response);
+    GrantNextRound(txn, board, /*prefetch=*/true,
+                   request.held_operator_digests(), &response);
     TF_RETURN_IF_ERROR(Commit(txn));
     PublishBoardMetrics();
     return response;
@@ -435,7 +436,8 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
     return response;
   }
   board.info.set_state(v1::BOARD_STATE_IDLE);
-  GrantNextRound(txn, board, /*prefetch=*/false, &response);
+  GrantNextRound(txn, board, /*prefetch=*/false,
+                 request.held_operator_digests(), &response);
   TF_RETURN_IF_ERROR(Commit(txn));
   PublishBoardMetrics();
   return response;
@@ -457,8 +459,10 @@ bool Coordinator::IdleBoardCouldTake(const BoardRuntime& self,
   return false;
 }
 
-bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
-                                 v1::LeaseWorkResponse* response) {
+bool Coordinator::GrantNextRound(
+    Txn& txn, BoardRuntime& board, bool prefetch,
+    const google::protobuf::RepeatedPtrField<std::string>& held_manifests,
+    v1::LeaseWorkResponse* response) {
   const std::vector<SweepRuntime*> order =
       placement_.FairShareOrder(book_.sweeps(), clock_->NowUnixMs());
   for (SweepRuntime* s : order) {
@@ -478,7 +482,8 @@ bool Coordinator::GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
     }
     v1::Round* round = NextRound(txn, *s);
     if (round == nullptr) continue;
-    leases_.Grant(txn, *s, *round, board, prefetch, response->mutable_work());
+    leases_.Grant(txn, *s, *round, board, prefetch, held_manifests,
+                  response->mutable_work());
     response->set_granted(true);
     return true;
   }

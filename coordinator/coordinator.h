@@ -209,9 +209,12 @@ class Coordinator {
   bool IdleBoardCouldTake(const BoardRuntime& self,
                           const SweepRuntime& s) const;
   // Grants `board` the next round of the first sweep in fair-share order
-  // that has one for it; false when none has.
-  bool GrantNextRound(Txn& txn, BoardRuntime& board, bool prefetch,
-                      v1::LeaseWorkResponse* response);
+  // that has one for it; false when none has. `held_manifests`: the
+  // operator manifests the board's agent holds (LeaseTable::Grant).
+  bool GrantNextRound(
+      Txn& txn, BoardRuntime& board, bool prefetch,
+      const google::protobuf::RepeatedPtrField<std::string>& held_manifests,
+      v1::LeaseWorkResponse* response);
   // Writes the sweep's report to its report_path; false (logged) when it
   // names none or the write failed.
   bool WriteReport(const v1::Sweep& sweep,

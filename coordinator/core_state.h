@@ -31,6 +31,8 @@ struct SweepRuntime {
   // The operator as the sweep's board kind sees it (ProjectManifest).
   v1::OperatorManifest projected;
   const v1::OperatorManifest* op = nullptr;
+  // MessageDigest(*op): WorkItem.operator_digest.
+  std::string op_digest;
   std::unique_ptr<Strategy> strategy;
   // PER_WORKLOAD sweeps: one strategy per workload (its own lineage).
   std::vector<std::unique_ptr<Strategy>> workload_strategies;

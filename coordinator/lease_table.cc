@@ -28,8 +28,10 @@ v1::Round* LeaseTable::Live(const std::string& lease_id) {
              : nullptr;
 }
 
-void LeaseTable::Grant(Txn& txn, SweepRuntime& s, v1::Round& round,
-                       BoardRuntime& board, bool ahead, v1::WorkItem* work) {
+void LeaseTable::Grant(
+    Txn& txn, SweepRuntime& s, v1::Round& round, BoardRuntime& board,
+    bool ahead, const google::protobuf::RepeatedPtrField<std::string>& held,
+    v1::WorkItem* work) {
   const absl::Time now = clock_->Now();
   staging_->Touch(txn, s);
   staging_->SaveRound(txn, s, round);
@@ -78,7 +80,15 @@ void LeaseTable::Grant(Txn& txn, SweepRuntime& s, v1::Round& round,
   work->set_epoch(lease->epoch());
   work->set_sweep_id(s.sweep.sweep_id());
   work->set_round_id(round.round_id());
-  *work->mutable_operator_() = *s.op;
+  // The manifest is most of a work item: an agent that holds it gets its
+  // digest alone.
+  work->set_operator_digest(s.op_digest);
+  const int held_read = std::min(held.size(), kMaxHeldManifests);
+  if (s.op_digest.empty() ||
+      std::find(held.begin(), held.begin() + held_read, s.op_digest) ==
+          held.begin() + held_read) {
+    *work->mutable_operator_() = *s.op;
+  }
   *work->mutable_workload() = RoundWorkload(s.sweep.spec(), round);
   *work->mutable_params() = round.params();
   *work->mutable_measurement() = s.sweep.spec().measurement();

@@ -55,11 +55,18 @@ class LeaseTable {
   // the id is not a sweep lease).
   v1::Round* Live(const std::string& lease_id);
 
+  // The most LeaseWorkRequest.held_operator_digests read per request.
+  static constexpr int kMaxHeldManifests = 64;
+
   // Leases `round` of `s` to `board` for one lease duration, at the next
-  // epoch, and fills `work` with what the board runs. `ahead`: the lease
-  // waits behind the board's current one.
+  // epoch, and fills `work` with what the board runs: the operator's
+  // manifest only when its digest is not among the first kMaxHeldManifests
+  // of `held` (the manifests the agent holds). `ahead`: the lease waits
+  // behind the board's current one.
   void Grant(Txn& txn, SweepRuntime& s, v1::Round& round, BoardRuntime& board,
-             bool ahead, v1::WorkItem* work);
+             bool ahead,
+             const google::protobuf::RepeatedPtrField<std::string>& held,
+             v1::WorkItem* work);
 
   // Extends the live lease `id` (its text `lease_id`, at `epoch`) by one
   // lease duration from now: the new expiry, or nullopt when that lease is

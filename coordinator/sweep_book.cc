@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/digest.h"
 #include "common/status_macros.h"
 #include "coordinator/decider.h"
 #include "coordinator/placement.h"
@@ -263,6 +264,7 @@ absl::StatusOr<SweepRuntime*> SweepBook::Load(const v1::Sweep& sweep) {
                       catalog_->Find(sweep.spec().operator_name()));
   rt->projected = ProjectManifest(*op, sweep.spec().boards().kind());
   rt->op = &rt->projected;
+  rt->op_digest = MessageDigest(rt->projected);
   TF_ASSIGN_OR_RETURN(rt->strategy, NewStrategy(sweep.spec(), *rt->op));
   if (sweep.spec().objective() == v1::WORKLOAD_OBJECTIVE_PER_WORKLOAD) {
     for (int i = 0; i < sweep.spec().workloads_size(); ++i) {

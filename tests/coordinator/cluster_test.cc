@@ -28,6 +28,7 @@
 #include "coordinator/policy.h"
 #include "coordinator/service.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
@@ -703,6 +704,69 @@ TEST_F(ClusterServiceTest, OnlyAdminsReserveAndOtherTeamsNeverLeaseIt) {
   EXPECT_EQ(lease("rack1/0"), alpha);
   ASSERT_TRUE(Reserve(kAdmin, r, false).ok());
   EXPECT_EQ(BoardSeenBy(kAdmin, "rack1/0").reserved_for(), "");
+}
+
+// An operator manifest crosses the wire once per agent: a lease request
+// that names its digest gets the work item without it, and the agent's
+// client puts it back, so its boards see whole work items.
+TEST_F(ClusterServiceTest, AnAgentGetsAnOperatorsManifestOnceOverTheWire) {
+  v1::RegisterAgentRequest reg;
+  reg.set_agent_id("rack1");
+  *reg.add_boards() = SimBoardInfo("rack1/0", {});
+  *reg.add_boards() = SimBoardInfo("rack1/1", {});
+  v1::RegisterAgentResponse reg_resp;
+  ASSERT_TRUE(agent()->RegisterAgent(As(kAgent).get(), reg, &reg_resp).ok());
+  const std::string first = Submit(kAlpha, "alpha", "{kind: sim}");
+  const std::string second = Submit(kAlpha, "alpha", "{kind: sim}");
+  auto lease = [&](const std::string& board,
+                   const std::vector<std::string>& held) {
+    v1::LeaseWorkRequest req;
+    req.set_agent_id("rack1");
+    req.set_board_id(board);
+    for (const std::string& d : held) req.add_held_operator_digests(d);
+    v1::LeaseWorkResponse resp;
+    EXPECT_TRUE(agent()->LeaseWork(As(kAgent).get(), req, &resp).ok());
+    EXPECT_TRUE(resp.granted()) << board;
+    return resp.work();
+  };
+
+  // Nothing held: the manifest comes, named by its digest.
+  const v1::WorkItem whole = lease("rack1/0", {});
+  EXPECT_EQ(whole.sweep_id(), first);
+  ASSERT_TRUE(whole.has_operator_());
+  EXPECT_EQ(whole.operator_().name(), "sim_matmul");
+  ASSERT_EQ(whole.operator_digest().size(), 64u) << whole.operator_digest();
+
+  // Held: the other sweep of the same operator comes without it.
+  const v1::WorkItem bare = lease("rack1/1", {"0123", whole.operator_digest()});
+  EXPECT_EQ(bare.sweep_id(), second);
+  EXPECT_FALSE(bare.has_operator_());
+  EXPECT_EQ(bare.operator_digest(), whole.operator_digest());
+
+  // A digest of something else does not stand for it.
+  const v1::WorkItem again = lease("rack1/0", {std::string(64, 'a')});
+  EXPECT_TRUE(again.has_operator_());
+  EXPECT_EQ(again.operator_digest(), whole.operator_digest());
+
+  // The agent's client: the first lease brings the manifest, the next ones
+  // are completed from what it holds.
+  ClientSecurity security;
+  security.token = kAgent;
+  auto client =
+      NewGrpcCoordinatorClient(absl::StrCat("127.0.0.1:", services_.port()),
+                               security, absl::Seconds(10));
+  ASSERT_TRUE(client.ok()) << client.status();
+  v1::LeaseWorkRequest req;
+  req.set_agent_id("rack1");
+  for (const char* board : {"rack1/0", "rack1/1", "rack1/0"}) {
+    req.set_board_id(board);
+    absl::StatusOr<v1::LeaseWorkResponse> r = (*client)->LeaseWork(req);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(r->granted()) << board;
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+        r->work().operator_(), whole.operator_()))
+        << board;
+  }
 }
 
 TEST_F(ClusterServiceTest, AdminReadmitLiftsTheAgentsOwnQuarantine) {

@@ -86,7 +86,8 @@ TEST_F(DeciderTest, TheBaselineThenKeepOrRollBackOnTheGainsLowerBound) {
 TEST_F(DeciderTest, AFailedBaselineFailsTheSweepAndCancelsWhatWaits) {
   Txn grant;
   v1::WorkItem work;
-  table_.Grant(grant, *s_, Round(2), Board("a1/b1"), /*ahead=*/false, &work);
+  table_.Grant(grant, *s_, Round(2), Board("a1/b1"), /*ahead=*/false,
+               /*held=*/{}, &work);
   Record(0, v1::OUTCOME_BUILD_FAILED, 0, 0, 0);
   Decide(0);
   EXPECT_EQ(Round(0).decision(), v1::DECISION_BASELINE);

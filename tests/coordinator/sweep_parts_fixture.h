@@ -77,7 +77,7 @@ class SweepPartsTest : public ::testing::Test {
     Txn own;
     v1::WorkItem work;
     table_.Grant(txn != nullptr ? *txn : own, *s_, Round(i), Board(board),
-                 ahead, &work);
+                 ahead, /*held=*/{}, &work);
     return work;
   }
 
@@ -105,9 +105,8 @@ class SweepPartsTest : public ::testing::Test {
   // registry use the later ones only in their calls.
   SweepBook book_{&catalog_, SweepBook::Parts{store_.get(), &clock_, &staging_,
                                               &placement_, &decider_}};
-  BoardRegistry registry_{BoardRegistry::Parts{&book_, &staging_, &table_,
-                                               &placement_, &health_, &clock_,
-                                               nullptr}};
+  BoardRegistry registry_{BoardRegistry::Parts{
+      &book_, &staging_, &table_, &placement_, &health_, &clock_, nullptr}};
   Placement placement_{v1::TeamQuota(), {}, {}};
   HealthChecker health_{&catalog_, HealthCheckerOptions{}};
   Staging staging_{&book_, &registry_, &placement_, &clock_};
