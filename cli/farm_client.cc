@@ -476,10 +476,11 @@ void FarmClient::PrintRounds(const v1::ListRoundsResponse& response) {
             ? "pending"
             : Lower(v1::Decision_Name(r.decision()), "DECISION_"),
         hotspot);
-    // Why the strategy proposed it (rounds stored before it was kept have
-    // none), and why an undecided round waits.
-    if (!r.rationale().empty())
+    // Why the strategy proposed it (rounds stored before rationales were
+    // kept have none), and why an undecided round waits.
+    if (!r.rationale().empty()) {
       std::cout << "      why: " << r.rationale() << "\n";
+    }
     if (r.decision() == v1::DECISION_UNSPECIFIED &&
         !r.decision_reason().empty()) {
       std::cout << "      " << r.decision_reason() << "\n";
