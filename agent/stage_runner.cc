@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "agent/measurement.h"
 #include "agent/precision.h"
+#include "common/digest.h"
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/params.h"

@@ -1,6 +1,5 @@
 #include "agent/variant_build.h"
 
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "agent/process_runner.h"
+#include "common/digest.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 
@@ -86,32 +86,6 @@ bool IsCName(absl::string_view s) {
   }
   return std::all_of(s.begin(), s.end(), IsIdentChar);
 }
-
-// Length-prefixed fields, so that no two different inputs hash alike.
-class Hasher {
- public:
-  Hasher() : ctx_(EVP_MD_CTX_new()) {
-    EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr);
-  }
-  ~Hasher() { EVP_MD_CTX_free(ctx_); }
-  Hasher(const Hasher&) = delete;
-  Hasher& operator=(const Hasher&) = delete;
-  void Add(absl::string_view tag, absl::string_view data) {
-    const std::string head = absl::StrCat(tag, ":", data.size(), ":");
-    EVP_DigestUpdate(ctx_, head.data(), head.size());
-    EVP_DigestUpdate(ctx_, data.data(), data.size());
-  }
-  std::string Hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx_, md, &len);
-    return absl::BytesToHexString(
-        absl::string_view(reinterpret_cast<const char*>(md), len));
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
 
 // `compiler` resolved the way execvp would (PATH when it has no slash), then
 // through symlinks, so `c++` -> g++-12 and a different g++ earlier in PATH
@@ -355,7 +329,7 @@ absl::StatusOr<std::string> InputsKey(const BuildRequest& request,
       CompilerIdentity(request.compiler, scratch, cancel);
   if (!identity.ok()) return identity.status();
 
-  Hasher h;
+  FieldHasher h;
   h.Add("compiler", request.compiler);
   h.Add("identity", *identity);
   for (const std::string& f : request.flags) h.Add("flag", f);
@@ -387,13 +361,6 @@ absl::StatusOr<std::string> InputsKey(const BuildRequest& request,
     h.Add("content", *content);
   }
   return h.Hex().substr(0, 40);
-}
-
-std::string FieldsDigest(
-    const std::vector<std::pair<std::string, std::string>>& fields) {
-  Hasher h;
-  for (const auto& [tag, data] : fields) h.Add(tag, data);
-  return h.Hex();
 }
 
 absl::StatusOr<BuildResult> BuildVariant(const BuildRequest& request,

@@ -76,11 +76,6 @@ absl::StatusOr<std::string> SharedBuildKey(
     const BuildRequest& request, const std::vector<std::string>& extra,
     const std::atomic<bool>& cancel);
 
-// The SHA-256 (hex) of (tag, data) fields, each length-prefixed so that no
-// two different inputs hash alike: the hash the build keys use.
-std::string FieldsDigest(
-    const std::vector<std::pair<std::string, std::string>>& fields);
-
 // The tf_params.h text for `params` (names sorted), or INVALID_ARGUMENT
 // naming the parameter that cannot be a compile-time constant.
 absl::StatusOr<std::string> ParamsHeader(const ParamMap& params);

@@ -3,20 +3,37 @@
 #include <openssl/evp.h>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace tunefarm {
 
-std::string Sha256Hex(std::string_view bytes) {
+FieldHasher::FieldHasher() : ctx_(EVP_MD_CTX_new()) {
+  EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr);
+}
+
+FieldHasher::~FieldHasher() { EVP_MD_CTX_free(ctx_); }
+
+void FieldHasher::Add(absl::string_view tag, absl::string_view data) {
+  const std::string head = absl::StrCat(tag, ":", data.size(), ":");
+  EVP_DigestUpdate(ctx_, head.data(), head.size());
+  EVP_DigestUpdate(ctx_, data.data(), data.size());
+}
+
+std::string FieldHasher::Hex() {
   unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), md, &size, EVP_sha256(),
-                 nullptr) != 1) {
-    return std::string();  // OpenSSL without SHA-256: no digest, no match
-  }
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx_, md, &len);
   return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(md), size));
+      absl::string_view(reinterpret_cast<const char*>(md), len));
+}
+
+std::string FieldsDigest(
+    const std::vector<std::pair<std::string, std::string>>& fields) {
+  FieldHasher h;
+  for (const auto& [tag, data] : fields) h.Add(tag, data);
+  return h.Hex();
 }
 
 std::string MessageDigest(const google::protobuf::MessageLite& message) {
@@ -27,7 +44,7 @@ std::string MessageDigest(const google::protobuf::MessageLite& message) {
     coded.SetSerializationDeterministic(true);
     message.SerializeToCodedStream(&coded);
   }
-  return Sha256Hex(bytes);
+  return FieldsDigest({{message.GetTypeName(), std::move(bytes)}});
 }
 
 }  // namespace tunefarm

@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/digest.h"
 #include "common/files.h"
 #include "common/status_macros.h"
-#include "openssl/evp.h"
 #include "ops/constraints.h"
 #include "ops/yaml_fields.h"
 
@@ -528,25 +528,14 @@ absl::StatusOr<v1::OperatorManifest> LoadOperatorManifest(
   for (const auto& [kind, backend] : op.backends()) {
     for (const std::string& src : backend.sources()) sources.insert(src);
   }
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  auto add = [ctx](absl::string_view tag, absl::string_view data) {
-    const std::string head = absl::StrCat(tag, ":", data.size(), ":");
-    EVP_DigestUpdate(ctx, head.data(), head.size());
-    EVP_DigestUpdate(ctx, data.data(), data.size());
-  };
-  add(kManifestFileName, *text);
+  FieldHasher h;
+  h.Add(kManifestFileName, *text);
   for (const std::string& src : sources) {
     absl::StatusOr<std::string> content = ReadFile(dir + "/" + src);
     // A missing source fails the build later, with the compiler's words.
-    add(src, content.ok() ? *content : "(missing)");
+    h.Add(src, content.ok() ? *content : "(missing)");
   }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  EVP_MD_CTX_free(ctx);
-  op.set_source_hash(absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(md), len)));
+  op.set_source_hash(h.Hex());
   return op;
 }
 
