@@ -58,6 +58,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "agent/manifest_cache.h"
 #include "benchmark/benchmark.h"
 #include "common/clock.h"
 #include "common/files.h"
@@ -721,25 +722,23 @@ struct BoardLoop {
   absl::Time lease_sent;
   v1::WorkItem work;
   bool kept = false;
-  // The operator manifests this board has received, named in its lease
-  // requests as an agent's OperatorManifestCache names them.
-  std::vector<std::string> held;
+  // The operator manifests this board has received, as an agent's gRPC
+  // client keeps them. `name_held`: its lease requests name them.
+  OperatorManifestCache manifests;
 
-  v1::LeaseWorkRequest LeaseRequest() const {
+  v1::LeaseWorkRequest LeaseRequest(bool name_held) const {
     v1::LeaseWorkRequest req;
     req.set_agent_id(ref.agent_id);
     req.set_board_id(ref.board_id);
-    for (const std::string& d : held) req.add_held_operator_digests(d);
+    if (name_held) manifests.AddHeld(&req);
     return req;
   }
-  // Takes a granted work item, keeping its manifest's digest when `name`.
-  void Take(v1::WorkItem* item, bool name) {
-    work.Swap(item);  // as an agent keeps it
-    if (name && work.has_operator_() && !work.operator_digest().empty() &&
-        std::find(held.begin(), held.end(), work.operator_digest()) ==
-            held.end()) {
-      held.push_back(work.operator_digest());
-    }
+  // Takes a granted work item as an agent does: completed from the
+  // manifests held, or keeping the one it brought.
+  absl::Status Take(v1::WorkItem* item) {
+    TF_RETURN_IF_ERROR(manifests.Complete(item));
+    work.Swap(item);
+    return absl::OkStatus();
   }
   v1::ReportResultRequest Report() {
     v1::ReportResultRequest req;
@@ -870,10 +869,13 @@ class CoreLoadClient {
     if (shared_->stopping) return;
     Begin();
     b.lease_sent = absl::Now();
-    loop_->Post([this, req = b.LeaseRequest()] { return c_->LeaseWork(req); },
-                [this, &b](absl::StatusOr<v1::LeaseWorkResponse> r) {
-                  OnLease(b, std::move(r));
-                });
+    loop_->Post(
+        [this, req = b.LeaseRequest(shared_->name_held_manifests)] {
+          return c_->LeaseWork(req);
+        },
+        [this, &b](absl::StatusOr<v1::LeaseWorkResponse> r) {
+          OnLease(b, std::move(r));
+        });
   }
   void OnLease(BoardLoop& b, absl::StatusOr<v1::LeaseWorkResponse> r) {
     RecordLease(*shared_, b.lease_sent);
@@ -890,7 +892,10 @@ class CoreLoadClient {
       });
       return;
     }
-    b.Take(r->mutable_work(), shared_->name_held_manifests);
+    if (absl::Status st = b.Take(r->mutable_work()); !st.ok()) {
+      shared_->Fail(st);
+      return Done();
+    }
     if (run_ > absl::ZeroDuration()) {
       timer_.At(absl::Now() + run_, [this, &b] { PostReport(b); });
     } else {
@@ -968,8 +973,8 @@ class GrpcLoadClient {
     c.leasing = true;
     c.ctx = std::make_unique<grpc::ClientContext>();
     c.board.lease_sent = absl::Now();
-    c.lease_rpc =
-        stub_->AsyncLeaseWork(c.ctx.get(), c.board.LeaseRequest(), &cq_);
+    c.lease_rpc = stub_->AsyncLeaseWork(
+        c.ctx.get(), c.board.LeaseRequest(shared_->name_held_manifests), &cq_);
     c.lease_rpc->Finish(&c.lease, &c.status, &c);
     ++in_flight_;
   }
@@ -1019,7 +1024,10 @@ class GrpcLoadClient {
           ++in_flight_;
           continue;
         }
-        c.board.Take(c.lease.mutable_work(), shared_->name_held_manifests);
+        if (absl::Status st = c.board.Take(c.lease.mutable_work()); !st.ok()) {
+          shared_->Fail(st);
+          continue;
+        }
         if (run_ > absl::ZeroDuration()) {
           c.running = true;
           c.alarm.Set(&cq_, absl::ToChronoTime(absl::Now() + run_), &c);
