@@ -644,6 +644,14 @@ class ClusterServiceTest : public ::testing::Test {
     EXPECT_TRUE(st.ok()) << st.error_message();
     return resp.sweep().sweep_id();
   }
+  // The agent's gRPC client, with the agents' token.
+  absl::StatusOr<std::unique_ptr<CoordinatorClient>> AgentClient() {
+    ClientSecurity security;
+    security.token = kAgent;
+    return NewGrpcCoordinatorClient(
+        absl::StrCat("127.0.0.1:", services_.port()), security,
+        absl::Seconds(10));
+  }
   v1::BoardInfo BoardSeenBy(const std::string& token, const std::string& id) {
     v1::ListBoardsResponse resp;
     EXPECT_TRUE(
@@ -750,11 +758,7 @@ TEST_F(ClusterServiceTest, AnAgentGetsAnOperatorsManifestOnceOverTheWire) {
 
   // The agent's client: the first lease brings the manifest, the next ones
   // are completed from what it holds.
-  ClientSecurity security;
-  security.token = kAgent;
-  auto client =
-      NewGrpcCoordinatorClient(absl::StrCat("127.0.0.1:", services_.port()),
-                               security, absl::Seconds(10));
+  auto client = AgentClient();
   ASSERT_TRUE(client.ok()) << client.status();
   v1::LeaseWorkRequest req;
   req.set_agent_id("rack1");
@@ -781,11 +785,7 @@ TEST_F(ClusterServiceTest, AdminReadmitLiftsTheAgentsOwnQuarantine) {
   SelfQuarantiningBoard* sick = board.get();
   std::vector<std::unique_ptr<Board>> boards;
   boards.push_back(std::move(board));
-  ClientSecurity security;
-  security.token = kAgent;
-  auto client =
-      NewGrpcCoordinatorClient(absl::StrCat("127.0.0.1:", services_.port()),
-                               security, absl::Seconds(10));
+  auto client = AgentClient();
   ASSERT_TRUE(client.ok()) << client.status();
   // The agent's waits run on simulated time, which moves only here.
   FakeClock agent_clock;
