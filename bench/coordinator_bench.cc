@@ -98,10 +98,15 @@ parameters:
   - {name: p5, values: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], default: 0, stage: in_core}
 workloads:
   - {name: square_2k, dtype: fp16, dims: {m: 2048, n: 2048, k: 2048}}
+  - {name: square_4k, dtype: fp16, dims: {m: 4096, n: 4096, k: 4096}}
+  - {name: tall, dtype: fp16, dims: {m: 8192, n: 1024, k: 1024}}
+  - {name: wide, dtype: fp16, dims: {m: 1024, n: 8192, k: 1024}}
 tolerances: {rtol: 0.01, atol: 0.001}
 backends:
   sim: {command: ["{bin}/none"]}
 )";
+constexpr const char* kWideWorkloads[] = {"square_2k", "square_4k", "tall",
+                                          "wide"};
 
 struct BoardRef {
   std::string agent_id;
@@ -608,6 +613,11 @@ struct LoadOptions {
   // Boards name the manifests they hold, as agents do; false: every work
   // item carries its manifest (what that costs).
   bool name_held_manifests = true;
+  // Above 1: per_workload sweeps over this many of the operator's
+  // workloads, each with its share of sweep_rounds; one_config: one
+  // configuration measured on all of them.
+  int workloads = 1;
+  bool one_config = false;
 };
 
 // Runs closures at a time, on its own thread (boards "running" variants).
@@ -692,19 +702,19 @@ struct LoadShared {
 };
 
 // A made-up A/B result: 1 in 8 kept (paired gain lower bound above 0).
-v1::RoundResult LoadResultFor(int64_t round_id, uint64_t n, bool* kept) {
+v1::RoundResult LoadResultFor(bool baseline, uint64_t n, bool* kept) {
   v1::RoundResult r;
   r.set_outcome(v1::OUTCOME_OK);
   r.mutable_precision()->set_passed(true);
   v1::Measurement* m = r.mutable_measurement();
-  const bool keep = round_id != 0 && n % 8 == 0;
+  const bool keep = !baseline && n % 8 == 0;
   const double gain = keep ? 1e-5 : -0.1;
   m->set_median_us(kBaselineUs * (1 - gain));
   m->set_p20_us(m->median_us() * 0.99);
   m->set_p80_us(m->median_us() * 1.01);
   m->set_samples(30);
   m->set_simulated(true);
-  if (round_id != 0) {
+  if (!baseline) {
     m->set_paired(true);
     m->set_gain(gain);
     m->set_gain_lower(keep ? gain / 2 : gain * 1.2);
@@ -748,7 +758,8 @@ struct BoardLoop {
     req.set_epoch(work.epoch());
     req.set_sweep_id(work.sweep_id());
     req.set_round_id(work.round_id());
-    *req.mutable_result() = LoadResultFor(work.round_id(), ++results, &kept);
+    *req.mutable_result() =
+        LoadResultFor(!work.has_reference(), ++results, &kept);
     return req;
   }
 };
@@ -758,10 +769,13 @@ struct BoardLoop {
 // after topping the sweeps up.
 class SweepKeeper {
  public:
-  SweepKeeper(ControlLoop* loop, Coordinator* c, int64_t rounds, int boards)
+  SweepKeeper(ControlLoop* loop, Coordinator* c, int64_t rounds, int boards,
+              int workloads, bool one_config)
       : loop_(loop),
         c_(c),
         rounds_(rounds),
+        workloads_(workloads),
+        one_config_(one_config),
         target_(static_cast<int>(std::max<int64_t>(
             4, 2 * boards / std::max<int64_t>(1, rounds) + 2))) {}
   ~SweepKeeper() {
@@ -781,10 +795,20 @@ class SweepKeeper {
     const int active = loop_->Call([&] { return c_->active_sweeps(); });
     for (int i = active; i < target_; ++i) {
       v1::SubmitSweepRequest req;
-      *req.mutable_spec() = BenchSpec("wide6x10", ++submitted_);
-      req.mutable_spec()->mutable_budget()->set_max_rounds(rounds_);
-      req.mutable_spec()->mutable_budget()->set_max_rounds_without_gain(
-          rounds_);
+      v1::SweepSpec& spec = *req.mutable_spec();
+      spec = BenchSpec("wide6x10", ++submitted_);
+      // A per_workload budget is each workload's, a one_config one counts
+      // configurations: either way the sweep's rounds stay rounds_.
+      const int64_t budget = std::max<int64_t>(1, rounds_ / workloads_);
+      spec.mutable_budget()->set_max_rounds(budget);
+      spec.mutable_budget()->set_max_rounds_without_gain(budget);
+      if (workloads_ > 1) {
+        spec.set_objective(one_config_ ? v1::WORKLOAD_OBJECTIVE_ONE_CONFIG
+                                       : v1::WORKLOAD_OBJECTIVE_PER_WORKLOAD);
+        for (int i = 0; i < workloads_; ++i) {
+          spec.add_workloads()->set_name(kWideWorkloads[i]);
+        }
+      }
       auto r =
           loop_->Call([&] { return c_->SubmitSweep(req, AnonymousAdmin()); });
       if (!r.ok()) return r.status();
@@ -817,6 +841,8 @@ class SweepKeeper {
   ControlLoop* loop_;
   Coordinator* c_;
   const int64_t rounds_;
+  const int workloads_;
+  const bool one_config_;
   const int target_;
   absl::Mutex mu_;
   int submitted_ ABSL_GUARDED_BY(mu_) = 0;
@@ -840,7 +866,7 @@ void RecordResult(LoadShared& shared, const v1::ReportResultResponse& ack,
         "result of ", b.work.lease_id(), " not recorded: ", ack.reason())));
     return;
   }
-  (b.work.round_id() == 0 ? shared.baselines : shared.candidates).fetch_add(1);
+  (b.work.has_reference() ? shared.candidates : shared.baselines).fetch_add(1);
   if (shared.measuring) shared.rounds.fetch_add(1);
 }
 
@@ -1097,7 +1123,8 @@ LoadResult RunLoad(const LoadOptions& o) {
   }
   LoadShared shared;
   shared.name_held_manifests = o.name_held_manifests;
-  SweepKeeper keeper(&loop, &coordinator, o.sweep_rounds, o.boards);
+  SweepKeeper keeper(&loop, &coordinator, o.sweep_rounds, o.boards, o.workloads,
+                     o.one_config);
   keeper.on_error = [&](const absl::Status& st) { shared.Fail(st); };
   if (absl::Status st = keeper.Ensure(); !st.ok()) {
     result.status = st;
@@ -1312,6 +1339,18 @@ int main(int argc, char** argv) {
       (void)absl::SimpleAtod(arg.substr(10), &load.seconds);
     } else if (absl::StartsWith(arg, "--run_ms=")) {
       (void)absl::SimpleAtoi(arg.substr(9), &run_ms);
+    } else if (absl::StartsWith(arg, "--workloads=")) {
+      if (!absl::SimpleAtoi(arg.substr(12), &load.workloads) ||
+          load.workloads < 1 ||
+          load.workloads >
+              static_cast<int>(std::size(tunefarm::kWideWorkloads))) {
+        std::fprintf(stderr, "--workloads: 1 to %zu, not '%s'\n",
+                     std::size(tunefarm::kWideWorkloads),
+                     arg.substr(12).c_str());
+        return 2;
+      }
+    } else if (arg == "--one_config") {
+      load.one_config = true;
     } else if (arg == "--whole_work_items") {
       // The what-if of every work item carrying its operator manifest.
       load.name_held_manifests = false;
@@ -1364,11 +1403,12 @@ int main(int argc, char** argv) {
     return r;
   };
   std::printf(
-      "\nFarm at scale: %d boards, %.0f s a run. Saturated: every board "
+      "\nFarm at scale: %d boards, %d workload(s) a sweep, %.0f s a run. "
+      "Saturated: every board "
       "always waiting on a lease or a result. Offered: each board runs its "
       "variant %lld ms between lease and result (at most %.0f rounds/s "
       "offered). CPU: the whole process, clients included.\n",
-      load.boards, load.seconds, static_cast<long long>(run_ms),
+      load.boards, load.workloads, load.seconds, static_cast<long long>(run_ms),
       run_ms > 0 ? load.boards * 1000.0 / run_ms : 0.0);
   tunefarm::LoadOptions o = load;
   tunefarm::LoadResult saturated, short_sweeps, offered;
@@ -1392,14 +1432,19 @@ int main(int argc, char** argv) {
           ? saturated.cpu_us_per_round() / short_sweeps.cpu_us_per_round()
           : 0;
   std::printf(
-      "coordinator_bench: boards=%d run_ms=%lld rounds_per_s=%.0f "
+      "coordinator_bench: boards=%d workloads=%d%s run_ms=%lld "
+      "rounds_per_s=%.0f "
       "p50_ms=%.2f p99_ms=%.2f cpu_us_per_round=%.1f "
       "max_rounds_per_s=%.0f cpu_ratio_10000_vs_100=%.2f "
       "grpc_rounds_per_s=%.0f grpc_p50_ms=%.2f grpc_p99_ms=%.2f "
       "grpc_cpu_us_per_round=%.1f errors=%d\n",
-      load.boards, static_cast<long long>(run_ms), offered.rounds_per_s(),
-      offered.p50_ms, offered.p99_ms, saturated.cpu_us_per_round(),
-      saturated.rounds_per_s(), ratio, grpc.rounds_per_s(), grpc.p50_ms,
-      grpc.p99_ms, grpc.cpu_us_per_round(), errors);
+      load.boards, load.workloads,
+      load.workloads > 1 ? (load.one_config ? " objective=one_config"
+                                            : " objective=per_workload")
+                         : "",
+      static_cast<long long>(run_ms), offered.rounds_per_s(), offered.p50_ms,
+      offered.p99_ms, saturated.cpu_us_per_round(), saturated.rounds_per_s(),
+      ratio, grpc.rounds_per_s(), grpc.p50_ms, grpc.p99_ms,
+      grpc.cpu_us_per_round(), errors);
   return errors == 0 ? 0 : 1;
 }
