@@ -155,6 +155,14 @@ void Coordinator::Recycle(std::unique_ptr<Txn> txn) {
 }
 
 absl::Status Coordinator::Commit(Txn& txn) {
+  // Staging marked each saved round when it was saved; a round changed
+  // again after a strategy saw it, in this transaction, is marked here.
+  for (const auto& [sweep_id, round_id] : txn.saved_rounds) {
+    SweepRuntime* s = book_.Find(sweep_id);
+    if (s != nullptr && IsMultiWorkload(s->sweep.spec())) {
+      s->views.Changed(round_id);
+    }
+  }
   if (batch_ == nullptr) return CommitNow(txn);
   // Staged (moved, not copied): the batch writes each touched sweep's final
   // record once.
@@ -975,33 +983,25 @@ v1::Round* Coordinator::AddCandidateRound(Txn& txn, SweepRuntime& s,
 v1::Round* Coordinator::NextPerWorkloadRound(Txn& txn, SweepRuntime& s) {
   const v1::SweepSpec& spec = s.sweep.spec();
   const int n = spec.workloads_size();
-  std::vector<int64_t> created(n, 0), in_flight(n, 0);
-  for (const v1::Round& r : s.rounds) {
-    if (r.parent_round() < 0 || r.workload_index() >= n) continue;
-    ++created[r.workload_index()];
-    if (r.state() == v1::ROUND_STATE_QUEUED ||
-        r.state() == v1::ROUND_STATE_LEASED) {
-      ++in_flight[r.workload_index()];
-    }
-  }
+  const WorkloadViews& views = SyncedViews(s);
   // Boards go to the open workload with the fewest rounds, then spec order.
   std::vector<int> order(n);
   for (int i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&created](int a, int b) {
-    return created[a] < created[b];
+  std::stable_sort(order.begin(), order.end(), [&views](int a, int b) {
+    return views.Candidates(a) < views.Candidates(b);
   });
   for (int i : order) {
+    SyncedViews(s);  // a workload finished below cancels its rounds
     const v1::WorkloadProgress& w = s.sweep.workload_progress(i);
     if (w.done() || w.best_round() < 0 ||
-        created[i] >= spec.budget().max_rounds()) {
+        views.Candidates(i) >= spec.budget().max_rounds()) {
       continue;
     }
-    const std::vector<v1::Round> lineage = WorkloadHistory(s.rounds, i);
-    SearchHistory history{s.op, &spec, &lineage, w.best_round()};
+    SearchHistory history{s.op, &spec, &views.Workload(i), w.best_round()};
     std::vector<Candidate> proposed =
         s.workload_strategies[i]->Propose(history, 1);
     if (proposed.empty()) {
-      if (in_flight[i] == 0) {
+      if (views.InFlight(i) == 0) {
         Exhaustion why = s.workload_strategies[i]->Exhausted(history);
         decider_.FinishWorkload(txn, s, i, why.reason, std::move(why.detail));
         if (s.finished) return nullptr;
@@ -1022,8 +1022,8 @@ v1::Round* Coordinator::NextOneConfigRounds(Txn& txn, SweepRuntime& s) {
   if (s.sweep.best_round() < 0) return nullptr;  // every baseline first
   const int64_t configs = static_cast<int64_t>(s.rounds.size() / n) - 1;
   if (configs >= spec.budget().max_rounds()) return nullptr;
-  const std::vector<v1::Round> history_rounds = ConfigHistory(spec, s.rounds);
-  SearchHistory history{s.op, &spec, &history_rounds, s.sweep.best_round()};
+  SearchHistory history{s.op, &spec, &SyncedViews(s).Configs(),
+                        s.sweep.best_round()};
   std::vector<Candidate> proposed = s.strategy->Propose(history, 1);
   if (proposed.empty()) {
     if (configs == s.sweep.rounds_finished()) {

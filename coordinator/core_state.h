@@ -18,6 +18,7 @@
 
 #include "absl/time/time.h"
 #include "coordinator/strategy.h"
+#include "coordinator/workloads.h"
 #include "storage/store.h"
 #include "tunefarm/v1/agent.pb.h"
 #include "tunefarm/v1/farm.pb.h"
@@ -37,6 +38,9 @@ struct SweepRuntime {
   // PER_WORKLOAD sweeps: one strategy per workload (its own lineage).
   std::vector<std::unique_ptr<Strategy>> workload_strategies;
   std::vector<v1::Round> rounds;  // index == round_id
+  // Multi-workload sweeps: what their strategies see. Staging reports every
+  // change to `rounds` to it; read it through SyncedViews.
+  WorkloadViews views;
   bool finished = false;
   // No round below this index is QUEUED: the queue is searched from here,
   // so finding work costs no walk over the whole sweep. Requeue lowers it.
@@ -49,6 +53,12 @@ struct SweepRuntime {
   // staged: an undo then never brings back a LEASED round whose id is gone.
   std::set<int64_t> leased;
 };
+
+// The sweep's WorkloadViews, brought up to its rounds.
+inline WorkloadViews& SyncedViews(SweepRuntime& s) {
+  s.views.Sync(s.sweep.spec(), s.rounds);
+  return s.views;
+}
 
 // A registered (or recovered) board.
 struct BoardRuntime {

@@ -633,15 +633,9 @@ void Decider::CheckMultiWorkloadTermination(Txn& txn, SweepRuntime& s) {
                                   " rounds in a row without gain"));
       continue;
     }
-    bool in_flight = false;
-    for (const v1::Round& r : s.rounds) {
-      in_flight = in_flight || (r.workload_index() == i &&
-                                (r.state() == v1::ROUND_STATE_QUEUED ||
-                                 r.state() == v1::ROUND_STATE_LEASED));
-    }
-    if (in_flight) continue;
-    const std::vector<v1::Round> lineage = WorkloadHistory(s.rounds, i);
-    SearchHistory history{s.op, &spec, &lineage, w.best_round()};
+    const WorkloadViews& views = SyncedViews(s);
+    if (views.InFlight(i) > 0) continue;
+    SearchHistory history{s.op, &spec, &views.Workload(i), w.best_round()};
     if (s.workload_strategies[i]->Propose(history, 1).empty()) {
       Exhaustion why = s.workload_strategies[i]->Exhausted(history);
       FinishWorkload(txn, s, i, why.reason, std::move(why.detail));
@@ -676,8 +670,8 @@ void Decider::CheckOneConfigTermination(Txn& txn, SweepRuntime& s) {
   const int64_t configs =
       static_cast<int64_t>(s.rounds.size() / spec.workloads_size()) - 1;
   if (configs > s.sweep.rounds_finished()) return;  // in flight
-  const std::vector<v1::Round> history_rounds = ConfigHistory(spec, s.rounds);
-  SearchHistory history{s.op, &spec, &history_rounds, s.sweep.best_round()};
+  SearchHistory history{s.op, &spec, &SyncedViews(s).Configs(),
+                        s.sweep.best_round()};
   if (s.strategy->Propose(history, 1).empty()) {
     Exhaustion why = s.strategy->Exhausted(history);
     Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,

@@ -43,7 +43,10 @@ void Staging::SaveSweep(Txn& txn, SweepRuntime& s) {
     rt->sweep.set_allocated_spec(live);
     rt->finished = finished;
     rt->queued_from = queued_from;
-    if (rt->rounds.size() > size) rt->rounds.resize(size);
+    if (rt->rounds.size() > size) {
+      rt->rounds.resize(size);
+      rt->views.Truncated(size);
+    }
   });
 }
 
@@ -55,6 +58,9 @@ void Staging::Touch(Txn& txn, SweepRuntime& s) {
 void Staging::SaveRound(Txn& txn, SweepRuntime& s, const v1::Round& round) {
   const std::string& id = s.sweep.sweep_id();
   const int64_t index = round.round_id();
+  // On every call, not only the first: a strategy may have seen the round
+  // between two changes in one transaction.
+  if (IsMultiWorkload(s.sweep.spec())) s.views.Changed(index);
   if (!txn.saved_rounds.insert({id, index}).second) return;
   // A round created in this transaction goes with the sweep's size.
   SaveSweep(txn, s);
@@ -64,6 +70,7 @@ void Staging::SaveRound(Txn& txn, SweepRuntime& s, const v1::Round& round) {
     if (rt != nullptr && index >= 0 &&
         index < static_cast<int64_t>(rt->rounds.size())) {
       rt->rounds[index] = round;
+      if (IsMultiWorkload(rt->sweep.spec())) rt->views.Changed(index);
     }
   });
 }

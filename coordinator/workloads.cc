@@ -64,55 +64,142 @@ std::vector<v1::Round> WorkloadHistory(const std::vector<v1::Round>& rounds,
   return out;
 }
 
+namespace {
+
+std::vector<double> Weights(const v1::SweepSpec& spec) {
+  std::vector<double> weights;
+  for (int i = 0; i < WorkloadCount(spec); ++i) {
+    weights.push_back(WorkloadWeight(spec, i));
+  }
+  return weights;
+}
+
+// ConfigHistory's round for the configuration whose rounds are
+// rounds[first, first + weights.size()).
+v1::Round ConfigRound(const std::vector<v1::Round>& rounds, size_t first,
+                      const std::vector<double>& weights) {
+  const size_t n = weights.size();
+  v1::Round c = rounds[first];
+  c.clear_workload();
+  c.clear_workload_index();
+  std::vector<double> medians;
+  bool all_done = true, any_cancelled = false;
+  const v1::Round* failed = nullptr;
+  for (size_t i = first; i < first + n; ++i) {
+    const v1::Round& r = rounds[i];
+    any_cancelled = any_cancelled || r.state() == v1::ROUND_STATE_CANCELLED;
+    if (r.state() != v1::ROUND_STATE_DONE) {
+      all_done = false;
+      continue;
+    }
+    if (r.result().outcome() != v1::OUTCOME_OK) {
+      if (failed == nullptr) failed = &r;
+      continue;
+    }
+    medians.push_back(r.result().measurement().median_us());
+    if (r.decision() != v1::DECISION_UNSPECIFIED) {
+      c.set_decision(r.decision());
+    }
+  }
+  if (failed != nullptr) {
+    // One workload failing rejects the configuration.
+    c.set_state(v1::ROUND_STATE_DONE);
+    *c.mutable_result() = failed->result();
+    c.set_decision(failed->decision());
+  } else if (all_done) {
+    c.set_state(v1::ROUND_STATE_DONE);
+    c.mutable_result()->mutable_measurement()->set_median_us(
+        WeightedGeomean(medians, weights));
+  } else if (any_cancelled) {
+    c.set_state(v1::ROUND_STATE_CANCELLED);
+  } else {
+    c.set_state(v1::ROUND_STATE_LEASED);  // in flight
+    c.clear_result();
+  }
+  return c;
+}
+
+bool IsInFlight(const v1::Round& r) {
+  return r.state() == v1::ROUND_STATE_QUEUED ||
+         r.state() == v1::ROUND_STATE_LEASED;
+}
+
+}  // namespace
+
 std::vector<v1::Round> ConfigHistory(const v1::SweepSpec& spec,
                                      const std::vector<v1::Round>& rounds) {
-  const size_t n = static_cast<size_t>(WorkloadCount(spec));
-  std::vector<double> weights;
-  for (size_t i = 0; i < n; ++i) {
-    weights.push_back(WorkloadWeight(spec, static_cast<int>(i)));
-  }
+  const std::vector<double> weights = Weights(spec);
   std::vector<v1::Round> out;
-  for (size_t first = 0; first + n <= rounds.size(); first += n) {
-    v1::Round c = rounds[first];
-    c.clear_workload();
-    c.clear_workload_index();
-    std::vector<double> medians;
-    bool all_done = true, any_cancelled = false;
-    const v1::Round* failed = nullptr;
-    for (size_t i = first; i < first + n; ++i) {
-      const v1::Round& r = rounds[i];
-      any_cancelled = any_cancelled || r.state() == v1::ROUND_STATE_CANCELLED;
-      if (r.state() != v1::ROUND_STATE_DONE) {
-        all_done = false;
-        continue;
-      }
-      if (r.result().outcome() != v1::OUTCOME_OK) {
-        if (failed == nullptr) failed = &r;
-        continue;
-      }
-      medians.push_back(r.result().measurement().median_us());
-      if (r.decision() != v1::DECISION_UNSPECIFIED) {
-        c.set_decision(r.decision());
-      }
-    }
-    if (failed != nullptr) {
-      // One workload failing rejects the configuration.
-      c.set_state(v1::ROUND_STATE_DONE);
-      *c.mutable_result() = failed->result();
-      c.set_decision(failed->decision());
-    } else if (all_done) {
-      c.set_state(v1::ROUND_STATE_DONE);
-      c.mutable_result()->mutable_measurement()->set_median_us(
-          WeightedGeomean(medians, weights));
-    } else if (any_cancelled) {
-      c.set_state(v1::ROUND_STATE_CANCELLED);
-    } else {
-      c.set_state(v1::ROUND_STATE_LEASED);  // in flight
-      c.clear_result();
-    }
-    out.push_back(std::move(c));
+  for (size_t first = 0; first + weights.size() <= rounds.size();
+       first += weights.size()) {
+    out.push_back(ConfigRound(rounds, first, weights));
   }
   return out;
+}
+
+void WorkloadViews::Lineage::Count(const v1::Round& r, int64_t sign) {
+  if (r.parent_round() >= 0) candidates += sign;
+  if (IsInFlight(r)) in_flight += sign;
+}
+
+void WorkloadViews::Sync(const v1::SweepSpec& spec,
+                         const std::vector<v1::Round>& rounds) {
+  if (weights_.empty()) {
+    weights_ = Weights(spec);
+    workloads_.resize(weights_.size());
+  }
+  const bool one_config = spec.objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG;
+  const size_t n = weights_.size();
+  if (n == 0) return;  // not a multi-workload sweep
+  const size_t valid = std::min(synced_, rounds.size());
+  // Copies of rounds that are gone (an undo removed them) go too.
+  for (Lineage& l : workloads_) {
+    while (!l.rounds.empty() &&
+           l.rounds.back().round_id() >= static_cast<int64_t>(valid)) {
+      l.Count(l.rounds.back(), -1);
+      l.rounds.pop_back();
+    }
+  }
+  while (configs_.size() * n > valid - valid % n) configs_.pop_back();
+  for (const int64_t id : changed_) {
+    if (id < 0 || id >= static_cast<int64_t>(valid)) continue;
+    const v1::Round& r = rounds[id];
+    if (one_config) {
+      const size_t c = static_cast<size_t>(id) / n;
+      if (c < configs_.size())
+        configs_[c] = ConfigRound(rounds, c * n, weights_);
+      continue;
+    }
+    if (r.workload_index() < 0 || r.workload_index() >= static_cast<int>(n)) {
+      continue;
+    }
+    Lineage& l = workloads_[r.workload_index()];
+    auto it = std::lower_bound(
+        l.rounds.begin(), l.rounds.end(), id,
+        [](const v1::Round& a, int64_t b) { return a.round_id() < b; });
+    if (it == l.rounds.end() || it->round_id() != id) continue;
+    l.Count(*it, -1);
+    *it = r;
+    l.Count(*it, +1);
+  }
+  changed_.clear();
+  if (one_config) {
+    for (size_t first = configs_.size() * n; first + n <= rounds.size();
+         first += n) {
+      configs_.push_back(ConfigRound(rounds, first, weights_));
+    }
+  } else {
+    for (size_t id = valid; id < rounds.size(); ++id) {
+      const v1::Round& r = rounds[id];
+      if (r.workload_index() < 0 || r.workload_index() >= static_cast<int>(n)) {
+        continue;
+      }
+      Lineage& l = workloads_[r.workload_index()];
+      l.rounds.push_back(r);
+      l.Count(r, +1);
+    }
+  }
+  synced_ = rounds.size();
 }
 
 std::string WorkloadsSummary(const v1::Sweep& sweep) {

@@ -18,6 +18,7 @@
 #ifndef TUNEFARM_COORDINATOR_WORKLOADS_H_
 #define TUNEFARM_COORDINATOR_WORKLOADS_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -58,6 +59,47 @@ std::vector<v1::Round> WorkloadHistory(const std::vector<v1::Round>& rounds,
 // decision of its rounds); its diagnosis the first workload's.
 std::vector<v1::Round> ConfigHistory(const v1::SweepSpec& spec,
                                      const std::vector<v1::Round>& rounds);
+
+// What a multi-workload sweep's strategies see (SearchHistory.rounds): each
+// PER_WORKLOAD workload's lineage (as WorkloadHistory) or ONE_CONFIG's
+// configurations (as ConfigHistory), kept in step with the sweep's rounds.
+// A Sync costs the rounds added or changed since the one before, not the
+// sweep's length, and the vectors stay the same objects, so what a strategy
+// keeps between proposals (its visited set) stays valid.
+//
+// Whoever changes an existing round says so (Changed) and whoever removes
+// rounds says how many are left (Truncated), before the next Sync.
+// Owned by the sweep's SweepRuntime; not thread-safe.
+class WorkloadViews {
+ public:
+  void Changed(int64_t round_id) { changed_.push_back(round_id); }
+  void Truncated(size_t size) { synced_ = std::min(synced_, size); }
+  void Sync(const v1::SweepSpec& spec, const std::vector<v1::Round>& rounds);
+
+  // As of the last Sync. PER_WORKLOAD: workload `index`'s rounds, how many
+  // of them are candidates (have a parent) and how many are QUEUED or
+  // LEASED. `index` must be below the spec's workload count.
+  const std::vector<v1::Round>& Workload(int index) const {
+    return workloads_[index].rounds;
+  }
+  int64_t Candidates(int index) const { return workloads_[index].candidates; }
+  int64_t InFlight(int index) const { return workloads_[index].in_flight; }
+  // ONE_CONFIG: one round per configuration whose rounds all exist.
+  const std::vector<v1::Round>& Configs() const { return configs_; }
+
+ private:
+  struct Lineage {
+    std::vector<v1::Round> rounds;
+    int64_t candidates = 0;
+    int64_t in_flight = 0;
+    void Count(const v1::Round& r, int64_t sign);
+  };
+  std::vector<Lineage> workloads_;
+  std::vector<v1::Round> configs_;
+  std::vector<double> weights_;
+  std::vector<int64_t> changed_;  // may repeat; ids below synced_ matter
+  size_t synced_ = 0;             // rounds.size() at the last Sync
+};
 
 // Each workload's best in words, e.g. "w64: round 7, 2.10x; w128: no
 // passing baseline; geometric mean 1.85x over the baselines".

@@ -2,7 +2,8 @@
 // domain core: per_workload lineages sharing one board, a workload that met
 // its goal taking no more boards, one_config's configurations measured on
 // every workload and judged by the weighted geometric mean, recovery after
-// a restart, and the spec's errors for bad workload lists and weights.
+// a restart, the spec's errors for bad workload lists and weights, and the
+// views the strategies see (WorkloadViews) against their definition.
 //
 // A real Coordinator (no gRPC) over RocksDB in a temp dir, a FakeClock, one
 // simulated board and hand-made results: the time a round reports is a
@@ -10,6 +11,7 @@
 // configuration must win.
 #include <cmath>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -467,6 +469,112 @@ TEST_F(MultiWorkloadSpecTest, BadSpecsNameWhatIsWrong) {
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.status().message(),
               HasSubstr("objective.weights.mid: must be a finite number > 0"));
+}
+
+// WorkloadViews against its definition (WorkloadHistory, ConfigHistory):
+// rounds are added, changed and removed (as an undo removes them) at
+// random, and synced now and then, so several changes, removals and
+// additions (ids reused after a removal) fall between two syncs. After each
+// sync the views equal the definition and the counts a walk over the
+// rounds.
+TEST(WorkloadViewsTest, StayEqualToTheHistoriesThroughChangesAndUndos) {
+  for (const v1::WorkloadObjective objective :
+       {v1::WORKLOAD_OBJECTIVE_PER_WORKLOAD,
+        v1::WORKLOAD_OBJECTIVE_ONE_CONFIG}) {
+    SCOPED_TRACE(v1::WorkloadObjective_Name(objective));
+    v1::SweepSpec spec;
+    spec.set_objective(objective);
+    constexpr int kWorkloads = 3;
+    for (int i = 0; i < kWorkloads; ++i) {
+      spec.add_workloads()->set_name(absl::StrCat("w", i));
+    }
+    (*spec.mutable_workload_weights())["w1"] = 2;
+    const bool one_config = objective == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG;
+    std::mt19937 rng(static_cast<uint32_t>(objective));
+    std::vector<v1::Round> rounds;
+    WorkloadViews views;
+    auto add = [&](int workload) {
+      v1::Round r;
+      r.set_round_id(static_cast<int64_t>(rounds.size()));
+      r.set_workload_index(workload);
+      r.set_workload(absl::StrCat("w", workload));
+      const bool baseline = r.round_id() < kWorkloads;
+      r.set_parent_round(baseline ? -1 : r.round_id() % kWorkloads);
+      r.set_state(v1::ROUND_STATE_QUEUED);
+      (*r.mutable_params())["tile"].set_int_value(
+          static_cast<int64_t>(rng() % 64));
+      rounds.push_back(std::move(r));
+    };
+    for (int i = 0; i < kWorkloads; ++i) add(i);
+    int syncs = 0, removals = 0;
+    for (int step = 0; step < 3000; ++step) {
+      const int op = static_cast<int>(rng() % 10);
+      if (op < 3) {  // a new round, or a new configuration's rounds
+        if (one_config) {
+          for (int i = 0; i < kWorkloads; ++i) add(i);
+        } else {
+          add(static_cast<int>(rng() % kWorkloads));
+        }
+      } else if (op < 7) {  // a round changes
+        v1::Round& r = rounds[rng() % rounds.size()];
+        views.Changed(r.round_id());
+        const v1::RoundState states[] = {
+            v1::ROUND_STATE_QUEUED, v1::ROUND_STATE_LEASED,
+            v1::ROUND_STATE_DONE, v1::ROUND_STATE_CANCELLED};
+        r.set_state(states[rng() % 4]);
+        r.clear_result();
+        r.clear_decision();
+        if (r.state() == v1::ROUND_STATE_DONE) {
+          r.mutable_result()->set_outcome(
+              rng() % 5 == 0 ? v1::OUTCOME_PRECISION_FAILED : v1::OUTCOME_OK);
+          r.mutable_result()->mutable_measurement()->set_median_us(
+              1 + static_cast<double>(rng() % 1000));
+          r.set_decision(rng() % 2 ? v1::DECISION_KEPT
+                                   : v1::DECISION_ROLLED_BACK);
+        }
+      } else if (op < 8) {  // an undo removes the newest rounds
+        const size_t k =
+            std::min<size_t>(rng() % 4, rounds.size() - kWorkloads);
+        rounds.resize(rounds.size() - k);
+        views.Truncated(rounds.size());
+        removals += k > 0 ? 1 : 0;
+      } else {
+        ++syncs;
+        views.Sync(spec, rounds);
+        if (one_config) {
+          const std::vector<v1::Round> want = ConfigHistory(spec, rounds);
+          ASSERT_EQ(views.Configs().size(), want.size()) << "step " << step;
+          for (size_t c = 0; c < want.size(); ++c) {
+            ASSERT_EQ(views.Configs()[c].SerializeAsString(),
+                      want[c].SerializeAsString())
+                << "step " << step << ", configuration " << c;
+          }
+          continue;
+        }
+        for (int i = 0; i < kWorkloads; ++i) {
+          const std::vector<v1::Round> want = WorkloadHistory(rounds, i);
+          ASSERT_EQ(views.Workload(i).size(), want.size()) << "step " << step;
+          int64_t candidates = 0, in_flight = 0;
+          for (size_t j = 0; j < want.size(); ++j) {
+            ASSERT_EQ(views.Workload(i)[j].SerializeAsString(),
+                      want[j].SerializeAsString())
+                << "step " << step << ", workload " << i << ", round "
+                << want[j].round_id();
+            candidates += want[j].parent_round() >= 0 ? 1 : 0;
+            in_flight += want[j].state() == v1::ROUND_STATE_QUEUED ||
+                                 want[j].state() == v1::ROUND_STATE_LEASED
+                             ? 1
+                             : 0;
+          }
+          EXPECT_EQ(views.Candidates(i), candidates) << "step " << step;
+          EXPECT_EQ(views.InFlight(i), in_flight) << "step " << step;
+        }
+      }
+    }
+    EXPECT_GT(syncs, 400);
+    EXPECT_GT(removals, 100);
+    EXPECT_GT(rounds.size(), 100u);  // the views grew, not only churned
+  }
 }
 
 TEST(MultiWorkloadExampleTest, ShippedExampleIsValid) {
