@@ -181,6 +181,12 @@ class Coordinator {
   // failed call changed nothing, and for debugging.
   std::string DescribeState() const;
 
+  // Whether each multi-workload sweep's views (coordinator/workloads.h),
+  // brought up to date, equal what they stand for (WorkloadHistory,
+  // ConfigHistory over its rounds); INTERNAL naming the first difference.
+  // Walks every round: for tests and debugging, never on a call's path.
+  absl::Status CheckViews();
+
  private:
   SweepRuntime* FindSweep(const std::string& sweep_id);
   // Commits `txn`, or stages it into the open batch.

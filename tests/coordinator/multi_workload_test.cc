@@ -10,6 +10,7 @@
 // function of its workload and parameters, so the tests know which
 // configuration must win.
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -25,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
+#include "storage/fault_injecting_store.h"
 #include "storage/store.h"
 #include "tests/coordinator/coordinator_harness.h"
 
@@ -574,6 +576,125 @@ TEST(WorkloadViewsTest, StayEqualToTheHistoriesThroughChangesAndUndos) {
     EXPECT_GT(syncs, 400);
     EXPECT_GT(removals, 100);
     EXPECT_GT(rounds.size(), 100u);  // the views grew, not only churned
+  }
+}
+
+// A failed commit undoes what its calls staged, the views the strategies
+// see included. The same multi-workload sweeps run in group commits of two
+// calls (as the control loop batches them; the second call's proposal
+// reads what the first staged), once over a store that never fails and once
+// over one that fails every third batch, each failed batch run again. After
+// every batch, failed or not, the views equal their definition
+// (Coordinator::CheckViews), and both runs store the same rounds, proposal
+// for proposal.
+TEST(MultiWorkloadFaultTest, FailedBatchesLeaveTheViewsAndLineagesAsNone) {
+  constexpr char kTwoParams[] = R"(
+name: shapes2
+parameters:
+  - {name: tile, values: [1, 2, 4, 8], default: 1, stage: tiling}
+  - {name: unroll, values: [1, 2, 3, 4], default: 1, stage: pipeline}
+workloads:
+  - {name: small, dtype: fp32, dims: {n: 64}}
+  - {name: mid, dtype: fp32, dims: {n: 256}}
+  - {name: large, dtype: fp32, dims: {n: 1024}}
+tolerances: {rtol: 0.01, atol: 0.001}
+backends:
+  sim: {command: ["{bin}/shapes"]}
+)";
+  auto run = [&](const std::string& strategy, const std::string& objective,
+                 bool fail, int* failures) {
+    OperatorCatalog catalog;
+    EXPECT_TRUE(AddOperator(&catalog, kTwoParams).ok());
+    FakeClock clock;
+    CoordinatorOptions options;
+    options.lease_duration = absl::Seconds(10);
+    options.agent_timeout = absl::Hours(100);
+    CoordinatorOverFaults core;
+    EXPECT_TRUE(core.Open(&catalog, &clock, options).ok());
+    Coordinator* coord = core.coordinator();
+    EXPECT_TRUE(coord->RegisterAgent(SimAgent("a1", 2)).ok());
+    v1::SubmitSweepRequest submit;
+    submit.set_spec_yaml(absl::StrCat(
+        "name: faults\nteam: qa\noperator: shapes2\n", "goal: {speedup: 100}\n",
+        "workloads: [small, mid, large]\n", "objective: ", objective,
+        "\nstrategy: {name: ", strategy, ", seed: 3}\n",
+        "budget: {max_rounds: 10, max_rounds_without_gain: 10}\n",
+        "min_gain: 0.02\nboards: {kind: sim}\n",
+        "measurement: {warmup: 1, samples: 5, mode: independent}\n"));
+    auto submitted = coord->SubmitSweep(submit, AnonymousAdmin());
+    EXPECT_TRUE(submitted.ok()) << submitted.status();
+    const std::string id = submitted.ok() ? submitted->sweep().sweep_id() : "";
+    const std::vector<std::string> boards = {"a1/b0", "a1/b1"};
+    int batches = 0;
+    // One group commit of `calls`; a failed one is undone whole and run
+    // again, up to 10 times.
+    auto batch = [&](const std::function<void()>& calls) {
+      for (int attempt = 0; attempt < 10; ++attempt) {
+        coord->BeginBatch();
+        calls();
+        if (fail && ++batches % 3 == 0) core.faults()->FailNthCommit(1);
+        const absl::Status committed = coord->CommitBatch();
+        const absl::Status views = coord->CheckViews();
+        EXPECT_TRUE(views.ok())
+            << views << " (after a batch that "
+            << (committed.ok() ? "committed" : "failed") << ")";
+        if (committed.ok()) return;
+        ++*failures;
+      }
+      ADD_FAILURE() << "a batch failed 10 times";
+    };
+    for (int step = 0; step < 200 && coord->active_sweeps() > 0; ++step) {
+      std::vector<v1::WorkItem> work(boards.size());
+      batch([&] {
+        for (size_t b = 0; b < boards.size(); ++b) {
+          auto r = coord->LeaseWork(LeaseFor(boards[b]));
+          EXPECT_TRUE(r.ok()) << r.status();
+          work[b] = r.ok() && r->granted() ? r->work() : v1::WorkItem();
+        }
+      });
+      batch([&] {
+        for (size_t b = 0; b < boards.size(); ++b) {
+          const v1::WorkItem& w = work[b];
+          if (w.lease_id().empty()) continue;
+          const double us =
+              TimeOf(w.workload().name(), w.params().at("tile").int_value()) *
+              (1 + 0.05 * static_cast<double>(
+                              (w.params().at("unroll").int_value() + 1) % 4));
+          auto r = coord->ReportResult(ResultFor(boards[b], w, us));
+          EXPECT_TRUE(r.ok()) << r.status();
+        }
+      });
+    }
+    EXPECT_EQ(coord->active_sweeps(), 0);
+    std::vector<std::string> lines;
+    auto rounds = core.base()->ListRounds(id);
+    EXPECT_TRUE(rounds.ok()) << rounds.status();
+    for (const v1::Round& r :
+         rounds.ok() ? *rounds : std::vector<v1::Round>{}) {
+      lines.push_back(
+          absl::StrCat(r.round_id(), " ", r.workload(), " tile ",
+                       r.params().at("tile").int_value(), " unroll ",
+                       r.params().at("unroll").int_value(), " parent ",
+                       r.parent_round(), " ", v1::RoundState_Name(r.state()),
+                       " ", v1::Decision_Name(r.decision())));
+    }
+    return lines;
+  };
+  for (const std::string objective :
+       {"per_workload",
+        "{name: one_config, weights: {small: 1, mid: 2, large: 1}}"}) {
+    for (const std::string strategy : {"grid", "hybrid"}) {
+      SCOPED_TRACE(absl::StrCat(objective, ", ", strategy));
+      int none = 0, failures = 0;
+      const std::vector<std::string> clean =
+          run(strategy, objective, false, &none);
+      const std::vector<std::string> faulty =
+          run(strategy, objective, true, &failures);
+      EXPECT_EQ(none, 0);
+      EXPECT_GT(failures, 5);
+      EXPECT_GT(clean.size(), 12u);
+      EXPECT_EQ(faulty, clean);
+    }
   }
 }
 
