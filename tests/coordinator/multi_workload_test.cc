@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/files.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/report.h"
@@ -588,23 +589,17 @@ TEST(WorkloadViewsTest, StayEqualToTheHistoriesThroughChangesAndUndos) {
 // (Coordinator::CheckViews), and both runs store the same rounds, proposal
 // for proposal.
 TEST(MultiWorkloadFaultTest, FailedBatchesLeaveTheViewsAndLineagesAsNone) {
-  constexpr char kTwoParams[] = R"(
-name: shapes2
-parameters:
-  - {name: tile, values: [1, 2, 4, 8], default: 1, stage: tiling}
-  - {name: unroll, values: [1, 2, 3, 4], default: 1, stage: pipeline}
-workloads:
-  - {name: small, dtype: fp32, dims: {n: 64}}
-  - {name: mid, dtype: fp32, dims: {n: 256}}
-  - {name: large, dtype: fp32, dims: {n: 1024}}
-tolerances: {rtol: 0.01, atol: 0.001}
-backends:
-  sim: {command: ["{bin}/shapes"]}
-)";
+  // The shapes operator with a second parameter, so lineages are longer.
+  const std::string two_params =
+      absl::StrReplaceAll(kOperator, {{"name: shapes\n", "name: shapes2\n"},
+                                      {"stage: tiling}\n",
+                                       "stage: tiling}\n"
+                                       "  - {name: unroll, values: [1, 2, 3, "
+                                       "4], default: 1, stage: pipeline}\n"}});
   auto run = [&](const std::string& strategy, const std::string& objective,
                  bool fail, int* failures) {
     OperatorCatalog catalog;
-    EXPECT_TRUE(AddOperator(&catalog, kTwoParams).ok());
+    EXPECT_TRUE(AddOperator(&catalog, two_params).ok());
     FakeClock clock;
     CoordinatorOptions options;
     options.lease_duration = absl::Seconds(10);
