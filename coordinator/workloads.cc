@@ -166,8 +166,9 @@ void WorkloadViews::Sync(const v1::SweepSpec& spec,
     const v1::Round& r = rounds[id];
     if (one_config) {
       const size_t c = static_cast<size_t>(id) / n;
-      if (c < configs_.size())
+      if (c < configs_.size()) {
         configs_[c] = ConfigRound(rounds, c * n, weights_);
+      }
       continue;
     }
     if (r.workload_index() < 0 || r.workload_index() >= static_cast<int>(n)) {

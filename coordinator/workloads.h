@@ -14,7 +14,8 @@
 //
 // Rounds 0..N-1 are the workloads' baselines (parent -1), in spec order.
 //
-// Pure functions over protos; thread-safe.
+// The functions are pure functions over protos (thread-safe); WorkloadViews
+// is state, kept per sweep (not thread-safe).
 #ifndef TUNEFARM_COORDINATOR_WORKLOADS_H_
 #define TUNEFARM_COORDINATOR_WORKLOADS_H_
 
