@@ -67,9 +67,9 @@ std::vector<v1::Round> WorkloadHistory(const std::vector<v1::Round>& rounds,
 namespace {
 
 std::vector<double> Weights(const v1::SweepSpec& spec) {
-  std::vector<double> weights;
+  std::vector<double> weights(WorkloadCount(spec));
   for (int i = 0; i < WorkloadCount(spec); ++i) {
-    weights.push_back(WorkloadWeight(spec, i));
+    weights[i] = WorkloadWeight(spec, i);
   }
   return weights;
 }
