@@ -268,8 +268,9 @@ void Decider::CheckTermination(Txn& txn, SweepRuntime& s) {
     return;
   }
   if (SweepBook::CandidatesInFlight(s) > 0 ||
-      SweepBook::FirstQueued(s) != nullptr)
+      SweepBook::FirstQueued(s) != nullptr) {
     return;
+  }
   SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round()};
   if (s.strategy->Propose(history, 1).empty()) {
     Exhaustion why = s.strategy->Exhausted(history);
