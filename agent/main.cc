@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/agent.h"
 #include "agent/ascend_board.h"
 #include "agent/cpu_board.h"
@@ -146,6 +147,10 @@ int Main(int argc, char** argv) {
   }
   if (agent_id.empty()) agent_id = absl::StrCat(node, "-", ::getpid());
   InitLogging("agent", log_level);
+  // Debian's abseil ships with Mutex deadlock detection on: a global lock
+  // and a graph update on every acquire, gRPC's included (~6% of the CPU of
+  // a round through gRPC, docs/benchmarks.md). Tests keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   std::map<std::string, std::string> label_map;
   for (const std::string& l : labels) {

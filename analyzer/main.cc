@@ -19,6 +19,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "analyzer/worker.h"
 #include "common/files.h"
@@ -172,6 +173,10 @@ class Metrics {
 
 int RunAnalyzer(const Flags& flags) {
   InitLogging("analyzer", flags.log_level);
+  // Debian's abseil ships with Mutex deadlock detection on: a global lock
+  // and a graph update on every acquire, gRPC's included (~6% of the CPU of
+  // a round through gRPC, docs/benchmarks.md). Tests keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::string id =
       flags.id.empty() ? absl::StrCat("analyzer-", getpid()) : flags.id;
 

@@ -1321,6 +1321,9 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   // Keep per-submission and per-registration info lines out of the table.
   spdlog::set_level(spdlog::level::warn);
+  // As tunefarm-coordinator: no Mutex deadlock detection (coordinator/main.cc).
+  // --mutex_deadlock_detection measures what it costs.
+  bool deadlock_detection = false;
   // Our flags first; the rest are Google Benchmark's.
   bool smoke = false;
   tunefarm::LoadOptions load;
@@ -1351,6 +1354,8 @@ int main(int argc, char** argv) {
                      arg.substr(12).c_str());
         return 2;
       }
+    } else if (arg == "--mutex_deadlock_detection") {
+      deadlock_detection = true;
     } else if (arg == "--one_config") {
       load.one_config = true;
     } else if (arg == "--whole_work_items") {
@@ -1366,6 +1371,9 @@ int main(int argc, char** argv) {
     } else {
       rest.push_back(argv[i]);
     }
+  }
+  if (!deadlock_detection) {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   }
   if (smoke) {
     load.boards = std::min(load.boards, 64);

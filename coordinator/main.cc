@@ -13,6 +13,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/grpc_client.h"
@@ -127,6 +128,10 @@ int Main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   InitLogging("coordinator", log_level);
+  // Debian's abseil ships with Mutex deadlock detection on: a global lock
+  // and a graph update on every acquire, gRPC's included (~6% of the CPU of
+  // a round through gRPC, docs/benchmarks.md). Tests keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (ops_dirs.empty()) ops_dirs.push_back(TUNEFARM_DEFAULT_OPS_DIR);
 
   // Signals are taken by sigwait in this thread only.
