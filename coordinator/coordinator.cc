@@ -101,44 +101,11 @@ std::string Coordinator::DescribeState() const {
 
 absl::Status Coordinator::CheckViews() {
   for (const auto& [id, s] : book_.sweeps()) {
-    const v1::SweepSpec& spec = s->sweep.spec();
-    if (!IsMultiWorkload(spec)) continue;
-    const WorkloadViews& views = SyncedViews(*s);
-    auto differ = [&id](const std::string& what,
-                        const std::vector<v1::Round>& got,
-                        const std::vector<v1::Round>& want) {
-      for (size_t i = 0; i < std::max(got.size(), want.size()); ++i) {
-        const std::string g = i < got.size() ? got[i].ShortDebugString() : "";
-        const std::string w = i < want.size() ? want[i].ShortDebugString() : "";
-        if (g != w) {
-          return absl::InternalError(absl::StrCat(
-              "sweep ", id, ", ", what, ", entry ", i, ": the view holds {", g,
-              "}, the rounds say {", w, "}"));
-        }
-      }
-      return absl::OkStatus();
-    };
-    if (spec.objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG) {
-      TF_RETURN_IF_ERROR(differ("configurations", views.Configs(),
-                                ConfigHistory(spec, s->rounds)));
-      continue;
-    }
-    for (int i = 0; i < spec.workloads_size(); ++i) {
-      const std::vector<v1::Round> want = WorkloadHistory(s->rounds, i);
-      TF_RETURN_IF_ERROR(
-          differ(absl::StrCat("workload ", i), views.Workload(i), want));
-      int64_t candidates = 0, in_flight = 0;
-      for (const v1::Round& r : want) {
-        candidates += r.parent_round() >= 0 ? 1 : 0;
-        in_flight += r.state() == v1::ROUND_STATE_QUEUED ||
-                     r.state() == v1::ROUND_STATE_LEASED;
-      }
-      if (views.Candidates(i) != candidates || views.InFlight(i) != in_flight) {
-        return absl::InternalError(absl::StrCat(
-            "sweep ", id, ", workload ", i, ": the view counts ",
-            views.Candidates(i), " candidates and ", views.InFlight(i),
-            " in flight, the rounds ", candidates, " and ", in_flight));
-      }
+    if (!IsMultiWorkload(s->sweep.spec())) continue;
+    if (absl::Status st = SyncedViews(*s).Check(s->sweep.spec(), s->rounds);
+        !st.ok()) {
+      return absl::InternalError(
+          absl::StrCat("sweep ", id, ", ", st.message()));
     }
   }
   return absl::OkStatus();

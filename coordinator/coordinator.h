@@ -181,10 +181,9 @@ class Coordinator {
   // failed call changed nothing, and for debugging.
   std::string DescribeState() const;
 
-  // Whether each multi-workload sweep's views (coordinator/workloads.h),
-  // brought up to date, equal what they stand for (WorkloadHistory,
-  // ConfigHistory over its rounds); INTERNAL naming the first difference.
-  // Walks every round: for tests and debugging, never on a call's path.
+  // WorkloadViews::Check of each multi-workload sweep's views, brought up
+  // to date; INTERNAL naming the sweep and the first difference. Walks every
+  // round: for tests and debugging, never on a call's path.
   absl::Status CheckViews();
 
  private:

@@ -203,6 +203,50 @@ void WorkloadViews::Sync(const v1::SweepSpec& spec,
   synced_ = rounds.size();
 }
 
+absl::Status WorkloadViews::Check(const v1::SweepSpec& spec,
+                                  const std::vector<v1::Round>& rounds) const {
+  auto differ = [](const std::string& what, const std::vector<v1::Round>& got,
+                   const std::vector<v1::Round>& want) {
+    for (size_t i = 0; i < std::max(got.size(), want.size()); ++i) {
+      const std::string g = i < got.size() ? got[i].ShortDebugString() : "";
+      const std::string w = i < want.size() ? want[i].ShortDebugString() : "";
+      if (g != w) {
+        return absl::InternalError(absl::StrCat(what, ", entry ", i,
+                                                ": the view holds {", g,
+                                                "}, the rounds say {", w, "}"));
+      }
+    }
+    return absl::OkStatus();
+  };
+  if (spec.objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG) {
+    return differ("configurations", configs_, ConfigHistory(spec, rounds));
+  }
+  if (workloads_.size() != static_cast<size_t>(spec.workloads_size())) {
+    return absl::InternalError(
+        absl::StrCat("the views hold ", workloads_.size(),
+                     " workloads, the spec names ", spec.workloads_size()));
+  }
+  for (int i = 0; i < spec.workloads_size(); ++i) {
+    const std::vector<v1::Round> want = WorkloadHistory(rounds, i);
+    if (absl::Status st =
+            differ(absl::StrCat("workload ", i), workloads_[i].rounds, want);
+        !st.ok()) {
+      return st;
+    }
+    Lineage counted;
+    for (const v1::Round& r : want) counted.Count(r, +1);
+    if (counted.candidates != workloads_[i].candidates ||
+        counted.in_flight != workloads_[i].in_flight) {
+      return absl::InternalError(
+          absl::StrCat("workload ", i, ": the view counts ",
+                       workloads_[i].candidates, " candidates and ",
+                       workloads_[i].in_flight, " in flight, the rounds ",
+                       counted.candidates, " and ", counted.in_flight));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string WorkloadsSummary(const v1::Sweep& sweep) {
   std::vector<std::string> parts;
   for (const v1::WorkloadProgress& w : sweep.workload_progress()) {

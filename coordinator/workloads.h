@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "tunefarm/v1/types.pb.h"
 
 namespace tunefarm {
@@ -87,6 +88,13 @@ class WorkloadViews {
   int64_t InFlight(int index) const { return workloads_[index].in_flight; }
   // ONE_CONFIG: one round per configuration whose rounds all exist.
   const std::vector<v1::Round>& Configs() const { return configs_; }
+
+  // Whether the views, as of the last Sync, equal what they stand for
+  // (WorkloadHistory or ConfigHistory over `rounds`, and the counts a walk
+  // over them gives); INTERNAL naming the first difference. Walks every
+  // round: for tests and debugging, never on a call's path.
+  absl::Status Check(const v1::SweepSpec& spec,
+                     const std::vector<v1::Round>& rounds) const;
 
  private:
   struct Lineage {
