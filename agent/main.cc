@@ -148,8 +148,8 @@ int Main(int argc, char** argv) {
   if (agent_id.empty()) agent_id = absl::StrCat(node, "-", ::getpid());
   InitLogging("agent", log_level);
   // Debian's abseil ships with Mutex deadlock detection on: a global lock
-  // and a graph update on every acquire, gRPC's included (~6% of the CPU of
-  // a round through gRPC, docs/benchmarks.md). Tests keep it.
+  // and a graph update on every acquire, gRPC's included (about 5% of the
+  // CPU of a round through gRPC, docs/benchmarks.md). Tests keep it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 
   std::map<std::string, std::string> label_map;

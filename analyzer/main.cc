@@ -174,8 +174,8 @@ class Metrics {
 int RunAnalyzer(const Flags& flags) {
   InitLogging("analyzer", flags.log_level);
   // Debian's abseil ships with Mutex deadlock detection on: a global lock
-  // and a graph update on every acquire, gRPC's included (~6% of the CPU of
-  // a round through gRPC, docs/benchmarks.md). Tests keep it.
+  // and a graph update on every acquire, gRPC's included (about 5% of the
+  // CPU of a round through gRPC, docs/benchmarks.md). Tests keep it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   std::string id =
       flags.id.empty() ? absl::StrCat("analyzer-", getpid()) : flags.id;

@@ -129,8 +129,8 @@ int Main(int argc, char** argv) {
   }
   InitLogging("coordinator", log_level);
   // Debian's abseil ships with Mutex deadlock detection on: a global lock
-  // and a graph update on every acquire, gRPC's included (~6% of the CPU of
-  // a round through gRPC, docs/benchmarks.md). Tests keep it.
+  // and a graph update on every acquire, gRPC's included (about 5% of the
+  // CPU of a round through gRPC, docs/benchmarks.md). Tests keep it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (ops_dirs.empty()) ops_dirs.push_back(TUNEFARM_DEFAULT_OPS_DIR);
 
