@@ -807,8 +807,9 @@ class SweepKeeper {
                                        : v1::WORKLOAD_OBJECTIVE_PER_WORKLOAD);
         for (int i = 0; i < workloads_; ++i) {
           spec.add_workloads()->set_name(kWideWorkloads[i]);
-          if (one_config_)
+          if (one_config_) {
             (*spec.mutable_workload_weights())[kWideWorkloads[i]] = 1;
+          }
         }
       }
       auto r =
