@@ -4,6 +4,7 @@
 #include "agent/manifest_cache.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
