@@ -44,6 +44,9 @@ struct Agent::Slot {
   // The lease whose result the reporter is sending ("" when none): claimed
   // when the agent registers again, so a restarted coordinator keeps it.
   std::string reporting ABSL_GUARDED_BY(mu);
+  // Without build-ahead: the answer to the next lease the last report asked
+  // for, for the worker once the reporter has ended.
+  std::optional<v1::LeaseWorkResponse> next ABSL_GUARDED_BY(mu);
 };
 
 void Agent::RecentTimes::Add(double seconds) {
@@ -196,10 +199,16 @@ void Agent::Worker(Slot& slot, const std::atomic<bool>& stop) {
     // lease: the report of the last one must be in first, or that result
     // is discarded as stale (the reporter is only the worker's).
     if (slot.reporter.joinable()) slot.reporter.join();
-    v1::LeaseWorkRequest request;
-    request.set_agent_id(options_.agent_id);
-    request.set_board_id(board_id);
-    auto response = client_->LeaseWork(request);
+    absl::StatusOr<v1::LeaseWorkResponse> response;
+    if (std::optional<v1::LeaseWorkResponse> next = TakeNext(slot);
+        next.has_value()) {
+      response = std::move(*next);
+    } else {
+      v1::LeaseWorkRequest request;
+      request.set_agent_id(options_.agent_id);
+      request.set_board_id(board_id);
+      response = client_->LeaseWork(request);
+    }
     if (!response.ok()) {
       if (absl::IsNotFound(response.status())) MarkUnregistered();
       spdlog::warn("lease for {}: {}", board_id, response.status().ToString());
@@ -354,6 +363,13 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
     request.set_sweep_id(work.sweep_id());
     request.set_round_id(work.round_id());
     *request.mutable_result() = std::move(result);
+    // Without build-ahead the board's next lease rides with its report:
+    // one call a round, not two (none while the analyzers are behind).
+    if (!options_.prefetch &&
+        slot.board->info().state() != v1::BOARD_STATE_QUARANTINED &&
+        (sink_ == nullptr || sink_->AcceptingWork())) {
+      request.mutable_next_lease();
+    }
     {
       absl::MutexLock lock(&slot.mu);
       slot.reporting = work.lease_id();
@@ -361,9 +377,11 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
     slot.reporter =
         std::thread([this, &slot, &stop, board_id, request = std::move(request),
                      bundle = std::move(bundle)]() mutable {
-          Report(board_id, request, std::move(bundle), stop);
+          std::optional<v1::LeaseWorkResponse> next =
+              Report(board_id, request, std::move(bundle), stop);
           absl::MutexLock lock(&slot.mu);
           slot.reporting.clear();
+          slot.next = std::move(next);
         });
   }
   {
@@ -378,10 +396,9 @@ void Agent::RunLease(Slot& slot, const v1::WorkItem& work,
   renewer.join();
 }
 
-void Agent::Report(const std::string& board_id,
-                   const v1::ReportResultRequest& request,
-                   std::optional<v1::ProfileBundle> bundle,
-                   const std::atomic<bool>& stop) {
+std::optional<v1::LeaseWorkResponse> Agent::Report(
+    const std::string& board_id, const v1::ReportResultRequest& request,
+    std::optional<v1::ProfileBundle> bundle, const std::atomic<bool>& stop) {
   const std::string& lease_id = request.lease_id();
   // The bundle is on disk before the result is reported, so no crash of
   // this agent (or of the coordinator before it replies) loses it.
@@ -398,12 +415,16 @@ void Agent::Report(const std::string& board_id,
   // its side, so a retry of an acknowledged result is harmless.
   absl::Duration backoff = absl::Milliseconds(100);
   const absl::Time start = absl::Now();
+  std::optional<v1::LeaseWorkResponse> next;
   while (!stop.load()) {
     auto response = client_->ReportResult(request);
     if (response.ok()) {
       if (!response->accepted()) {
         spdlog::warn("{}: result of {} discarded: {}", board_id, lease_id,
                      response->reason());
+      }
+      if (response->has_next_lease()) {
+        next = std::move(*response->mutable_next_lease());
       }
       break;
     }
@@ -423,6 +444,14 @@ void Agent::Report(const std::string& board_id,
   if (kept && !stop.load()) sink_->Release(bundle->bundle_id());
   spdlog::debug("{}: result of {} reported in {:.3f} s", board_id, lease_id,
                 absl::ToDoubleSeconds(absl::Now() - start));
+  return next;
+}
+
+std::optional<v1::LeaseWorkResponse> Agent::TakeNext(Slot& slot) {
+  absl::MutexLock lock(&slot.mu);
+  std::optional<v1::LeaseWorkResponse> next = std::move(slot.next);
+  slot.next.reset();
+  return next;
 }
 
 bool Agent::LeaseStillValid(const v1::WorkItem& work) {

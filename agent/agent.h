@@ -121,10 +121,12 @@ class Agent {
   void ReapBuilds(Slot& slot, bool all);
   // Keeps the round's profile bundle on disk, then reports its result
   // until the coordinator answers (or `stop`); runs on the slot's reporter.
-  void Report(const std::string& board_id,
-              const v1::ReportResultRequest& request,
-              std::optional<v1::ProfileBundle> bundle,
-              const std::atomic<bool>& stop);
+  // Returns the answer to the next lease the report asked for, if any.
+  std::optional<v1::LeaseWorkResponse> Report(
+      const std::string& board_id, const v1::ReportResultRequest& request,
+      std::optional<v1::ProfileBundle> bundle, const std::atomic<bool>& stop);
+  // Moves out the next lease the slot's last report brought, if any.
+  std::optional<v1::LeaseWorkResponse> TakeNext(Slot& slot);
   // RenewLease: false when the coordinator answers that the lease is over
   // (an unreachable coordinator is not an answer).
   bool LeaseStillValid(const v1::WorkItem& work);

@@ -4,7 +4,9 @@
 
 #include "agent/manifest_cache.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
 #include "tunefarm/v1/agent.grpc.pb.h"
 
 namespace tunefarm {
@@ -33,24 +35,42 @@ class GrpcCoordinatorClient : public CoordinatorClient {
     manifests_.AddHeld(&named);
     absl::StatusOr<v1::LeaseWorkResponse> response =
         Call(&v1::AgentService::Stub::LeaseWork, named);
-    if (response.ok() && response->granted()) {
-      if (absl::Status st = manifests_.Complete(response->mutable_work());
-          !st.ok()) {
-        return st;
-      }
-    }
+    if (response.ok()) TF_RETURN_IF_ERROR(CompleteLease(&*response));
     return response;
   }
   absl::StatusOr<v1::RenewLeaseResponse> RenewLease(
       const v1::RenewLeaseRequest& request) override {
     return Call(&v1::AgentService::Stub::RenewLease, request);
   }
+  // As LeaseWork for the next lease a report asks for.
   absl::StatusOr<v1::ReportResultResponse> ReportResult(
       const v1::ReportResultRequest& request) override {
-    return Call(&v1::AgentService::Stub::ReportResult, request);
+    if (!request.has_next_lease()) {
+      return Call(&v1::AgentService::Stub::ReportResult, request);
+    }
+    v1::ReportResultRequest named = request;
+    manifests_.AddHeld(named.mutable_next_lease());
+    absl::StatusOr<v1::ReportResultResponse> response =
+        Call(&v1::AgentService::Stub::ReportResult, named);
+    if (response.ok()) {
+      // The answer is the result's: a next lease that cannot be completed
+      // is dropped, and the board's next plain lease requeues its round.
+      if (absl::Status st = CompleteLease(response->mutable_next_lease());
+          !st.ok()) {
+        spdlog::warn("next lease of {} dropped: {}", request.board_id(),
+                     st.ToString());
+        response->clear_next_lease();
+      }
+    }
+    return response;
   }
 
  private:
+  absl::Status CompleteLease(v1::LeaseWorkResponse* lease) {
+    if (!lease->granted()) return absl::OkStatus();
+    return manifests_.Complete(lease->mutable_work());
+  }
+
   template <typename Req, typename Resp>
   absl::StatusOr<Resp> Call(grpc::Status (v1::AgentService::Stub::*method)(
                                 grpc::ClientContext*, const Req&, Resp*),

@@ -595,10 +595,10 @@ void RegisterTable(bool smoke) {
 
 // ---------------------------------------------------------------------------
 // The farm at scale: `boards` simulated boards, each always waiting on its
-// own request (lease, then result, then the next lease), served by the
-// control loop with group commit, through the core (closures posted to the
-// loop) or through real gRPC on loopback (`clients` threads with async
-// stubs). A round is a lease plus a durable result.
+// own request (a lease, then its result asking for the next lease),
+// served by the control loop with group commit, through the core (closures
+// posted to the loop) or through real gRPC on loopback (`clients` threads
+// with async stubs). A round is a lease plus a durable result.
 
 struct LoadOptions {
   int boards = 1024;
@@ -618,6 +618,10 @@ struct LoadOptions {
   // configuration measured on all of them.
   int workloads = 1;
   bool one_config = false;
+  // Boards ask for their next lease with each report, one call a round, as
+  // agents without build-ahead do; false: a lease call of its own (the
+  // what-if).
+  bool lease_with_report = true;
 };
 
 // Runs closures at a time, on its own thread (boards "running" variants).
@@ -685,6 +689,7 @@ double ProcessCpuSeconds() {
 // What every client shares: the phase of the run and the tallies.
 struct LoadShared {
   bool name_held_manifests = true;  // LoadOptions'
+  bool lease_with_report = true;    // LoadOptions'
   std::atomic<bool> measuring{false};
   std::atomic<bool> stopping{false};
   std::atomic<int64_t> rounds{0};
@@ -750,8 +755,16 @@ struct BoardLoop {
     work.Swap(item);
     return absl::OkStatus();
   }
-  v1::ReportResultRequest Report() {
+  // With `next_lease`, the report asks for the next lease too (the time
+  // the board waits for it counts from now).
+  v1::ReportResultRequest Report(bool next_lease, bool name_held) {
     v1::ReportResultRequest req;
+    if (next_lease) {
+      lease_sent = absl::Now();
+      *req.mutable_next_lease() = LeaseRequest(name_held);
+      req.mutable_next_lease()->clear_agent_id();
+      req.mutable_next_lease()->clear_board_id();
+    }
     req.set_agent_id(ref.agent_id);
     req.set_board_id(ref.board_id);
     req.set_lease_id(work.lease_id());
@@ -932,16 +945,21 @@ class CoreLoadClient {
     }
   }
   void PostReport(BoardLoop& b) {
-    loop_->Post([this, req = b.Report()] { return c_->ReportResult(req); },
-                [this, &b](absl::StatusOr<v1::ReportResultResponse> ack) {
-                  if (!ack.ok()) {
-                    shared_->Fail(ack.status());
-                  } else {
-                    RecordResult(*shared_, *ack, b);
-                  }
-                  Lease(b);
-                  Done();
-                });
+    const bool next = shared_->lease_with_report && !shared_->stopping;
+    loop_->Post(
+        [this, req = b.Report(next, shared_->name_held_manifests)] {
+          return c_->ReportResult(req);
+        },
+        [this, &b, next](absl::StatusOr<v1::ReportResultResponse> ack) {
+          if (!ack.ok()) {
+            shared_->Fail(ack.status());
+            return Done();
+          }
+          RecordResult(*shared_, *ack, b);
+          if (next) return OnLease(b, std::move(*ack->mutable_next_lease()));
+          Lease(b);
+          Done();
+        });
   }
   void Begin() {
     absl::MutexLock lock(&mu_);
@@ -1010,10 +1028,42 @@ class GrpcLoadClient {
   void Report(Call& c) {
     c.leasing = false;
     c.ctx = std::make_unique<grpc::ClientContext>();
-    c.report_rpc =
-        stub_->AsyncReportResult(c.ctx.get(), c.board.Report(), &cq_);
+    c.report_rpc = stub_->AsyncReportResult(
+        c.ctx.get(),
+        c.board.Report(shared_->lease_with_report && !shared_->stopping,
+                       shared_->name_held_manifests),
+        &cq_);
     c.report_rpc->Finish(&c.ack, &c.status, &c);
     ++in_flight_;
+  }
+
+  // A lease answered, alone or with a report: run it, or ask again later.
+  void OnLease(Call& c, v1::LeaseWorkResponse& lease) {
+    RecordLease(*shared_, c.board.lease_sent);
+    if (!lease.granted()) {
+      // As an agent does: ask again after retry_after_ms. The keeper
+      // tops the sweeps up on its own thread: this one serves many
+      // boards, and a top-up waits for the loop to flush.
+      keeper_->Park([] {});
+      c.retrying = true;
+      c.alarm.Set(&cq_,
+                  absl::ToChronoTime(
+                      absl::Now() + absl::Milliseconds(lease.retry_after_ms())),
+                  &c);
+      ++in_flight_;
+      return;
+    }
+    if (absl::Status st = c.board.Take(lease.mutable_work()); !st.ok()) {
+      shared_->Fail(st);
+      return;
+    }
+    if (run_ > absl::ZeroDuration()) {
+      c.running = true;
+      c.alarm.Set(&cq_, absl::ToChronoTime(absl::Now() + run_), &c);
+      ++in_flight_;
+    } else {
+      Report(c);
+    }
   }
 
   void Run() {
@@ -1038,36 +1088,15 @@ class GrpcLoadClient {
         continue;
       }
       if (c.leasing) {
-        RecordLease(*shared_, c.board.lease_sent);
-        if (!c.lease.granted()) {
-          // As an agent does: ask again after retry_after_ms. The keeper
-          // tops the sweeps up on its own thread: this one serves many
-          // boards, and a top-up waits for the loop to flush.
-          keeper_->Park([] {});
-          c.retrying = true;
-          c.alarm.Set(
-              &cq_,
-              absl::ToChronoTime(absl::Now() +
-                                 absl::Milliseconds(c.lease.retry_after_ms())),
-              &c);
-          ++in_flight_;
-          continue;
-        }
-        if (absl::Status st = c.board.Take(c.lease.mutable_work()); !st.ok()) {
-          shared_->Fail(st);
-          continue;
-        }
-        if (run_ > absl::ZeroDuration()) {
-          c.running = true;
-          c.alarm.Set(&cq_, absl::ToChronoTime(absl::Now() + run_), &c);
-          ++in_flight_;
-        } else {
-          Report(c);
-        }
+        OnLease(c, c.lease);
         continue;
       }
       RecordResult(*shared_, c.ack, c.board);
-      if (!shared_->stopping) Lease(c);
+      if (c.ack.has_next_lease()) {
+        OnLease(c, *c.ack.mutable_next_lease());
+      } else if (!shared_->stopping) {
+        Lease(c);
+      }
     }
     cq_.Shutdown();
     while (cq_.Next(&tag, &ok)) {
@@ -1126,6 +1155,7 @@ LoadResult RunLoad(const LoadOptions& o) {
   }
   LoadShared shared;
   shared.name_held_manifests = o.name_held_manifests;
+  shared.lease_with_report = o.lease_with_report;
   SweepKeeper keeper(&loop, &coordinator, o.sweep_rounds, o.boards, o.workloads,
                      o.one_config);
   keeper.on_error = [&](const absl::Status& st) { shared.Fail(st); };
@@ -1359,6 +1389,9 @@ int main(int argc, char** argv) {
       deadlock_detection = true;
     } else if (arg == "--one_config") {
       load.one_config = true;
+    } else if (arg == "--lease_apart") {
+      // The what-if of a lease call of its own after each report.
+      load.lease_with_report = false;
     } else if (arg == "--whole_work_items") {
       // The what-if of every work item carrying its operator manifest.
       load.name_held_manifests = false;
@@ -1418,9 +1451,14 @@ int main(int argc, char** argv) {
       "Saturated: every board "
       "always waiting on a lease or a result. Offered: each board runs its "
       "variant %lld ms between lease and result (at most %.0f rounds/s "
-      "offered). CPU: the whole process, clients included.\n",
+      "offered). %s Lease latency: from the call that asks for the lease to "
+      "its answer. CPU: the whole process, clients included.\n",
       load.boards, load.workloads, load.seconds, static_cast<long long>(run_ms),
-      run_ms > 0 ? load.boards * 1000.0 / run_ms : 0.0);
+      run_ms > 0 ? load.boards * 1000.0 / run_ms : 0.0,
+      load.lease_with_report
+          ? "Each result asks for the board's next lease (one call a round)."
+          : "Each lease is a call of its own (--lease_apart: two calls a "
+            "round).");
   tunefarm::LoadOptions o = load;
   tunefarm::LoadResult saturated, short_sweeps, offered;
   if (runs == "all") {
@@ -1443,7 +1481,7 @@ int main(int argc, char** argv) {
           ? saturated.cpu_us_per_round() / short_sweeps.cpu_us_per_round()
           : 0;
   std::printf(
-      "coordinator_bench: boards=%d workloads=%d%s run_ms=%lld "
+      "coordinator_bench: boards=%d workloads=%d%s run_ms=%lld lease=%s "
       "rounds_per_s=%.0f "
       "p50_ms=%.2f p99_ms=%.2f cpu_us_per_round=%.1f "
       "max_rounds_per_s=%.0f cpu_ratio_10000_vs_100=%.2f "
@@ -1453,9 +1491,10 @@ int main(int argc, char** argv) {
       load.workloads > 1 ? (load.one_config ? " objective=one_config"
                                             : " objective=per_workload")
                          : "",
-      static_cast<long long>(run_ms), offered.rounds_per_s(), offered.p50_ms,
-      offered.p99_ms, saturated.cpu_us_per_round(), saturated.rounds_per_s(),
-      ratio, grpc.rounds_per_s(), grpc.p50_ms, grpc.p99_ms,
-      grpc.cpu_us_per_round(), errors);
+      static_cast<long long>(run_ms),
+      load.lease_with_report ? "with_report" : "apart", offered.rounds_per_s(),
+      offered.p50_ms, offered.p99_ms, saturated.cpu_us_per_round(),
+      saturated.rounds_per_s(), ratio, grpc.rounds_per_s(), grpc.p50_ms,
+      grpc.p99_ms, grpc.cpu_us_per_round(), errors);
   return errors == 0 ? 0 : 1;
 }

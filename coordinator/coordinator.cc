@@ -538,6 +538,28 @@ absl::StatusOr<v1::RenewLeaseResponse> Coordinator::RenewLease(
 
 absl::StatusOr<v1::ReportResultResponse> Coordinator::ReportResult(
     const v1::ReportResultRequest& request) {
+  if (!request.has_next_lease()) return RecordResult(request);
+  // Checked before the result is handled: a refused call changes nothing.
+  v1::LeaseWorkRequest next = request.next_lease();
+  auto the_reports = [](absl::string_view field, std::string* asked,
+                        const std::string& own) {
+    if (asked->empty()) *asked = own;
+    if (*asked == own) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("next_lease.", field, " '", *asked,
+                     "' is not the report's '", own, "'"));
+  };
+  TF_RETURN_IF_ERROR(
+      the_reports("agent_id", next.mutable_agent_id(), request.agent_id()));
+  TF_RETURN_IF_ERROR(
+      the_reports("board_id", next.mutable_board_id(), request.board_id()));
+  TF_ASSIGN_OR_RETURN(v1::ReportResultResponse response, RecordResult(request));
+  TF_ASSIGN_OR_RETURN(*response.mutable_next_lease(), LeaseWork(next));
+  return response;
+}
+
+absl::StatusOr<v1::ReportResultResponse> Coordinator::RecordResult(
+    const v1::ReportResultRequest& request) {
   registry_.NoteSeen(request.agent_id());
   v1::ReportResultResponse response;
   if (request.result().outcome() == v1::OUTCOME_UNSPECIFIED) {

@@ -130,6 +130,8 @@ class Coordinator {
       const v1::LeaseWorkRequest& request);
   absl::StatusOr<v1::RenewLeaseResponse> RenewLease(
       const v1::RenewLeaseRequest& request);
+  // With request.next_lease, leases the board's next round too (agent.proto
+  // says how): under group commit both land in the same batch.
   absl::StatusOr<v1::ReportResultResponse> ReportResult(
       const v1::ReportResultRequest& request);
 
@@ -206,6 +208,9 @@ class Coordinator {
   // Keeps a settled batch's memory for a later BeginBatch.
   void Recycle(std::unique_ptr<Txn> txn);
 
+  // ReportResult without its next lease.
+  absl::StatusOr<v1::ReportResultResponse> RecordResult(
+      const v1::ReportResultRequest& request);
   // The next round of `s` to run on a board: a queued one, else a new
   // candidate from the strategy. Null when the sweep has nothing now.
   v1::Round* NextRound(Txn& txn, SweepRuntime& s);

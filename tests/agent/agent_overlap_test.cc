@@ -501,7 +501,27 @@ class InProcessClient : public CoordinatorClient {
           +[](Gate* g) { return *g == Gate::kOpen; }, &gate_));
       return absl::UnavailableError("the coordinator restarted");
     }
-    return c_->ReportResult(r);
+    absl::StatusOr<v1::ReportResultResponse> answer = c_->ReportResult(r);
+    if (answer.ok()) {
+      ++reports_;
+      if (r.has_next_lease()) ++reports_asking_;
+      if (answer->next_lease().granted()) ++leased_by_reports_;
+    }
+    return answer;
+  }
+  // Reports answered; those that asked for the next lease; and those whose
+  // next lease was granted.
+  int reports() {
+    absl::MutexLock lock(&mu_);
+    return reports_;
+  }
+  int reports_asking() {
+    absl::MutexLock lock(&mu_);
+    return reports_asking_;
+  }
+  int leased_by_reports() {
+    absl::MutexLock lock(&mu_);
+    return leased_by_reports_;
   }
   // The next report is held (and then fails) until Reopen.
   void HoldNextReport() {
@@ -548,6 +568,9 @@ class InProcessClient : public CoordinatorClient {
   enum class Gate { kOpen, kArmed, kHeld };
   Gate gate_ ABSL_GUARDED_BY(mu_) = Gate::kOpen;
   int registrations_ ABSL_GUARDED_BY(mu_) = 0;
+  int reports_ ABSL_GUARDED_BY(mu_) = 0;
+  int reports_asking_ ABSL_GUARDED_BY(mu_) = 0;
+  int leased_by_reports_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 struct BoardEvent {
@@ -768,6 +791,24 @@ TEST_F(AgentOverlapTest, APlainLeaseNeverOvertakesTheReportBeforeIt) {
     EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE) << r.round_id();
     EXPECT_EQ(r.attempts(), 1) << "round " << r.round_id() << " ran again";
   }
+}
+
+// Without build-ahead a board's next lease rides with its report: one call
+// a round. Every report asks for it, and every round after the first is
+// leased by the report before it (the last report finds the sweep done).
+TEST_F(AgentOverlapTest, WithoutPrefetchEachReportLeasesTheNextRound) {
+  const std::string sweep = Submit(SimSpec("one-call", 4));
+  StartAgent(/*prefetch=*/false, absl::Milliseconds(20));
+  ASSERT_TRUE(WaitSweepsDone());
+  const std::vector<v1::Round> rounds = Rounds(sweep);
+  ASSERT_EQ(rounds.size(), 5u);  // the baseline and 4 candidates
+  for (const v1::Round& r : rounds) {
+    EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE) << r.round_id();
+    EXPECT_EQ(r.attempts(), 1) << "round " << r.round_id() << " ran again";
+  }
+  EXPECT_EQ(client_->reports(), 5);
+  EXPECT_EQ(client_->reports_asking(), 5);
+  EXPECT_EQ(client_->leased_by_reports(), 4);
 }
 
 // The coordinator restarts while a result is on its way: the agent

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -222,6 +223,94 @@ TEST_F(DurabilityTest, ReportResultDecidesACandidate) {
   EXPECT_EQ(sweep->rounds_finished(), 1);
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_BEST_IMPROVED), 1);
   ExpectEventLogWhole(id);
+}
+
+// A report that asks for the board's next lease: a failed commit leaves
+// both undone; the retry records the result once and leases the next round
+// once.
+TEST_F(DurabilityTest, ReportResultWithItsNextLease) {
+  const std::string id = Submit();
+  Register("a1");
+  v1::ReportResultRequest result = ResultFor("a1/b0", Lease("a1/b0"), 100);
+  result.mutable_next_lease();  // the report's agent and board
+  v1::ReportResultResponse answer;
+  FailOnceThenRetry([&]() -> absl::Status {
+    auto r = coord()->ReportResult(result);
+    if (r.ok()) answer = *r;
+    return r.status();
+  });
+  EXPECT_TRUE(answer.accepted()) << answer.reason();
+  EXPECT_FALSE(answer.duplicate());
+  ASSERT_TRUE(answer.has_next_lease());
+  ASSERT_TRUE(answer.next_lease().granted());
+  const v1::WorkItem& next = answer.next_lease().work();
+  EXPECT_EQ(next.round_id(), 1);
+  EXPECT_EQ(next.epoch(), 1) << "the failed call used up an epoch";
+  auto done = stored()->GetRound(id, 0);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state(), v1::ROUND_STATE_DONE);
+  auto leased = stored()->GetRound(id, 1);
+  ASSERT_TRUE(leased.ok());
+  EXPECT_EQ(leased->state(), v1::ROUND_STATE_LEASED);
+  EXPECT_EQ(leased->lease().board_id(), "a1/b0");
+  EXPECT_EQ(leased->attempts(), 1);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_FINISHED, 0), 1);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_LEASED, 1), 1);
+  ExpectEventLogWhole(id);
+}
+
+// Without group commit the result and the lease commit one after the other:
+// when the lease's commit fails, the call answers its error, the result
+// stays recorded, and the retry is a duplicate that leases once.
+TEST_F(DurabilityTest, ANextLeaseThatFailsLeavesTheResultRecorded) {
+  const std::string id = Submit();
+  Register("a1");
+  v1::ReportResultRequest result = ResultFor("a1/b0", Lease("a1/b0"), 100);
+  result.mutable_next_lease();
+  const int64_t failed_before = faults().failed_commits();
+  faults().FailNthCommit(2);
+  auto failed = coord()->ReportResult(result);
+  EXPECT_FALSE(failed.ok()) << "a call whose lease failed answered OK";
+  EXPECT_EQ(faults().failed_commits(), failed_before + 1);
+  auto recorded = stored()->GetRound(id, 0);
+  ASSERT_TRUE(recorded.ok());
+  EXPECT_EQ(recorded->state(), v1::ROUND_STATE_DONE);
+  EXPECT_FALSE(stored()->GetRound(id, 1).ok())
+      << "a round of the failed lease was stored";
+  faults().Heal();
+  auto retry = coord()->ReportResult(result);
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_TRUE(retry->accepted());
+  EXPECT_TRUE(retry->duplicate());
+  ASSERT_TRUE(retry->next_lease().granted());
+  EXPECT_EQ(retry->next_lease().work().round_id(), 1);
+  EXPECT_EQ(retry->next_lease().work().epoch(), 1);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_FINISHED, 0), 1);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_LEASED, 1), 1);
+  ExpectEventLogWhole(id);
+}
+
+// A next lease for another agent's or board's name is refused before
+// anything is done: one board's report cannot lease for another.
+TEST_F(DurabilityTest, ANextLeaseNamingAnotherBoardIsRefused) {
+  Submit();
+  Register("a1", 2);
+  Register("a2");
+  v1::ReportResultRequest result = ResultFor("a1/b0", Lease("a1/b0"), 100);
+  const std::string before = coord()->DescribeState();
+  const int64_t commits = faults().commits();
+  for (const auto& [agent, board, field] :
+       {std::tuple{"", "a1/b1", "next_lease.board_id 'a1/b1'"},
+        std::tuple{"a2", "", "next_lease.agent_id 'a2'"}}) {
+    result.mutable_next_lease()->set_agent_id(agent);
+    result.mutable_next_lease()->set_board_id(board);
+    auto r = coord()->ReportResult(result);
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(field));
+  }
+  EXPECT_EQ(coord()->DescribeState(), before);
+  EXPECT_EQ(faults().commits(), commits);
 }
 
 TEST_F(DurabilityTest, ReportBoardLost) {

@@ -53,6 +53,38 @@ TEST_F(GroupCommitTest, CallsQueuedTogetherShareOneCommit) {
   }
 }
 
+// A report that asks for the board's next lease is one call: eight of them
+// queued together are one batch and one synced commit.
+TEST_F(GroupCommitTest, ReportsWithTheirNextLeasesShareOneCommit) {
+  auto leases = LeaseAll();
+  const int64_t before = faults_.commits();
+  std::vector<absl::StatusOr<v1::ReportResultResponse>> acks(
+      kBoards, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  for (int b = 0; b < kBoards; ++b) {
+    ASSERT_TRUE(leases[b].ok() && leases[b]->granted()) << leases[b].status();
+    threads.emplace_back([&, b] {
+      v1::ReportResultRequest report = Result(b, leases[b]->work());
+      report.mutable_next_lease();
+      acks[b] =
+          loop_->CallBatched([&] { return coord_->ReportResult(report); });
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(faults_.commits() - before, 1)
+      << "8 results and 8 leases, one synced commit";
+  for (int b = 0; b < kBoards; ++b) {
+    ASSERT_TRUE(acks[b].ok()) << acks[b].status();
+    EXPECT_TRUE(acks[b]->accepted() && !acks[b]->duplicate());
+    ASSERT_TRUE(acks[b]->next_lease().granted());
+    auto round =
+        base_->GetRound(sweep_id_, acks[b]->next_lease().work().round_id());
+    ASSERT_TRUE(round.ok());
+    EXPECT_EQ(round->state(), v1::ROUND_STATE_LEASED);
+    EXPECT_EQ(round->lease().board_id(), Board(b));
+  }
+}
+
 TEST_F(GroupCommitTest, AFailedBatchAnswersEveryCallWithItsError) {
   const std::string state =
       loop_->Call([&] { return coord_->DescribeState(); });
