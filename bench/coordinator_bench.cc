@@ -44,6 +44,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -610,6 +611,10 @@ struct LoadOptions {
   // saturates the coordinator (every board always waiting); more offers a
   // fixed load (boards / run time) and measures latency under it.
   absl::Duration run = absl::ZeroDuration();
+  // Each run takes `run` times a factor drawn uniformly from [1 - spread,
+  // 1 + spread], as variants' run times differ (the mean, so the load
+  // offered, stays `run`). 0: every run exactly `run`, boards in lockstep.
+  double run_spread = 0.5;
   // Boards name the manifests they hold, as agents do; false: every work
   // item carries its manifest (what that costs).
   bool name_held_manifests = true;
@@ -622,6 +627,21 @@ struct LoadOptions {
   // agents without build-ahead do; false: a lease call of its own (the
   // what-if).
   bool lease_with_report = true;
+};
+
+// How long each of a client's boards "runs" its variant. One per client,
+// used by one thread at a time.
+class RunTimes {
+ public:
+  RunTimes(absl::Duration mean, double spread, uint64_t seed)
+      : mean_(mean), factor_(1 - spread, 1 + spread), gen_(seed) {}
+  bool any() const { return mean_ > absl::ZeroDuration(); }
+  absl::Duration Next() { return mean_ * factor_(gen_); }
+
+ private:
+  const absl::Duration mean_;
+  std::uniform_real_distribution<double> factor_;
+  std::mt19937_64 gen_;
 };
 
 // Runs closures at a time, on its own thread (boards "running" variants).
@@ -891,8 +911,7 @@ void RecordResult(LoadShared& shared, const v1::ReportResultResponse& ack,
 class CoreLoadClient {
  public:
   CoreLoadClient(ControlLoop* loop, Coordinator* c, SweepKeeper* keeper,
-                 LoadShared* shared, std::vector<BoardRef> boards,
-                 absl::Duration run)
+                 LoadShared* shared, std::vector<BoardRef> boards, RunTimes run)
       : loop_(loop), c_(c), keeper_(keeper), shared_(shared), run_(run) {
     for (BoardRef& ref : boards) boards_.emplace_back().ref = std::move(ref);
   }
@@ -938,8 +957,8 @@ class CoreLoadClient {
       shared_->Fail(st);
       return Done();
     }
-    if (run_ > absl::ZeroDuration()) {
-      timer_.At(absl::Now() + run_, [this, &b] { PostReport(b); });
+    if (run_.any()) {  // on the loop thread, as every OnLease
+      timer_.At(absl::Now() + run_.Next(), [this, &b] { PostReport(b); });
     } else {
       PostReport(b);
     }
@@ -974,7 +993,7 @@ class CoreLoadClient {
   Coordinator* c_;
   SweepKeeper* keeper_;
   LoadShared* shared_;
-  const absl::Duration run_;
+  RunTimes run_;
   Timer timer_;
   std::deque<BoardLoop> boards_;  // stable addresses
   absl::Mutex mu_;
@@ -985,8 +1004,7 @@ class CoreLoadClient {
 class GrpcLoadClient {
  public:
   GrpcLoadClient(v1::AgentService::Stub* stub, SweepKeeper* keeper,
-                 LoadShared* shared, std::vector<BoardRef> boards,
-                 absl::Duration run)
+                 LoadShared* shared, std::vector<BoardRef> boards, RunTimes run)
       : stub_(stub), keeper_(keeper), shared_(shared), run_(run) {
     for (BoardRef& ref : boards) {
       auto call = std::make_unique<Call>();
@@ -1057,9 +1075,9 @@ class GrpcLoadClient {
       shared_->Fail(st);
       return;
     }
-    if (run_ > absl::ZeroDuration()) {
+    if (run_.any()) {
       c.running = true;
-      c.alarm.Set(&cq_, absl::ToChronoTime(absl::Now() + run_), &c);
+      c.alarm.Set(&cq_, absl::ToChronoTime(absl::Now() + run_.Next()), &c);
       ++in_flight_;
     } else {
       Report(c);
@@ -1106,7 +1124,7 @@ class GrpcLoadClient {
   v1::AgentService::Stub* stub_;
   SweepKeeper* keeper_;
   LoadShared* shared_;
-  const absl::Duration run_;
+  RunTimes run_;
   std::vector<std::unique_ptr<Call>> calls_;
   grpc::CompletionQueue cq_;
   int in_flight_ = 0;
@@ -1189,13 +1207,15 @@ LoadResult RunLoad(const LoadOptions& o) {
         absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
     for (auto& boards : per_client) {
       grpc_clients.push_back(std::make_unique<GrpcLoadClient>(
-          stub.get(), &keeper, &shared, std::move(boards), o.run));
+          stub.get(), &keeper, &shared, std::move(boards),
+          RunTimes(o.run, o.run_spread, grpc_clients.size() + 1)));
     }
     for (auto& c : grpc_clients) c->Start();
   } else {
     for (auto& boards : per_client) {
       core_clients.push_back(std::make_unique<CoreLoadClient>(
-          &loop, &coordinator, &keeper, &shared, std::move(boards), o.run));
+          &loop, &coordinator, &keeper, &shared, std::move(boards),
+          RunTimes(o.run, o.run_spread, core_clients.size() + 1)));
     }
     for (auto& c : core_clients) c->Start();
   }
@@ -1375,6 +1395,14 @@ int main(int argc, char** argv) {
       (void)absl::SimpleAtod(arg.substr(10), &load.seconds);
     } else if (absl::StartsWith(arg, "--run_ms=")) {
       (void)absl::SimpleAtoi(arg.substr(9), &run_ms);
+    } else if (absl::StartsWith(arg, "--run_spread_pct=")) {
+      int pct = 0;
+      if (!absl::SimpleAtoi(arg.substr(17), &pct) || pct < 0 || pct > 100) {
+        std::fprintf(stderr, "--run_spread_pct: 0 to 100, not '%s'\n",
+                     arg.substr(17).c_str());
+        return 2;
+      }
+      load.run_spread = pct / 100.0;
     } else if (absl::StartsWith(arg, "--workloads=")) {
       if (!absl::SimpleAtoi(arg.substr(12), &load.workloads) ||
           load.workloads < 1 ||
@@ -1450,11 +1478,11 @@ int main(int argc, char** argv) {
       "\nFarm at scale: %d boards, %d workload(s) a sweep, %.0f s a run. "
       "Saturated: every board "
       "always waiting on a lease or a result. Offered: each board runs its "
-      "variant %lld ms between lease and result (at most %.0f rounds/s "
-      "offered). %s Lease latency: from the call that asks for the lease to "
-      "its answer. CPU: the whole process, clients included.\n",
+      "variant %lld ms +/- %.0f%% (uniform) between lease and result (at most "
+      "%.0f rounds/s offered). %s Lease latency: from the call that asks for "
+      "the lease to its answer. CPU: the whole process, clients included.\n",
       load.boards, load.workloads, load.seconds, static_cast<long long>(run_ms),
-      run_ms > 0 ? load.boards * 1000.0 / run_ms : 0.0,
+      load.run_spread * 100, run_ms > 0 ? load.boards * 1000.0 / run_ms : 0.0,
       load.lease_with_report
           ? "Each result asks for the board's next lease (one call a round)."
           : "Each lease is a call of its own (--lease_apart: two calls a "
@@ -1481,8 +1509,8 @@ int main(int argc, char** argv) {
           ? saturated.cpu_us_per_round() / short_sweeps.cpu_us_per_round()
           : 0;
   std::printf(
-      "coordinator_bench: boards=%d workloads=%d%s run_ms=%lld lease=%s "
-      "rounds_per_s=%.0f "
+      "coordinator_bench: boards=%d workloads=%d%s run_ms=%lld "
+      "run_spread_pct=%.0f lease=%s rounds_per_s=%.0f "
       "p50_ms=%.2f p99_ms=%.2f cpu_us_per_round=%.1f "
       "max_rounds_per_s=%.0f cpu_ratio_10000_vs_100=%.2f "
       "grpc_rounds_per_s=%.0f grpc_p50_ms=%.2f grpc_p99_ms=%.2f "
@@ -1491,7 +1519,7 @@ int main(int argc, char** argv) {
       load.workloads > 1 ? (load.one_config ? " objective=one_config"
                                             : " objective=per_workload")
                          : "",
-      static_cast<long long>(run_ms),
+      static_cast<long long>(run_ms), load.run_spread * 100,
       load.lease_with_report ? "with_report" : "apart", offered.rounds_per_s(),
       offered.p50_ms, offered.p99_ms, saturated.cpu_us_per_round(),
       saturated.rounds_per_s(), ratio, grpc.rounds_per_s(), grpc.p50_ms,
