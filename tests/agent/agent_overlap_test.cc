@@ -503,25 +503,22 @@ class InProcessClient : public CoordinatorClient {
     }
     absl::StatusOr<v1::ReportResultResponse> answer = c_->ReportResult(r);
     if (answer.ok()) {
-      ++reports_;
-      if (r.has_next_lease()) ++reports_asking_;
-      if (answer->next_lease().granted()) ++leased_by_reports_;
+      ++reports_.answered;
+      if (r.has_next_lease()) ++reports_.asking;
+      if (answer->next_lease().granted()) ++reports_.leased;
     }
     return answer;
   }
   // Reports answered; those that asked for the next lease; and those whose
   // next lease was granted.
-  int reports() {
+  struct ReportCounts {
+    int answered = 0;
+    int asking = 0;
+    int leased = 0;
+  };
+  ReportCounts reports() {
     absl::MutexLock lock(&mu_);
     return reports_;
-  }
-  int reports_asking() {
-    absl::MutexLock lock(&mu_);
-    return reports_asking_;
-  }
-  int leased_by_reports() {
-    absl::MutexLock lock(&mu_);
-    return leased_by_reports_;
   }
   // The next report is held (and then fails) until Reopen.
   void HoldNextReport() {
@@ -568,9 +565,7 @@ class InProcessClient : public CoordinatorClient {
   enum class Gate { kOpen, kArmed, kHeld };
   Gate gate_ ABSL_GUARDED_BY(mu_) = Gate::kOpen;
   int registrations_ ABSL_GUARDED_BY(mu_) = 0;
-  int reports_ ABSL_GUARDED_BY(mu_) = 0;
-  int reports_asking_ ABSL_GUARDED_BY(mu_) = 0;
-  int leased_by_reports_ ABSL_GUARDED_BY(mu_) = 0;
+  ReportCounts reports_ ABSL_GUARDED_BY(mu_);
 };
 
 struct BoardEvent {
@@ -806,9 +801,10 @@ TEST_F(AgentOverlapTest, WithoutPrefetchEachReportLeasesTheNextRound) {
     EXPECT_EQ(r.state(), v1::ROUND_STATE_DONE) << r.round_id();
     EXPECT_EQ(r.attempts(), 1) << "round " << r.round_id() << " ran again";
   }
-  EXPECT_EQ(client_->reports(), 5);
-  EXPECT_EQ(client_->reports_asking(), 5);
-  EXPECT_EQ(client_->leased_by_reports(), 4);
+  const InProcessClient::ReportCounts reports = client_->reports();
+  EXPECT_EQ(reports.answered, 5);
+  EXPECT_EQ(reports.asking, 5);
+  EXPECT_EQ(reports.leased, 4);
 }
 
 // The coordinator restarts while a result is on its way: the agent
