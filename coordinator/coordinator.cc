@@ -192,7 +192,7 @@ absl::Status Coordinator::Commit(Txn& txn) {
 
 absl::Status Coordinator::CommitNow(Txn& txn) {
   Sealed sealed = Seal(txn);
-  const absl::Status written = WriteTxn(txn);
+  absl::Status written = WriteTxn(txn);
   Settle(txn, sealed, written);
   return written;
 }
@@ -366,8 +366,9 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
 v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
   if (s.finished) return nullptr;
   if (IsMultiWorkload(s.sweep.spec())) return NextMultiWorkloadRound(txn, s);
-  if (v1::Round* queued = SweepBook::FirstQueued(s); queued != nullptr)
+  if (v1::Round* queued = SweepBook::FirstQueued(s); queued != nullptr) {
     return queued;
+  }
   SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round()};
   NextCandidate next = ProposeNextCandidate(
       *s.strategy, history, s.sweep.spec().budget().max_rounds(),
@@ -854,8 +855,9 @@ absl::StatusOr<v1::TeamQuota> Coordinator::SetTeamQuota(
 v1::ListTeamsResponse Coordinator::ListTeams(const std::string& team) {
   std::set<std::string> teams;
   for (const auto& [t, q] : placement_.quotas()) teams.insert(t);
-  for (const auto& [id, s] : book_.sweeps())
+  for (const auto& [id, s] : book_.sweeps()) {
     teams.insert(s->sweep.spec().team());
+  }
   for (const auto& [t, secs] : placement_.recorded_seconds()) teams.insert(t);
   v1::ListTeamsResponse response;
   for (const std::string& t : teams) {
@@ -984,8 +986,9 @@ void Coordinator::RecordHealthCheck(Txn& txn, BoardRuntime& board,
 // --- multi-workload sweeps (coordinator/workloads.h) ------------------------
 
 v1::Round* Coordinator::NextMultiWorkloadRound(Txn& txn, SweepRuntime& s) {
-  if (v1::Round* queued = SweepBook::FirstQueued(s); queued != nullptr)
+  if (v1::Round* queued = SweepBook::FirstQueued(s); queued != nullptr) {
     return queued;
+  }
   if (s.sweep.spec().objective() == v1::WORKLOAD_OBJECTIVE_ONE_CONFIG) {
     return NextOneConfigRounds(txn, s);
   }
