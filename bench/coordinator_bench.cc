@@ -719,6 +719,8 @@ struct LoadShared {
   absl::Mutex mu;
   std::vector<double> lease_ms ABSL_GUARDED_BY(mu);
   absl::Status error ABSL_GUARDED_BY(mu);
+  // Whether a report now asks for the board's next lease.
+  bool NextWithReport() const { return lease_with_report && !stopping; }
   void Fail(const absl::Status& st) {
     absl::MutexLock lock(&mu);
     if (error.ok()) error = st;
@@ -781,9 +783,8 @@ struct BoardLoop {
     v1::ReportResultRequest req;
     if (next_lease) {
       lease_sent = absl::Now();
-      *req.mutable_next_lease() = LeaseRequest(name_held);
-      req.mutable_next_lease()->clear_agent_id();
-      req.mutable_next_lease()->clear_board_id();
+      v1::LeaseWorkRequest* next = req.mutable_next_lease();
+      if (name_held) manifests.AddHeld(next);
     }
     req.set_agent_id(ref.agent_id);
     req.set_board_id(ref.board_id);
@@ -964,7 +965,7 @@ class CoreLoadClient {
     }
   }
   void PostReport(BoardLoop& b) {
-    const bool next = shared_->lease_with_report && !shared_->stopping;
+    const bool next = shared_->NextWithReport();
     loop_->Post(
         [this, req = b.Report(next, shared_->name_held_manifests)] {
           return c_->ReportResult(req);
@@ -1048,8 +1049,7 @@ class GrpcLoadClient {
     c.ctx = std::make_unique<grpc::ClientContext>();
     c.report_rpc = stub_->AsyncReportResult(
         c.ctx.get(),
-        c.board.Report(shared_->lease_with_report && !shared_->stopping,
-                       shared_->name_held_manifests),
+        c.board.Report(shared_->NextWithReport(), shared_->name_held_manifests),
         &cq_);
     c.report_rpc->Finish(&c.ack, &c.status, &c);
     ++in_flight_;
