@@ -223,7 +223,12 @@ Coordinator::Sealed Coordinator::Seal(Txn& txn) {
 
 absl::Status Coordinator::WriteTxn(const Txn& txn) {
   if (txn.writes.empty()) return absl::OkStatus();
+  const absl::Time start = clock_->Now();
   absl::Status st = store_->Commit(txn.writes);
+  if (metrics_ != nullptr) {
+    metrics_->StoreCommitted(absl::ToDoubleSeconds(clock_->Now() - start),
+                             txn.writes.size(), st.ok());
+  }
   // A full disk keeps its own code (callers say RESOURCE_EXHAUSTED).
   if (st.ok() || absl::IsResourceExhausted(st)) return st;
   return absl::UnavailableError(

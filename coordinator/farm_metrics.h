@@ -5,6 +5,7 @@
 #ifndef TUNEFARM_COORDINATOR_FARM_METRICS_H_
 #define TUNEFARM_COORDINATOR_FARM_METRICS_H_
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
@@ -36,6 +37,12 @@ class FarmMetrics {
                          double board_seconds) = 0;
   virtual void SetQueueDepth(int queued_rounds) = 0;
   virtual void DiagnosisRecorded() = 0;
+  // A commit to the store ended (`ok` or not) after `seconds`, with
+  // `writes` records: under group commit one per batch, so this is what
+  // every call in the batch waited for its durability, and how many
+  // records shared the sync. Called on the thread that commits (the control
+  // loop's writer when the commit is pipelined).
+  virtual void StoreCommitted(double seconds, size_t writes, bool ok) {}
 };
 
 }  // namespace tunefarm

@@ -88,6 +88,29 @@ class PrometheusFarmMetrics : public FarmMetrics {
                                 .Name("tunefarm_team_board_seconds_total")
                                 .Help("Board time used by each team's rounds")
                                 .Register(registry)),
+        commit_seconds_(
+            BuildHistogram()
+                .Name("tunefarm_store_commit_seconds")
+                .Help("Durable commits to the store: how long each took "
+                      "(what the calls of its batch waited to be durable)")
+                .Register(registry)
+                .Add({}, prometheus::Histogram::BucketBoundaries{
+                             0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
+                             0.1, 0.5, 1, 5})),
+        commit_writes_(
+            BuildHistogram()
+                .Name("tunefarm_store_commit_writes")
+                .Help("Records per durable commit (group commit: the "
+                      "records of every call in the batch share one sync)")
+                .Register(registry)
+                .Add({}, prometheus::Histogram::BucketBoundaries{
+                             1, 4, 16, 64, 256, 1024, 4096, 16384})),
+        commit_failures_(BuildCounter()
+                             .Name("tunefarm_store_commit_failures_total")
+                             .Help("Commits the store refused (nothing of "
+                                   "them was applied or acknowledged)")
+                             .Register(registry)
+                             .Add({})),
         precision_failures_(BuildCounter()
                                 .Name("tunefarm_precision_failures_total")
                                 .Help("Variants that failed the precision "
@@ -159,6 +182,11 @@ class PrometheusFarmMetrics : public FarmMetrics {
     if (label == "precision_failed") precision.Increment();
   }
   void DiagnosisRecorded() override { diagnoses_.Increment(); }
+  void StoreCommitted(double seconds, size_t writes, bool ok) override {
+    commit_seconds_.Observe(seconds);
+    commit_writes_.Observe(static_cast<double>(writes));
+    if (!ok) commit_failures_.Increment();
+  }
 
  private:
   const bool team_labels_;
@@ -175,6 +203,9 @@ class PrometheusFarmMetrics : public FarmMetrics {
   prometheus::Family<prometheus::Counter>& health_checks_;
   prometheus::Family<prometheus::Counter>& team_rounds_;
   prometheus::Family<prometheus::Counter>& team_board_seconds_;
+  prometheus::Histogram& commit_seconds_;
+  prometheus::Histogram& commit_writes_;
+  prometheus::Counter& commit_failures_;
   prometheus::Family<prometheus::Counter>& precision_failures_;
 };
 

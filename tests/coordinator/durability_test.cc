@@ -14,10 +14,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/farm_metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ops/catalog.h"
@@ -631,6 +634,93 @@ TEST_F(DurabilityTest, ASweepThroughFailingCommitsRecordsEachResultOnce) {
     }
   }
   ExpectEventLogWhole(id);
+}
+
+// Counts what the core reports of its commits; the other reports are not
+// looked at. Thread-safe, as FarmMetrics implementations must be.
+class CommitMetrics : public FarmMetrics {
+ public:
+  struct Commit {
+    double seconds;
+    size_t writes;
+    bool ok;
+  };
+  void StoreCommitted(double seconds, size_t writes, bool ok) override {
+    absl::MutexLock lock(&mu_);
+    commits_.push_back({seconds, writes, ok});
+  }
+  std::vector<Commit> commits() const {
+    absl::MutexLock lock(&mu_);
+    return commits_;
+  }
+  void RoundRecorded(const std::string&, double) override {}
+  void LeaseGranted(double) override {}
+  void LeaseExpired() override {}
+  void SetBoardsByState(const std::map<std::string, int>&) override {}
+  void SetBoardStates(const std::vector<v1::BoardInfo>&) override {}
+  void BoardQuarantined(const v1::BoardInfo&) override {}
+  void BoardBusy(const v1::BoardInfo&, double) override {}
+  void TeamRound(const std::string&, const std::string&, double) override {}
+  void SetQueueDepth(int) override {}
+  void DiagnosisRecorded() override {}
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<Commit> commits_ ABSL_GUARDED_BY(mu_);
+};
+
+// A disk whose every commit takes `delay` of the fake clock's time.
+class SlowStore : public FaultInjectingStore {
+ public:
+  SlowStore(Store* base, FakeClock* clock, absl::Duration delay)
+      : FaultInjectingStore(base), clock_(clock), delay_(delay) {}
+  absl::Status Commit(const WriteSet& writes) override {
+    clock_->Advance(delay_);
+    return FaultInjectingStore::Commit(writes);
+  }
+
+ private:
+  FakeClock* clock_;
+  absl::Duration delay_;
+};
+
+// Every commit is reported with the time it took and its records, refused
+// ones too: what an operator reads as tunefarm_store_commit_seconds when
+// the disk, not the coordinator, holds the agents' calls up.
+TEST(StoreCommitMetricsTest, EveryCommitReportsItsDurationRecordsAndOutcome) {
+  OperatorCatalog catalog;
+  ASSERT_TRUE(AddOperator(&catalog, ToyOperatorYaml(3, 4)).ok());
+  FakeClock clock;
+  CommitMetrics metrics;
+  std::unique_ptr<Store> base = NewMemoryStore();
+  SlowStore store(base.get(), &clock, absl::Milliseconds(25));
+  Coordinator coord(&store, &catalog, &clock, CoordinatorOptions(), &metrics);
+  ASSERT_TRUE(coord.Recover().ok());
+  ASSERT_TRUE(coord.RegisterAgent(SimAgent("a1", 1)).ok());
+  v1::SubmitSweepRequest submit;
+  submit.set_spec_yaml(ToySpecYaml("timed", "grid", 3));
+  ASSERT_TRUE(coord.SubmitSweep(submit, AnonymousAdmin()).ok());
+  auto lease = coord.LeaseWork(LeaseFor("a1/b0"));
+  ASSERT_TRUE(lease.ok() && lease->granted()) << lease.status();
+  const v1::ReportResultRequest result =
+      ResultFor("a1/b0", lease->work(), 100);
+  store.FailNthCommit(1);
+  EXPECT_FALSE(coord.ReportResult(result).ok());
+  ASSERT_TRUE(coord.ReportResult(result).ok());
+
+  const std::vector<CommitMetrics::Commit> commits = metrics.commits();
+  ASSERT_EQ(static_cast<int64_t>(commits.size()),
+            store.commits() + store.failed_commits());
+  ASSERT_GE(commits.size(), 5u);  // register, submit, lease, report twice
+  for (const CommitMetrics::Commit& c : commits) {
+    EXPECT_DOUBLE_EQ(c.seconds, 0.025);
+    EXPECT_GT(c.writes, 0u);
+  }
+  int refused = 0;
+  for (const CommitMetrics::Commit& c : commits) refused += !c.ok;
+  EXPECT_EQ(refused, 1);
+  EXPECT_FALSE(commits[commits.size() - 2].ok);
+  EXPECT_TRUE(commits.back().ok);
 }
 
 }  // namespace
