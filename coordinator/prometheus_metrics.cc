@@ -94,17 +94,19 @@ class PrometheusFarmMetrics : public FarmMetrics {
                 .Help("Durable commits to the store: how long each took "
                       "(what the calls of its batch waited to be durable)")
                 .Register(registry)
-                .Add({}, prometheus::Histogram::BucketBoundaries{
-                             0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
-                             0.1, 0.5, 1, 5})),
+                .Add({},
+                     prometheus::Histogram::BucketBoundaries{
+                         0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,
+                         0.5, 1, 5})),
         commit_writes_(
             BuildHistogram()
                 .Name("tunefarm_store_commit_writes")
                 .Help("Records per durable commit (group commit: the "
                       "records of every call in the batch share one sync)")
                 .Register(registry)
-                .Add({}, prometheus::Histogram::BucketBoundaries{
-                             1, 4, 16, 64, 256, 1024, 4096, 16384})),
+                .Add({},
+                     prometheus::Histogram::BucketBoundaries{
+                         1, 4, 16, 64, 256, 1024, 4096, 16384})),
         commit_failures_(BuildCounter()
                              .Name("tunefarm_store_commit_failures_total")
                              .Help("Commits the store refused (nothing of "

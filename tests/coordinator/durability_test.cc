@@ -702,8 +702,7 @@ TEST(StoreCommitMetricsTest, EveryCommitReportsItsDurationRecordsAndOutcome) {
   ASSERT_TRUE(coord.SubmitSweep(submit, AnonymousAdmin()).ok());
   auto lease = coord.LeaseWork(LeaseFor("a1/b0"));
   ASSERT_TRUE(lease.ok() && lease->granted()) << lease.status();
-  const v1::ReportResultRequest result =
-      ResultFor("a1/b0", lease->work(), 100);
+  const v1::ReportResultRequest result = ResultFor("a1/b0", lease->work(), 100);
   store.FailNthCommit(1);
   EXPECT_FALSE(coord.ReportResult(result).ok());
   ASSERT_TRUE(coord.ReportResult(result).ok());
