@@ -346,7 +346,7 @@ absl::StatusOr<v1::RegisterAgentResponse> Coordinator::RegisterAgent(
   Txn txn;
   TF_RETURN_IF_ERROR(registry_.Register(txn, request));
   TF_RETURN_IF_ERROR(Commit(txn));
-  PublishBoardMetrics();
+  BoardsChanged();
   spdlog::info("agent {} registered {} board(s) from {}", request.agent_id(),
                request.boards_size(), request.node());
   v1::RegisterAgentResponse response;
@@ -364,7 +364,7 @@ absl::StatusOr<v1::HeartbeatResponse> Coordinator::Heartbeat(
   TF_ASSIGN_OR_RETURN(const bool boards_changed,
                       registry_.Heartbeat(txn, request, &response));
   TF_RETURN_IF_ERROR(Commit(txn));
-  if (boards_changed) PublishBoardMetrics();
+  if (boards_changed) BoardsChanged();
   return response;
 }
 
@@ -430,7 +430,7 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
     GrantNextRound(txn, board, /*prefetch=*/true,
                    request.held_operator_digests(), &response);
     TF_RETURN_IF_ERROR(Commit(txn));
-    PublishBoardMetrics();
+    BoardsChanged();
     return response;
   }
   // The agent asks for plain work, so the board runs neither its lease nor
@@ -452,7 +452,7 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
       GrantHealthCheck(board, response.mutable_work())) {
     response.set_granted(true);
     TF_RETURN_IF_ERROR(Commit(txn));
-    PublishBoardMetrics();
+    BoardsChanged();
     return response;
   }
   if (board.info.state() == v1::BOARD_STATE_QUARANTINED ||
@@ -465,7 +465,7 @@ absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
   GrantNextRound(txn, board, /*prefetch=*/false,
                  request.held_operator_digests(), &response);
   TF_RETURN_IF_ERROR(Commit(txn));
-  PublishBoardMetrics();
+  BoardsChanged();
   return response;
 }
 
@@ -582,7 +582,7 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::RecordResult(
     Txn txn;
     RecordHealthCheck(txn, b->second, &request.result(), "");
     TF_RETURN_IF_ERROR(Commit(txn));
-    PublishBoardMetrics();
+    BoardsChanged();
     response.set_accepted(true);
     return response;
   }
@@ -691,7 +691,7 @@ absl::StatusOr<v1::ReportResultResponse> Coordinator::RecordResult(
   txn.writes.PutRound(round);
   decider_.CheckTermination(txn, *s);
   TF_RETURN_IF_ERROR(Commit(txn));
-  PublishBoardMetrics();
+  BoardsChanged();
   response.set_accepted(true);
   return response;
 }
@@ -817,11 +817,12 @@ absl::Status Coordinator::Tick() {
     decider_.CheckTermination(txn, *s);
   }
   TF_RETURN_IF_ERROR(Commit(txn));
-  if (boards_changed) PublishBoardMetrics();
+  if (boards_changed || board_metrics_stale_) PublishBoardMetrics();
   return absl::OkStatus();
 }
 
 void Coordinator::PublishBoardMetrics() {
+  board_metrics_stale_ = false;
   if (metrics_ == nullptr) return;
   metrics_->SetBoardsByState(registry_.CountByState());
   metrics_->SetBoardStates(registry_.Infos());
@@ -834,7 +835,7 @@ absl::StatusOr<v1::BoardInfo> Coordinator::DrainBoard(
   Txn txn;
   TF_ASSIGN_OR_RETURN(BoardRuntime * board, registry_.Drain(txn, request));
   TF_RETURN_IF_ERROR(Commit(txn));
-  PublishBoardMetrics();
+  BoardsChanged();
   return board->info;
 }
 
@@ -843,7 +844,7 @@ absl::StatusOr<v1::BoardInfo> Coordinator::AdmitBoard(
   Txn txn;
   TF_ASSIGN_OR_RETURN(BoardRuntime * board, registry_.Admit(txn, request));
   TF_RETURN_IF_ERROR(Commit(txn));
-  PublishBoardMetrics();
+  BoardsChanged();
   return board->info;
 }
 

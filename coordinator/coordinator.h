@@ -229,7 +229,12 @@ class Coordinator {
   // names none or the write failed.
   bool WriteReport(const v1::Sweep& sweep,
                    const std::vector<v1::Round>& rounds);
+  // Board states reach the metrics from the tick, at most once per tick:
+  // publishing every board is O(boards), too much for each lease and result
+  // of a farm of a thousand boards, and the tick runs with nothing staged,
+  // so what it publishes is durable.
   void PublishBoardMetrics();
+  void BoardsChanged() { board_metrics_stale_ = true; }
 
   // Multi-workload sweeps (coordinator/workloads.h).
   // NextRound of such a sweep: a queued round, else new candidates.
@@ -259,6 +264,7 @@ class Coordinator {
   Clock* clock_;
   CoordinatorOptions options_;
   FarmMetrics* metrics_;
+  bool board_metrics_stale_ = false;
   std::function<void(const std::string&)> event_listener_;
   const AgentLiveness* liveness_ = nullptr;
 

@@ -137,6 +137,47 @@ TEST(MetricsTeamLabelsTest, TeamNamesOnlyWhenOptedIn) {
       << shown;
 }
 
+// SetBoardStates touches only the boards whose state moved since its last
+// call; each board's series still say its current state, one 1 among 0s.
+TEST(MetricsBoardStatesTest, EachBoardsSeriesFollowItsState) {
+  prometheus::Registry registry;
+  std::unique_ptr<FarmMetrics> m = NewPrometheusFarmMetrics(registry, false);
+  v1::BoardInfo a;
+  a.set_board_id("n/0");
+  a.set_node("n");
+  a.set_chip("c");
+  a.set_state(v1::BOARD_STATE_IDLE);
+  v1::BoardInfo b = a;
+  b.set_board_id("n/1");
+  // The value of a board's series for `state` in a scrape; -1 when absent.
+  auto value = [&](const std::string& board, const std::string& state) {
+    const std::string text =
+        prometheus::TextSerializer().Serialize(registry.Collect());
+    const std::string series =
+        absl::StrCat("tunefarm_board_state{board=\"", board,
+                     "\",chip=\"c\",node=\"n\",state=\"", state, "\"} ");
+    const size_t at = text.find(series);
+    if (at == std::string::npos) return -1.0;
+    return std::stod(text.substr(at + series.size()));
+  };
+  m->SetBoardStates({a, b});
+  EXPECT_EQ(value("n/0", "idle"), 1);
+  EXPECT_EQ(value("n/0", "busy"), 0);
+  EXPECT_EQ(value("n/1", "idle"), 1);
+  b.set_state(v1::BOARD_STATE_BUSY);
+  m->SetBoardStates({a, b});
+  EXPECT_EQ(value("n/0", "idle"), 1);
+  EXPECT_EQ(value("n/1", "idle"), 0);
+  EXPECT_EQ(value("n/1", "busy"), 1);
+  m->SetBoardStates({a, b});  // unchanged: still right
+  EXPECT_EQ(value("n/1", "busy"), 1);
+  a.set_state(v1::BOARD_STATE_LOST);
+  m->SetBoardStates({a, b});
+  EXPECT_EQ(value("n/0", "idle"), 0);
+  EXPECT_EQ(value("n/0", "lost"), 1);
+  EXPECT_EQ(value("n/1", "busy"), 1);
+}
+
 class AuthServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -106,6 +106,7 @@ class FakeFarmMetrics : public FarmMetrics {
   void SetQueueDepth(int queued) override { queue_depth = queued; }
   void DiagnosisRecorded() override { ++diagnoses; }
   void SetBoardStates(const std::vector<v1::BoardInfo>& boards) override {
+    ++board_state_publishes;
     board_states.clear();
     for (const auto& b : boards) board_states[b.board_id()] = b.state();
   }
@@ -123,6 +124,7 @@ class FakeFarmMetrics : public FarmMetrics {
   }
 
   std::map<std::string, v1::BoardState> board_states;
+  int board_state_publishes = 0;
   std::map<std::string, double> board_busy_seconds;
   std::map<std::string, int> team_rounds;
   std::map<std::string, double> team_board_seconds;
@@ -555,6 +557,38 @@ TEST_F(CoordinatorTest, BaselineRunsFirstThenEveryBoardGetsADistinctCandidate) {
   EXPECT_EQ(metrics_.leases_granted, 5);
   EXPECT_EQ(StoredSweep(id).candidates_proposed(), 4);
   ExpectEventLogConsistent(id);
+}
+
+// Every board's state goes to the metrics from the tick, once per tick when
+// a board changed, never from a lease or a result: publishing them all is
+// O(boards), and a farm of a thousand boards makes thousands of those calls
+// a second.
+TEST_F(CoordinatorTest, BoardStatesReachTheMetricsOncePerTickNotPerCall) {
+  Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1")});
+  Tick();
+  const int published = metrics_.board_state_publishes;
+  EXPECT_EQ(metrics_.board_states["a1/b0"], v1::BOARD_STATE_IDLE);
+  EXPECT_EQ(metrics_.boards_by_state["idle"], 2);
+
+  ReportOk(Lease("a1/b0"), 100);
+  const v1::WorkItem w1 = Lease("a1/b0");
+  const v1::WorkItem w2 = Lease("a1/b1");
+  ReportOk(w2, 90);
+  Lease("a1/b1");
+  EXPECT_EQ(metrics_.board_state_publishes, published)
+      << "board states published by a lease or a result";
+
+  Tick();
+  EXPECT_EQ(metrics_.board_state_publishes, published + 1);
+  EXPECT_EQ(metrics_.board_states["a1/b0"], v1::BOARD_STATE_BUSY);
+  EXPECT_EQ(metrics_.board_states["a1/b1"], v1::BOARD_STATE_BUSY);
+  EXPECT_EQ(metrics_.boards_by_state["busy"], 2);
+  Tick();  // nothing changed since
+  EXPECT_EQ(metrics_.board_state_publishes, published + 1);
+  ReportOk(w1, 95);
+  Tick();
+  EXPECT_EQ(metrics_.board_state_publishes, published + 2);
 }
 
 TEST_F(CoordinatorTest, LeaseRespectsTheBoardSelector) {
