@@ -45,6 +45,22 @@ class FarmMetrics {
   virtual void StoreCommitted(double seconds, size_t writes, bool ok) {}
 };
 
+// Reports nothing: the shared base of fakes that look at only some reports
+// (tests, benchmarks), which override just those. Thread-safe.
+class NoFarmMetrics : public FarmMetrics {
+ public:
+  void RoundRecorded(const std::string&, double) override {}
+  void LeaseGranted(double) override {}
+  void LeaseExpired() override {}
+  void SetBoardsByState(const std::map<std::string, int>&) override {}
+  void SetBoardStates(const std::vector<v1::BoardInfo>&) override {}
+  void BoardQuarantined(const v1::BoardInfo&) override {}
+  void BoardBusy(const v1::BoardInfo&, double) override {}
+  void TeamRound(const std::string&, const std::string&, double) override {}
+  void SetQueueDepth(int) override {}
+  void DiagnosisRecorded() override {}
+};
+
 }  // namespace tunefarm
 
 #endif  // TUNEFARM_COORDINATOR_FARM_METRICS_H_

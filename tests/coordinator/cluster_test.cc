@@ -24,6 +24,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/control_loop.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/farm_metrics.h"
 #include "coordinator/health.h"
 #include "coordinator/policy.h"
 #include "coordinator/service.h"
@@ -78,20 +79,11 @@ v1::BoardReservation OfPool(const std::string& key, const std::string& value,
   return r;
 }
 
-class CountingMetrics : public FarmMetrics {
+class CountingMetrics : public NoFarmMetrics {
  public:
-  void RoundRecorded(const std::string&, double) override {}
-  void LeaseGranted(double) override {}
-  void LeaseExpired() override {}
-  void SetBoardsByState(const std::map<std::string, int>&) override {}
-  void SetQueueDepth(int) override {}
-  void DiagnosisRecorded() override {}
-  void SetBoardStates(const std::vector<v1::BoardInfo>&) override {}
   void BoardQuarantined(const v1::BoardInfo& b) override {
     ++quarantines[b.board_id()];
   }
-  void BoardBusy(const v1::BoardInfo&, double) override {}
-  void TeamRound(const std::string&, const std::string&, double) override {}
   void HealthCheckRecorded(const v1::BoardInfo& b, bool passed) override {
     ++health_checks[b.board_id() + (passed ? "/passed" : "/failed")];
   }

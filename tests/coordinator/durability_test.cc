@@ -638,7 +638,7 @@ TEST_F(DurabilityTest, ASweepThroughFailingCommitsRecordsEachResultOnce) {
 
 // Counts what the core reports of its commits; the other reports are not
 // looked at. Thread-safe, as FarmMetrics implementations must be.
-class CommitMetrics : public FarmMetrics {
+class CommitMetrics : public NoFarmMetrics {
  public:
   struct Commit {
     double seconds;
@@ -653,16 +653,6 @@ class CommitMetrics : public FarmMetrics {
     absl::MutexLock lock(&mu_);
     return commits_;
   }
-  void RoundRecorded(const std::string&, double) override {}
-  void LeaseGranted(double) override {}
-  void LeaseExpired() override {}
-  void SetBoardsByState(const std::map<std::string, int>&) override {}
-  void SetBoardStates(const std::vector<v1::BoardInfo>&) override {}
-  void BoardQuarantined(const v1::BoardInfo&) override {}
-  void BoardBusy(const v1::BoardInfo&, double) override {}
-  void TeamRound(const std::string&, const std::string&, double) override {}
-  void SetQueueDepth(int) override {}
-  void DiagnosisRecorded() override {}
 
  private:
   mutable absl::Mutex mu_;
