@@ -19,10 +19,13 @@
 namespace tunefarm {
 
 // Dials `target` ("host:port") with `security` (TLS, agent token); every
-// call has `rpc_timeout` as deadline.
+// call has `rpc_timeout` as deadline. With `session`, leases, renewals and
+// results go as messages on one AgentSession stream (agent/agent_session.h)
+// and fall back to unary calls for good if the coordinator has none;
+// registration and heartbeats are unary calls either way.
 absl::StatusOr<std::unique_ptr<CoordinatorClient>> NewGrpcCoordinatorClient(
     const std::string& target, const ClientSecurity& security,
-    absl::Duration rpc_timeout);
+    absl::Duration rpc_timeout, bool session = true);
 
 }  // namespace tunefarm
 

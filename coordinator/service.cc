@@ -573,6 +573,213 @@ void AgentGrpcService::ReplyLoop() {
   }
 }
 
+// One AgentSession stream. It reads a call, posts it to the loop and reads
+// the next (up to kSessionWindow in flight); the reply thread hands it each
+// answer (Send), which it writes one at a time in the order they came. It
+// finishes once the agent has stopped sending (or the call is cancelled),
+// every posted call has been answered and every reply written, and deletes
+// itself when gRPC says the stream is done: nothing posted can outlive it.
+// Thread-safe: gRPC's threads and the reply thread meet under mu_.
+class AgentGrpcService::SessionReactor
+    : public grpc::ServerBidiReactor<v1::AgentCall, v1::AgentReply> {
+ public:
+  SessionReactor(AgentGrpcService* service,
+                 grpc::CallbackServerContext* context)
+      : service_(service) {
+    if (absl::Status st = service->CheckAgent(*context); !st.ok()) {
+      Finish(ToGrpcStatus(st));
+      return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      reading_ = true;
+    }
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      bool finish = false;
+      {
+        absl::MutexLock lock(&mu_);
+        reading_ = false;
+        read_closed_ = true;
+        finish = FinishDue();
+      }
+      if (finish) Finish(grpc::Status::OK);  // may delete this
+      return;
+    }
+    v1::AgentCall call = std::move(in_);
+    bool read_on = false;
+    {
+      absl::MutexLock lock(&mu_);
+      ++in_flight_;
+      read_on = in_flight_ < kSessionWindow;
+      reading_ = read_on;
+    }
+    Dispatch(std::move(call));
+    if (read_on) StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const v1::AgentReply* next = nullptr;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      out_.pop_front();
+      if (!ok) {
+        // The agent is gone: what is left to write has nobody to read it.
+        broken_ = true;
+        out_.clear();
+      }
+      if (out_.empty()) {
+        writing_ = false;
+        finish = FinishDue();
+      } else {
+        next = &out_.front();
+      }
+    }
+    // Only this thread writes while writing_ is set, and a deque's
+    // elements stay where they are as others are appended.
+    if (next != nullptr) StartWrite(next);
+    if (finish) Finish(grpc::Status::OK);
+  }
+
+  void OnCancel() override {
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      finish = FinishDue();
+    }
+    if (finish) Finish(grpc::Status::OK);
+  }
+
+  void OnDone() override { delete this; }
+
+  // Any thread: the answer to a call this stream posted.
+  void Send(v1::AgentReply reply) {
+    const v1::AgentReply* write = nullptr;
+    bool read = false;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      --in_flight_;
+      if (!broken_ && !cancelled_) {
+        out_.push_back(std::move(reply));
+        if (!writing_) {
+          writing_ = true;
+          write = &out_.front();
+        }
+        if (!reading_ && !read_closed_) {
+          reading_ = read = true;  // the window has room again
+        }
+      }
+      finish = FinishDue();
+    }
+    if (write != nullptr) StartWrite(write);
+    if (read) StartRead(&in_);
+    if (finish) Finish(grpc::Status::OK);
+  }
+
+ private:
+  // Posts `call` to the loop; its answer comes back through Send.
+  void Dispatch(v1::AgentCall call) {
+    const uint64_t id = call.call_id();
+    const std::string* agent = nullptr;
+    switch (call.request_case()) {
+      case v1::AgentCall::kLeaseWork:
+        agent = &call.lease_work().agent_id();
+        break;
+      case v1::AgentCall::kRenewLease:
+        agent = &call.renew_lease().agent_id();
+        break;
+      case v1::AgentCall::kReportResult:
+        agent = &call.report_result().agent_id();
+        break;
+      case v1::AgentCall::REQUEST_NOT_SET:
+        Send(ErrorReply(id, absl::InvalidArgumentError(absl::StrCat(
+                                "agent session call ", id,
+                                " carries no request (lease_work, "
+                                "renew_lease or report_result)"))));
+        return;
+    }
+    if (service_->liveness_ != nullptr) service_->liveness_->Heard(*agent);
+    Coordinator* c = service_->coordinator_;
+    service_->loop_->Post(
+        [c, call = std::move(call)]() -> absl::StatusOr<v1::AgentReply> {
+          v1::AgentReply reply;
+          switch (call.request_case()) {
+            case v1::AgentCall::kLeaseWork: {
+              auto r = c->LeaseWork(call.lease_work());
+              if (!r.ok()) return r.status();
+              *reply.mutable_lease_work() = std::move(*r);
+              break;
+            }
+            case v1::AgentCall::kRenewLease: {
+              auto r = c->RenewLease(call.renew_lease());
+              if (!r.ok()) return r.status();
+              *reply.mutable_renew_lease() = std::move(*r);
+              break;
+            }
+            default: {
+              auto r = c->ReportResult(call.report_result());
+              if (!r.ok()) return r.status();
+              *reply.mutable_report_result() = std::move(*r);
+              break;
+            }
+          }
+          return reply;
+        },
+        [this, id](absl::StatusOr<v1::AgentReply> result) {
+          service_->Reply([this, id, result = std::move(result)]() mutable {
+            if (!result.ok()) {
+              Send(ErrorReply(id, result.status()));
+              return;
+            }
+            result->set_call_id(id);
+            Send(std::move(*result));
+          });
+        });
+  }
+
+  static v1::AgentReply ErrorReply(uint64_t id, const absl::Status& status) {
+    v1::AgentReply reply;
+    reply.set_call_id(id);
+    reply.set_code(static_cast<int>(status.code()));
+    reply.set_message(std::string(status.message()));
+    return reply;
+  }
+
+  // True once, when the stream may be finished: nothing outstanding, and
+  // the agent has stopped sending or the stream is broken. The caller
+  // finishes it after unlocking, as the last thing it does: OnDone, which
+  // deletes this, may run as soon as Finish is called.
+  bool FinishDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || reading_ || in_flight_ > 0 || writing_) return false;
+    if (!read_closed_ && !cancelled_ && !broken_) return false;
+    finished_ = true;
+    return true;
+  }
+
+  AgentGrpcService* service_;
+  v1::AgentCall in_;  // the read in progress
+  absl::Mutex mu_;
+  std::deque<v1::AgentReply> out_ ABSL_GUARDED_BY(mu_);  // front: writing
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;      // a read outstanding
+  bool read_closed_ ABSL_GUARDED_BY(mu_) = false;  // the agent sends no more
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;  // a write failed
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+grpc::ServerBidiReactor<v1::AgentCall, v1::AgentReply>*
+AgentGrpcService::AgentSession(grpc::CallbackServerContext* context) {
+  return new SessionReactor(this, context);
+}
+
 grpc::ServerUnaryReactor* AgentGrpcService::RegisterAgent(
     grpc::CallbackServerContext* context,
     const v1::RegisterAgentRequest* request,
