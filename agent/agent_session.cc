@@ -1,6 +1,5 @@
 #include "agent/agent_session.h"
 
-#include <deque>
 #include <string>
 #include <utility>
 
@@ -10,11 +9,12 @@
 
 namespace tunefarm {
 
-// One AgentSession call: writes the queued calls one at a time, always has a
-// read outstanding, and hands each reply and, at the end, the stream's
-// status to the session. It holds itself alive until gRPC is done with it.
+// One AgentSession call: writes one message at a time, holding every call
+// queued while the last was written, always has a read outstanding, and
+// hands each reply and, at the end, the stream's status to the session. It
+// holds itself alive until gRPC is done with it.
 class AgentSession::Stream
-    : public grpc::ClientBidiReactor<v1::AgentCall, v1::AgentReply> {
+    : public grpc::ClientBidiReactor<v1::AgentCalls, v1::AgentReplies> {
  public:
   // Binds the call; nothing moves before StartCall.
   Stream(AgentSession* owner, v1::AgentService::Stub* stub,
@@ -31,42 +31,41 @@ class AgentSession::Stream
   }
 
   void Send(v1::AgentCall call) {
-    const v1::AgentCall* write = nullptr;
     {
       absl::MutexLock lock(&mu_);
       if (done_) return;  // the session has failed its waiters already
-      out_.push_back(std::move(call));
-      if (!writing_) {
-        writing_ = true;
-        write = &out_.front();
-      }
+      *pending_.add_calls() = std::move(call);
+      if (writing_) return;
+      writing_ = true;
+      writing_msg_.Swap(&pending_);
     }
-    // Only one write is outstanding, and a deque's elements stay where they
-    // are as others are appended.
-    if (write != nullptr) StartWrite(write);
+    // Only this thread touches writing_msg_ until the write is done.
+    StartWrite(&writing_msg_);
   }
 
   void Cancel() { context_.TryCancel(); }
 
   void OnReadDone(bool ok) override {
     if (!ok) return;  // OnDone follows with the stream's status
-    owner_->Answer(this, std::move(in_));
+    for (v1::AgentReply& reply : *in_.mutable_replies()) {
+      owner_->Answer(this, std::move(reply));
+    }
+    in_.Clear();
     StartRead(&in_);
   }
 
   void OnWriteDone(bool ok) override {
-    const v1::AgentCall* next = nullptr;
     {
       absl::MutexLock lock(&mu_);
-      out_.pop_front();
-      if (!ok) out_.clear();  // the stream is over; OnDone says why
-      if (out_.empty()) {
+      writing_msg_.Clear();
+      if (!ok) pending_.Clear();  // the stream is over; OnDone says why
+      if (pending_.calls_size() == 0) {
         writing_ = false;
-      } else {
-        next = &out_.front();
+        return;
       }
+      writing_msg_.Swap(&pending_);
     }
-    if (next != nullptr) StartWrite(next);
+    StartWrite(&writing_msg_);
   }
 
   void OnDone(const grpc::Status& status) override {
@@ -82,10 +81,11 @@ class AgentSession::Stream
  private:
   AgentSession* owner_;
   grpc::ClientContext context_;
-  v1::AgentReply in_;  // the read in progress
+  v1::AgentReplies in_;         // the read in progress
+  v1::AgentCalls writing_msg_;  // see Send
   std::shared_ptr<Stream> self_;
   absl::Mutex mu_;
-  std::deque<v1::AgentCall> out_ ABSL_GUARDED_BY(mu_);  // front: writing
+  v1::AgentCalls pending_ ABSL_GUARDED_BY(mu_);  // the next message
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
 };

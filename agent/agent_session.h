@@ -1,8 +1,8 @@
 // AgentSession: the agent's end of the coordinator's AgentSession stream
 // (proto/tunefarm/v1/agent.proto). The agent's board threads call it at
-// once; each call is written to the one stream as an AgentCall and waits for
-// the AgentReply with its call_id, so a round costs one message each way
-// and no new HTTP/2 stream or headers. Built on gRPC's callback API: no
+// once; each call goes on the one stream as an AgentCall (those queued
+// while the last message was written go together in the next) and waits
+// for the AgentReply with its call_id. Built on gRPC's callback API: no
 // thread of its own.
 //
 // A stream that breaks (coordinator restart, network) fails the calls

@@ -1146,24 +1146,27 @@ class GrpcLoadClient {
     c.alarm.Set(&cq_, absl::ToChronoTime(absl::Now() + d), &c);
   }
 
-  // The session allows one write outstanding: the rest queue.
+  // One write outstanding on the session: the calls queued meanwhile go
+  // together in the next message, as the agent's session sends them.
   void Write(v1::AgentCall call) {
-    out_.push_back(std::move(call));
+    *pending_.add_calls() = std::move(call);
     if (!writing_) {
       writing_ = true;
-      stream_->Write(out_.front(), &write_tag_);
+      writing_msg_.Swap(&pending_);
+      stream_->Write(writing_msg_, &write_tag_);
     }
   }
   void OnWritten(bool ok) {
-    out_.pop_front();
+    writing_msg_.Clear();
     if (!ok) {
       shared_->Fail(absl::UnavailableError("agent session write failed"));
-      out_.clear();
+      pending_.Clear();
     }
-    if (out_.empty()) {
+    if (pending_.calls_size() == 0) {
       writing_ = false;
     } else {
-      stream_->Write(out_.front(), &write_tag_);
+      writing_msg_.Swap(&pending_);
+      stream_->Write(writing_msg_, &write_tag_);
     }
   }
   // A reply on the session: the answer of the call it names.
@@ -1228,7 +1231,7 @@ class GrpcLoadClient {
         shared_->Fail(absl::UnavailableError("agent session did not open"));
         return;
       }
-      stream_->Read(&reply_, &read_tag_);
+      stream_->Read(&replies_, &read_tag_);
     }
     for (auto& c : calls_) Lease(*c);
     while (busy_ > 0 && cq_.Next(&tag, &ok)) {
@@ -1241,8 +1244,11 @@ class GrpcLoadClient {
           shared_->Fail(absl::UnavailableError("agent session closed"));
           break;
         }
-        OnReply(reply_);
-        stream_->Read(&reply_, &read_tag_);
+        for (v1::AgentReply& reply : *replies_.mutable_replies()) {
+          OnReply(reply);
+        }
+        replies_.Clear();
+        stream_->Read(&replies_, &read_tag_);
         continue;
       }
       --busy_;
@@ -1287,10 +1293,12 @@ class GrpcLoadClient {
   std::thread thread_;
   // The session and its tags (the calls' tags are the Calls themselves).
   grpc::ClientContext stream_ctx_;
-  std::unique_ptr<grpc::ClientAsyncReaderWriter<v1::AgentCall, v1::AgentReply>>
+  std::unique_ptr<
+      grpc::ClientAsyncReaderWriter<v1::AgentCalls, v1::AgentReplies>>
       stream_;
-  v1::AgentReply reply_;
-  std::deque<v1::AgentCall> out_;
+  v1::AgentReplies replies_;
+  v1::AgentCalls pending_;      // the next message
+  v1::AgentCalls writing_msg_;  // the message being written
   bool writing_ = false;
   grpc::Status stream_status_;
   char start_tag_ = 0, read_tag_ = 0, write_tag_ = 0, finish_tag_ = 0;

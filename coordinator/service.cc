@@ -573,15 +573,17 @@ void AgentGrpcService::ReplyLoop() {
   }
 }
 
-// One AgentSession stream. It reads a call, posts it to the loop and reads
-// the next (up to kSessionWindow in flight); the reply thread hands it each
-// answer (Send), which it writes one at a time in the order they came. It
+// One AgentSession stream. It reads a message of calls, posts each to the
+// loop and reads the next while fewer than kSessionWindow are in flight;
+// the reply thread hands it each answer (Send). One message is written at
+// a time, holding every answer that came while the last was written. It
 // finishes once the agent has stopped sending (or the call is cancelled),
-// every posted call has been answered and every reply written, and deletes
-// itself when gRPC says the stream is done: nothing posted can outlive it.
-// Thread-safe: gRPC's threads and the reply thread meet under mu_.
+// every posted call has been answered and every answer written, and
+// deletes itself when gRPC says the stream is done: nothing posted can
+// outlive it. Thread-safe: gRPC's threads and the reply thread meet under
+// mu_.
 class AgentGrpcService::SessionReactor
-    : public grpc::ServerBidiReactor<v1::AgentCall, v1::AgentReply> {
+    : public grpc::ServerBidiReactor<v1::AgentCalls, v1::AgentReplies> {
  public:
   SessionReactor(AgentGrpcService* service,
                  grpc::CallbackServerContext* context)
@@ -609,39 +611,50 @@ class AgentGrpcService::SessionReactor
       if (finish) Finish(grpc::Status::OK);  // may delete this
       return;
     }
-    v1::AgentCall call = std::move(in_);
+    google::protobuf::RepeatedPtrField<v1::AgentCall> calls;
+    calls.Swap(in_.mutable_calls());
     bool read_on = false;
     {
       absl::MutexLock lock(&mu_);
-      ++in_flight_;
+      in_flight_ += calls.size();
       read_on = in_flight_ < kSessionWindow;
       reading_ = read_on;
     }
-    Dispatch(std::move(call));
+    const bool too_many = calls.size() > kSessionWindow;
+    for (v1::AgentCall& call : calls) {
+      if (too_many) {
+        Send(ErrorReply(call.call_id(),
+                        absl::InvalidArgumentError(absl::StrCat(
+                            "an agent session message of ", calls.size(),
+                            " calls; at most ", kSessionWindow))));
+      } else {
+        Dispatch(std::move(call));
+      }
+    }
     if (read_on) StartRead(&in_);
   }
 
   void OnWriteDone(bool ok) override {
-    const v1::AgentReply* next = nullptr;
+    bool write = false;
     bool finish = false;
     {
       absl::MutexLock lock(&mu_);
-      out_.pop_front();
+      writing_msg_.Clear();
       if (!ok) {
         // The agent is gone: what is left to write has nobody to read it.
         broken_ = true;
-        out_.clear();
+        pending_.Clear();
       }
-      if (out_.empty()) {
+      if (pending_.replies_size() == 0) {
         writing_ = false;
         finish = FinishDue();
       } else {
-        next = &out_.front();
+        writing_msg_.Swap(&pending_);
+        write = true;
       }
     }
-    // Only this thread writes while writing_ is set, and a deque's
-    // elements stay where they are as others are appended.
-    if (next != nullptr) StartWrite(next);
+    // Only this thread touches writing_msg_ until the write is done.
+    if (write) StartWrite(&writing_msg_);
     if (finish) Finish(grpc::Status::OK);
   }
 
@@ -659,25 +672,25 @@ class AgentGrpcService::SessionReactor
 
   // Any thread: the answer to a call this stream posted.
   void Send(v1::AgentReply reply) {
-    const v1::AgentReply* write = nullptr;
+    bool write = false;
     bool read = false;
     bool finish = false;
     {
       absl::MutexLock lock(&mu_);
       --in_flight_;
       if (!broken_ && !cancelled_) {
-        out_.push_back(std::move(reply));
+        *pending_.add_replies() = std::move(reply);
         if (!writing_) {
-          writing_ = true;
-          write = &out_.front();
+          writing_ = write = true;
+          writing_msg_.Swap(&pending_);
         }
-        if (!reading_ && !read_closed_) {
+        if (!reading_ && !read_closed_ && in_flight_ < kSessionWindow) {
           reading_ = read = true;  // the window has room again
         }
       }
       finish = FinishDue();
     }
-    if (write != nullptr) StartWrite(write);
+    if (write) StartWrite(&writing_msg_);
     if (read) StartRead(&in_);
     if (finish) Finish(grpc::Status::OK);
   }
@@ -763,9 +776,12 @@ class AgentGrpcService::SessionReactor
   }
 
   AgentGrpcService* service_;
-  v1::AgentCall in_;  // the read in progress
+  v1::AgentCalls in_;  // the read in progress
+  // The message being written: touched only by the thread that started
+  // the write (writing_ set under mu_) until OnWriteDone.
+  v1::AgentReplies writing_msg_;
   absl::Mutex mu_;
-  std::deque<v1::AgentReply> out_ ABSL_GUARDED_BY(mu_);  // front: writing
+  v1::AgentReplies pending_ ABSL_GUARDED_BY(mu_);  // the next message
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   bool reading_ ABSL_GUARDED_BY(mu_) = false;      // a read outstanding
   bool read_closed_ ABSL_GUARDED_BY(mu_) = false;  // the agent sends no more
@@ -775,7 +791,7 @@ class AgentGrpcService::SessionReactor
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-grpc::ServerBidiReactor<v1::AgentCall, v1::AgentReply>*
+grpc::ServerBidiReactor<v1::AgentCalls, v1::AgentReplies>*
 AgentGrpcService::AgentSession(grpc::CallbackServerContext* context) {
   return new SessionReactor(this, context);
 }

@@ -163,10 +163,10 @@ class AgentGrpcService final : public v1::AgentService::CallbackService {
       v1::ReportResultResponse* response) override;
   // An agent's lease traffic as messages on one stream (agent.proto): each
   // call is posted to the loop as the unary one would be and answered on
-  // the stream once its batch is durable. At most kSessionWindow calls of a
-  // stream are in flight; the stream is read no further until one is
-  // answered.
-  grpc::ServerBidiReactor<v1::AgentCall, v1::AgentReply>* AgentSession(
+  // the stream once its batch is durable. Once kSessionWindow calls of a
+  // stream are in flight it is read no further until one is answered; a
+  // message of more calls than that has each refused.
+  grpc::ServerBidiReactor<v1::AgentCalls, v1::AgentReplies>* AgentSession(
       grpc::CallbackServerContext* context) override;
 
   static constexpr int kSessionWindow = 256;

@@ -2,10 +2,12 @@
 // results as messages on one stream per agent, over real gRPC on loopback
 // (port 0) against a real coordinator over RocksDB.
 //
-// The service side: replies are matched to calls by call_id, a call with no
-// request is refused alone, the stream is authenticated like every agent
-// call, more calls than the window are all answered, and an agent that
-// vanishes with calls in flight leaves the service serving. The agent side
+// The service side: replies are matched to calls by call_id, several calls
+// may share a message, a call with no request is refused alone, the stream
+// is authenticated like every agent call, more calls than the window are
+// all answered, a message of more calls than the window has each refused,
+// and an agent that vanishes with calls in flight leaves the service
+// serving. The agent side
 // (NewGrpcCoordinatorClient with a session): a whole sweep runs over it,
 // it falls back to unary calls on a coordinator without sessions, a stuck
 // stream fails its call with DEADLINE_EXCEEDED and the next call opens a
@@ -14,7 +16,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,8 +81,27 @@ class AgentSessionTest : public ::testing::Test {
   // A raw session stream as `token`.
   struct RawSession {
     grpc::ClientContext context;
-    std::unique_ptr<grpc::ClientReaderWriter<v1::AgentCall, v1::AgentReply>>
+    std::unique_ptr<grpc::ClientReaderWriter<v1::AgentCalls, v1::AgentReplies>>
         stream;
+
+    // Writes `calls` as one message.
+    bool Write(std::vector<v1::AgentCall> calls) {
+      v1::AgentCalls message;
+      for (v1::AgentCall& call : calls) *message.add_calls() = std::move(call);
+      return stream->Write(message);
+    }
+    // Reads messages until `n` replies came (or the stream ended), by id.
+    std::map<uint64_t, v1::AgentReply> Read(size_t n) {
+      std::map<uint64_t, v1::AgentReply> replies;
+      v1::AgentReplies message;
+      while (replies.size() < n && stream->Read(&message)) {
+        for (const v1::AgentReply& reply : message.replies()) {
+          EXPECT_TRUE(replies.emplace(reply.call_id(), reply).second)
+              << "call " << reply.call_id() << " answered twice";
+        }
+      }
+      return replies;
+    }
   };
   std::unique_ptr<RawSession> Open(const std::string& token) {
     auto session = std::make_unique<RawSession>();
@@ -124,17 +144,12 @@ TEST_F(AgentSessionTest, RepliesCarryTheirCallsIdsAndABadCallFailsAlone) {
   ASSERT_TRUE(registered.has_value());
   absl::SleepFor(absl::Milliseconds(2));
   std::unique_ptr<RawSession> s = Open(kAgent);
-  ASSERT_TRUE(s->stream->Write(LeaseCall(7, "rack1/b0")));
-  ASSERT_TRUE(s->stream->Write(LeaseCall(9, "rack1/b1")));
+  // Two calls in one message, then a call with no request in another.
+  ASSERT_TRUE(s->Write({LeaseCall(7, "rack1/b0"), LeaseCall(9, "rack1/b1")}));
   v1::AgentCall empty;
   empty.set_call_id(11);
-  ASSERT_TRUE(s->stream->Write(empty));
-  std::map<uint64_t, v1::AgentReply> replies;
-  for (int i = 0; i < 3; ++i) {
-    v1::AgentReply reply;
-    ASSERT_TRUE(s->stream->Read(&reply));
-    replies[reply.call_id()] = reply;
-  }
+  ASSERT_TRUE(s->Write({empty}));
+  std::map<uint64_t, v1::AgentReply> replies = s->Read(3);
   ASSERT_EQ(replies.size(), 3u);
   for (uint64_t id : {7, 9}) {
     EXPECT_EQ(replies[id].code(), 0) << replies[id].message();
@@ -154,16 +169,13 @@ TEST_F(AgentSessionTest, RepliesCarryTheirCallsIdsAndABadCallFailsAlone) {
   report.set_call_id(12);
   *report.mutable_report_result() =
       ResultFor("rack1/b0", replies[7].lease_work().work(), 100);
-  ASSERT_TRUE(s->stream->Write(report));
   v1::AgentCall renew;
   renew.set_call_id(13);
   renew.mutable_renew_lease()->set_agent_id("rack1");
   renew.mutable_renew_lease()->set_lease_id("sw-000009/1/1");
-  ASSERT_TRUE(s->stream->Write(renew));
+  ASSERT_TRUE(s->Write({report, renew}));
   ASSERT_TRUE(s->stream->WritesDone());
-  replies.clear();
-  v1::AgentReply reply;
-  while (s->stream->Read(&reply)) replies[reply.call_id()] = reply;
+  replies = s->Read(3);  // only 2 come: the stream ends after them
   ASSERT_EQ(replies.size(), 2u);
   ASSERT_TRUE(replies[12].has_report_result()) << replies[12].message();
   EXPECT_TRUE(replies[12].report_result().accepted());
@@ -177,9 +189,8 @@ TEST_F(AgentSessionTest, RepliesCarryTheirCallsIdsAndABadCallFailsAlone) {
 TEST_F(AgentSessionTest, OnlyAgentsOpenASession) {
   for (const char* token : {"", "forged-token-0000000000", kUser}) {
     std::unique_ptr<RawSession> s = Open(token);
-    s->stream->Write(LeaseCall(1, "rack1/b0"));
-    v1::AgentReply reply;
-    EXPECT_FALSE(s->stream->Read(&reply)) << token;
+    s->Write({LeaseCall(1, "rack1/b0")});
+    EXPECT_TRUE(s->Read(1).empty()) << token;
     const grpc::Status st = s->stream->Finish();
     EXPECT_EQ(st.error_code(), *token == 'q'
                                    ? grpc::StatusCode::PERMISSION_DENIED
@@ -188,31 +199,58 @@ TEST_F(AgentSessionTest, OnlyAgentsOpenASession) {
   }
 }
 
+v1::AgentCall RenewCall(uint64_t id) {
+  v1::AgentCall call;
+  call.set_call_id(id);
+  call.mutable_renew_lease()->set_agent_id("rack1");
+  call.mutable_renew_lease()->set_lease_id(
+      absl::StrCat("sw-000009/", id, "/1"));
+  return call;
+}
+
 // More calls than the window (256 in flight) are all answered once: the
 // service stops reading at the window and reads on as it answers.
 TEST_F(AgentSessionTest, CallsBeyondTheWindowAreAllAnswered) {
   constexpr int kCalls = 3 * AgentGrpcService::kSessionWindow;
   std::unique_ptr<RawSession> s = Open(kAgent);
   std::thread writer([&] {
-    for (int i = 0; i < kCalls; ++i) {
-      v1::AgentCall call;
-      call.set_call_id(i);
-      call.mutable_renew_lease()->set_agent_id("rack1");
-      call.mutable_renew_lease()->set_lease_id(
-          absl::StrCat("sw-000009/", i, "/1"));
-      if (!s->stream->Write(call)) return;
+    for (int i = 0; i < kCalls; i += 8) {
+      std::vector<v1::AgentCall> calls;
+      for (int j = i; j < i + 8; ++j) calls.push_back(RenewCall(j));
+      if (!s->Write(std::move(calls))) return;
     }
     s->stream->WritesDone();
   });
-  std::set<uint64_t> answered;
-  v1::AgentReply reply;
-  while (s->stream->Read(&reply)) {
-    EXPECT_EQ(reply.code(), 0) << reply.message();
-    EXPECT_FALSE(reply.renew_lease().valid());
-    EXPECT_TRUE(answered.insert(reply.call_id()).second) << reply.call_id();
-  }
+  std::map<uint64_t, v1::AgentReply> replies = s->Read(kCalls);
   writer.join();
-  EXPECT_EQ(answered.size(), static_cast<size_t>(kCalls));
+  EXPECT_EQ(replies.size(), static_cast<size_t>(kCalls));
+  for (const auto& [id, reply] : replies) {
+    EXPECT_EQ(reply.code(), 0) << reply.message();
+    EXPECT_FALSE(reply.renew_lease().valid()) << id;
+  }
+  EXPECT_TRUE(s->Read(1).empty());
+  EXPECT_TRUE(s->stream->Finish().ok());
+}
+
+// A message of more calls than the window has each of them refused, and
+// the stream goes on.
+TEST_F(AgentSessionTest, AMessageOfMoreCallsThanTheWindowIsRefusedCallByCall) {
+  constexpr int kCalls = AgentGrpcService::kSessionWindow + 1;
+  std::unique_ptr<RawSession> s = Open(kAgent);
+  std::vector<v1::AgentCall> calls;
+  for (int i = 0; i < kCalls; ++i) calls.push_back(RenewCall(i));
+  ASSERT_TRUE(s->Write(std::move(calls)));
+  std::map<uint64_t, v1::AgentReply> replies = s->Read(kCalls);
+  ASSERT_EQ(replies.size(), static_cast<size_t>(kCalls));
+  for (const auto& [id, reply] : replies) {
+    EXPECT_EQ(reply.code(), grpc::StatusCode::INVALID_ARGUMENT) << id;
+    EXPECT_THAT(reply.message(), HasSubstr("of 257 calls; at most 256"));
+  }
+  ASSERT_TRUE(s->Write({RenewCall(1000)}));
+  replies = s->Read(1);
+  ASSERT_EQ(replies.count(1000), 1u);
+  EXPECT_EQ(replies[1000].code(), 0) << replies[1000].message();
+  s->stream->WritesDone();
   EXPECT_TRUE(s->stream->Finish().ok());
 }
 
@@ -223,18 +261,16 @@ TEST_F(AgentSessionTest, AnAgentGoneWithCallsInFlightLeavesTheServiceWhole) {
   for (int round = 0; round < 5; ++round) {
     std::unique_ptr<RawSession> s = Open(kAgent);
     for (int i = 0; i < 40; ++i) {
-      ASSERT_TRUE(
-          s->stream->Write(LeaseCall(i, absl::StrCat("rack1/b", i % 4))));
+      ASSERT_TRUE(s->Write({LeaseCall(i, absl::StrCat("rack1/b", i % 4))}));
     }
     s->context.TryCancel();
     EXPECT_FALSE(s->stream->Finish().ok());
   }
   std::unique_ptr<RawSession> s = Open(kAgent);
-  ASSERT_TRUE(s->stream->Write(LeaseCall(1, "rack1/b0")));
-  v1::AgentReply reply;
-  ASSERT_TRUE(s->stream->Read(&reply));
-  EXPECT_EQ(reply.call_id(), 1u);
-  EXPECT_EQ(reply.code(), 0) << reply.message();
+  ASSERT_TRUE(s->Write({LeaseCall(1, "rack1/b0")}));
+  std::map<uint64_t, v1::AgentReply> replies = s->Read(1);
+  ASSERT_EQ(replies.count(1), 1u);
+  EXPECT_EQ(replies[1].code(), 0) << replies[1].message();
   s->stream->WritesDone();
   EXPECT_TRUE(s->stream->Finish().ok());
 }
@@ -295,7 +331,7 @@ class UnaryOnlyAgentService final : public v1::AgentService::Service {
 // A coordinator whose session reads calls and never answers them.
 class SilentAgentService final : public v1::AgentService::CallbackService {
  public:
-  grpc::ServerBidiReactor<v1::AgentCall, v1::AgentReply>* AgentSession(
+  grpc::ServerBidiReactor<v1::AgentCalls, v1::AgentReplies>* AgentSession(
       grpc::CallbackServerContext*) override {
     ++streams;
     return new Silent();
@@ -303,7 +339,8 @@ class SilentAgentService final : public v1::AgentService::CallbackService {
   std::atomic<int> streams{0};
 
  private:
-  class Silent : public grpc::ServerBidiReactor<v1::AgentCall, v1::AgentReply> {
+  class Silent
+      : public grpc::ServerBidiReactor<v1::AgentCalls, v1::AgentReplies> {
    public:
     Silent() { StartRead(&in_); }
     void OnReadDone(bool ok) override {
@@ -316,7 +353,7 @@ class SilentAgentService final : public v1::AgentService::CallbackService {
     void OnDone() override { delete this; }
 
    private:
-    v1::AgentCall in_;
+    v1::AgentCalls in_;
   };
 };
 
@@ -324,7 +361,7 @@ class SilentAgentService final : public v1::AgentService::CallbackService {
 // in 77 ms".
 class AnsweringAgentService final : public v1::AgentService::CallbackService {
  public:
-  grpc::ServerBidiReactor<v1::AgentCall, v1::AgentReply>* AgentSession(
+  grpc::ServerBidiReactor<v1::AgentCalls, v1::AgentReplies>* AgentSession(
       grpc::CallbackServerContext*) override {
     ++streams;
     return new Answering();
@@ -332,9 +369,9 @@ class AnsweringAgentService final : public v1::AgentService::CallbackService {
   std::atomic<int> streams{0};
 
  private:
-  // One call answered at a time: read, write its reply, read the next.
+  // One message answered at a time: read, write its replies, read the next.
   class Answering
-      : public grpc::ServerBidiReactor<v1::AgentCall, v1::AgentReply> {
+      : public grpc::ServerBidiReactor<v1::AgentCalls, v1::AgentReplies> {
    public:
     Answering() { StartRead(&in_); }
     void OnReadDone(bool ok) override {
@@ -343,8 +380,11 @@ class AnsweringAgentService final : public v1::AgentService::CallbackService {
         return;
       }
       out_.Clear();
-      out_.set_call_id(in_.call_id());
-      out_.mutable_lease_work()->set_retry_after_ms(77);
+      for (const v1::AgentCall& call : in_.calls()) {
+        v1::AgentReply* reply = out_.add_replies();
+        reply->set_call_id(call.call_id());
+        reply->mutable_lease_work()->set_retry_after_ms(77);
+      }
       StartWrite(&out_);
     }
     void OnWriteDone(bool ok) override {
@@ -357,8 +397,8 @@ class AnsweringAgentService final : public v1::AgentService::CallbackService {
     void OnDone() override { delete this; }
 
    private:
-    v1::AgentCall in_;
-    v1::AgentReply out_;
+    v1::AgentCalls in_;
+    v1::AgentReplies out_;
   };
 };
 
