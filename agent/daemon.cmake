@@ -1,16 +1,14 @@
 # The agent daemon: the lease loop (core: no gRPC, no ZeroMQ), and the two
-# seams the executable wires in: the gRPC coordinator client (with its agent
-# session) and the bundle sink over the pipeline's outbox.
+# seams the executable wires in: the gRPC coordinator client and the bundle
+# sink over the pipeline's outbox.
 add_library(tunefarm_agent STATIC agent.cc manifest_cache.cc)
 target_link_libraries(tunefarm_agent PUBLIC tunefarm_board tunefarm_proto
   tunefarm_common absl::flat_hash_map absl::status absl::synchronization
   absl::time)
 
-add_library(tunefarm_agent_grpc STATIC agent_session.cc
-  grpc_coordinator_client.cc)
+add_library(tunefarm_agent_grpc STATIC grpc_coordinator_client.cc)
 target_link_libraries(tunefarm_agent_grpc PUBLIC tunefarm_agent
-  tunefarm_grpc_util tunefarm_proto_grpc absl::flat_hash_map absl::strings
-  absl::synchronization absl::time)
+  tunefarm_grpc_util tunefarm_proto_grpc)
 
 add_library(tunefarm_agent_pipeline STATIC pipeline_bundle_sink.cc)
 target_link_libraries(tunefarm_agent_pipeline PUBLIC tunefarm_agent

@@ -19,13 +19,10 @@
 namespace tunefarm {
 
 // Dials `target` ("host:port") with `security` (TLS, agent token); every
-// call has `rpc_timeout` as deadline. With `session`, leases, renewals and
-// results go as messages on one AgentSession stream (agent/agent_session.h)
-// and fall back to unary calls for good if the coordinator has none;
-// registration and heartbeats are unary calls either way.
+// call has `rpc_timeout` as deadline.
 absl::StatusOr<std::unique_ptr<CoordinatorClient>> NewGrpcCoordinatorClient(
     const std::string& target, const ClientSecurity& security,
-    absl::Duration rpc_timeout, bool session = true);
+    absl::Duration rpc_timeout);
 
 }  // namespace tunefarm
 

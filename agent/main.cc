@@ -122,11 +122,6 @@ int Main(int argc, char** argv) {
   app.add_option("--prefetch", prefetch,
                  "lease and build each board's next variant while the current "
                  "one runs (build/run overlap)");
-  bool session = true;
-  app.add_option("--session", session,
-                 "send leases, renewals and results as messages on one "
-                 "stream to the coordinator (unary calls when false, or "
-                 "when the coordinator has no agent session)");
   int max_ahead = 16;
   app.add_option("--max_ahead", max_ahead,
                  "most leases a board holds ahead (as many as its build time "
@@ -381,8 +376,8 @@ int Main(int argc, char** argv) {
     }
     security.token = *token;
   }
-  auto client = NewGrpcCoordinatorClient(coordinator, security,
-                                         absl::Seconds(10), session);
+  auto client =
+      NewGrpcCoordinatorClient(coordinator, security, absl::Seconds(10));
   if (!client.ok()) {
     spdlog::critical("coordinator client: {}", client.status().ToString());
     return 2;

@@ -31,7 +31,6 @@
 // The databases live in $TMPDIR (default /tmp): point TMPDIR at the disk the
 // farm's data_dir would use. Single-threaded except for gRPC's own threads
 // and the control loop in BM_RoundCycle_Grpc.
-#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -629,9 +628,6 @@ struct LoadOptions {
   // agents without build-ahead do; false: a lease call of its own (the
   // what-if).
   bool lease_with_report = true;
-  // Through gRPC, each client's boards call on one AgentSession stream, as
-  // agents do; false: a unary call each (the what-if).
-  bool session = true;
 };
 
 // How long each of a client's boards "runs" its variant. One per client,
@@ -1064,23 +1060,15 @@ class CoreLoadClient {
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// gRPC: one thread and completion queue per client. Its boards' calls go
-// as messages on one AgentSession stream (as an agent's do), or as async
-// unary calls (`session` false).
+// gRPC: one thread and completion queue per client, async unary calls.
 class GrpcLoadClient {
  public:
   GrpcLoadClient(v1::AgentService::Stub* stub, SweepKeeper* keeper,
-                 LoadShared* shared, std::vector<BoardRef> boards, RunTimes run,
-                 bool session)
-      : stub_(stub),
-        keeper_(keeper),
-        shared_(shared),
-        run_(run),
-        session_(session) {
+                 LoadShared* shared, std::vector<BoardRef> boards, RunTimes run)
+      : stub_(stub), keeper_(keeper), shared_(shared), run_(run) {
     for (BoardRef& ref : boards) {
       auto call = std::make_unique<Call>();
       call->board.ref = std::move(ref);
-      call->id = calls_.size();
       calls_.push_back(std::move(call));
     }
   }
@@ -1091,7 +1079,6 @@ class GrpcLoadClient {
 
  private:
   struct Call {
-    uint64_t id = 0;  // index in calls_, the session's call_id
     BoardLoop board;
     std::unique_ptr<grpc::ClientContext> ctx;
     bool leasing = true;
@@ -1109,84 +1096,22 @@ class GrpcLoadClient {
 
   void Lease(Call& c) {
     c.leasing = true;
-    c.board.lease_sent = absl::Now();
-    ++busy_;
-    v1::LeaseWorkRequest request =
-        c.board.LeaseRequest(shared_->name_held_manifests);
-    if (session_) {
-      v1::AgentCall call;
-      call.set_call_id(c.id);
-      *call.mutable_lease_work() = std::move(request);
-      Write(std::move(call));
-      return;
-    }
     c.ctx = std::make_unique<grpc::ClientContext>();
-    c.lease_rpc = stub_->AsyncLeaseWork(c.ctx.get(), request, &cq_);
+    c.board.lease_sent = absl::Now();
+    c.lease_rpc = stub_->AsyncLeaseWork(
+        c.ctx.get(), c.board.LeaseRequest(shared_->name_held_manifests), &cq_);
     c.lease_rpc->Finish(&c.lease, &c.status, &c);
+    ++in_flight_;
   }
   void Report(Call& c) {
     c.leasing = false;
-    ++busy_;
-    v1::ReportResultRequest request =
-        c.board.Report(shared_->NextWithReport(), shared_->name_held_manifests);
-    if (session_) {
-      v1::AgentCall call;
-      call.set_call_id(c.id);
-      *call.mutable_report_result() = std::move(request);
-      Write(std::move(call));
-      return;
-    }
     c.ctx = std::make_unique<grpc::ClientContext>();
-    c.report_rpc = stub_->AsyncReportResult(c.ctx.get(), request, &cq_);
+    c.report_rpc = stub_->AsyncReportResult(
+        c.ctx.get(),
+        c.board.Report(shared_->NextWithReport(), shared_->name_held_manifests),
+        &cq_);
     c.report_rpc->Finish(&c.ack, &c.status, &c);
-  }
-  // Waits for the alarm, then goes on with `c`.
-  void Wait(Call& c, absl::Duration d) {
-    ++busy_;
-    c.alarm.Set(&cq_, absl::ToChronoTime(absl::Now() + d), &c);
-  }
-
-  // One write outstanding on the session: the calls queued meanwhile go
-  // together in the next message, as the agent's session sends them.
-  void Write(v1::AgentCall call) {
-    *pending_.add_calls() = std::move(call);
-    if (!writing_) {
-      writing_ = true;
-      writing_msg_.Swap(&pending_);
-      stream_->Write(writing_msg_, &write_tag_);
-    }
-  }
-  void OnWritten(bool ok) {
-    writing_msg_.Clear();
-    if (!ok) {
-      shared_->Fail(absl::UnavailableError("agent session write failed"));
-      pending_.Clear();
-    }
-    if (pending_.calls_size() == 0) {
-      writing_ = false;
-    } else {
-      writing_msg_.Swap(&pending_);
-      stream_->Write(writing_msg_, &write_tag_);
-    }
-  }
-  // A reply on the session: the answer of the call it names.
-  void OnReply(v1::AgentReply& reply) {
-    if (reply.call_id() >= calls_.size()) {
-      shared_->Fail(absl::InternalError("agent session reply to no call"));
-      return;
-    }
-    Call& c = *calls_[reply.call_id()];
-    --busy_;
-    if (reply.code() != 0) {
-      shared_->Fail(absl::Status(static_cast<absl::StatusCode>(reply.code()),
-                                 reply.message()));
-      return;
-    }
-    if (c.leasing) {
-      OnLease(c, *reply.mutable_lease_work());
-    } else {
-      OnAck(c, *reply.mutable_report_result());
-    }
+    ++in_flight_;
   }
 
   // A lease answered, alone or with a report: run it, or ask again later.
@@ -1198,7 +1123,11 @@ class GrpcLoadClient {
       // boards, and a top-up waits for the loop to flush.
       keeper_->Park([] {});
       c.retrying = true;
-      Wait(c, absl::Milliseconds(lease.retry_after_ms()));
+      c.alarm.Set(&cq_,
+                  absl::ToChronoTime(
+                      absl::Now() + absl::Milliseconds(lease.retry_after_ms())),
+                  &c);
+      ++in_flight_;
       return;
     }
     if (absl::Status st = c.board.Take(lease.mutable_work()); !st.ok()) {
@@ -1207,51 +1136,19 @@ class GrpcLoadClient {
     }
     if (run_.any()) {
       c.running = true;
-      Wait(c, run_.Next());
+      c.alarm.Set(&cq_, absl::ToChronoTime(absl::Now() + run_.Next()), &c);
+      ++in_flight_;
     } else {
       Report(c);
     }
   }
-  void OnAck(Call& c, v1::ReportResultResponse& ack) {
-    RecordResult(*shared_, ack, c.board);
-    if (ack.has_next_lease()) {
-      OnLease(c, *ack.mutable_next_lease());
-    } else if (!shared_->stopping) {
-      Lease(c);
-    }
-  }
 
   void Run() {
-    pthread_setname_np(pthread_self(), "load-client");  // for profilers
+    for (auto& c : calls_) Lease(*c);
     void* tag = nullptr;
     bool ok = false;
-    if (session_) {
-      stream_ = stub_->AsyncAgentSession(&stream_ctx_, &cq_, &start_tag_);
-      if (!cq_.Next(&tag, &ok) || !ok) {
-        shared_->Fail(absl::UnavailableError("agent session did not open"));
-        return;
-      }
-      stream_->Read(&replies_, &read_tag_);
-    }
-    for (auto& c : calls_) Lease(*c);
-    while (busy_ > 0 && cq_.Next(&tag, &ok)) {
-      if (tag == &write_tag_) {
-        OnWritten(ok);
-        continue;
-      }
-      if (tag == &read_tag_) {
-        if (!ok) {
-          shared_->Fail(absl::UnavailableError("agent session closed"));
-          break;
-        }
-        for (v1::AgentReply& reply : *replies_.mutable_replies()) {
-          OnReply(reply);
-        }
-        replies_.Clear();
-        stream_->Read(&replies_, &read_tag_);
-        continue;
-      }
-      --busy_;
+    while (in_flight_ > 0 && cq_.Next(&tag, &ok)) {
+      --in_flight_;
       Call& c = *static_cast<Call*>(tag);
       if (c.running) {
         c.running = false;
@@ -1269,13 +1166,14 @@ class GrpcLoadClient {
       }
       if (c.leasing) {
         OnLease(c, c.lease);
-      } else {
-        OnAck(c, c.ack);
+        continue;
       }
-    }
-    if (session_) {
-      stream_ctx_.TryCancel();  // ends the read left outstanding
-      stream_->Finish(&stream_status_, &finish_tag_);
+      RecordResult(*shared_, c.ack, c.board);
+      if (c.ack.has_next_lease()) {
+        OnLease(c, *c.ack.mutable_next_lease());
+      } else if (!shared_->stopping) {
+        Lease(c);
+      }
     }
     cq_.Shutdown();
     while (cq_.Next(&tag, &ok)) {
@@ -1286,22 +1184,10 @@ class GrpcLoadClient {
   SweepKeeper* keeper_;
   LoadShared* shared_;
   RunTimes run_;
-  const bool session_;
   std::vector<std::unique_ptr<Call>> calls_;
   grpc::CompletionQueue cq_;
-  int busy_ = 0;  // boards with a call or an alarm outstanding
+  int in_flight_ = 0;
   std::thread thread_;
-  // The session and its tags (the calls' tags are the Calls themselves).
-  grpc::ClientContext stream_ctx_;
-  std::unique_ptr<
-      grpc::ClientAsyncReaderWriter<v1::AgentCalls, v1::AgentReplies>>
-      stream_;
-  v1::AgentReplies replies_;
-  v1::AgentCalls pending_;      // the next message
-  v1::AgentCalls writing_msg_;  // the message being written
-  bool writing_ = false;
-  grpc::Status stream_status_;
-  char start_tag_ = 0, read_tag_ = 0, write_tag_ = 0, finish_tag_ = 0;
 };
 
 LoadResult RunLoad(const LoadOptions& o) {
@@ -1382,7 +1268,7 @@ LoadResult RunLoad(const LoadOptions& o) {
     for (auto& boards : per_client) {
       grpc_clients.push_back(std::make_unique<GrpcLoadClient>(
           stub.get(), &keeper, &shared, std::move(boards),
-          RunTimes(o.run, o.run_spread, grpc_clients.size() + 1), o.session));
+          RunTimes(o.run, o.run_spread, grpc_clients.size() + 1)));
     }
     for (auto& c : grpc_clients) c->Start();
   } else {
@@ -1601,9 +1487,6 @@ int main(int argc, char** argv) {
     } else if (arg == "--lease_apart") {
       // The what-if of a lease call of its own after each report.
       load.lease_with_report = false;
-    } else if (arg == "--unary") {
-      // The what-if of a unary call per lease and result through gRPC.
-      load.session = false;
     } else if (arg == "--whole_work_items") {
       // The what-if of every work item carrying its operator manifest.
       load.name_held_manifests = false;
@@ -1666,16 +1549,13 @@ int main(int argc, char** argv) {
       "always waiting on a lease or a result. Offered: each board runs its "
       "variant %lld ms +/- %.0f%% (uniform) between lease and result (at most "
       "%.0f rounds/s offered). %s Lease latency: from the call that asks for "
-      "the lease to its answer. CPU: the whole process, clients included. "
-      "Through gRPC the boards call %s.\n",
+      "the lease to its answer. CPU: the whole process, clients included.\n",
       load.boards, load.workloads, load.seconds, static_cast<long long>(run_ms),
       load.run_spread * 100, run_ms > 0 ? load.boards * 1000.0 / run_ms : 0.0,
       load.lease_with_report
           ? "Each result asks for the board's next lease (one call a round)."
           : "Each lease is a call of its own (--lease_apart: two calls a "
-            "round).",
-      load.session ? "on one agent session stream per client thread"
-                   : "unary calls (--unary)");
+            "round).");
   tunefarm::LoadOptions o = load;
   tunefarm::LoadResult saturated, short_sweeps, offered;
   if (runs == "all") {
@@ -1699,7 +1579,7 @@ int main(int argc, char** argv) {
           : 0;
   std::printf(
       "coordinator_bench: boards=%d workloads=%d%s run_ms=%lld "
-      "run_spread_pct=%.0f lease=%s calls=%s rounds_per_s=%.0f "
+      "run_spread_pct=%.0f lease=%s rounds_per_s=%.0f "
       "p50_ms=%.2f p99_ms=%.2f cpu_us_per_round=%.1f "
       "max_rounds_per_s=%.0f cpu_ratio_10000_vs_100=%.2f "
       "grpc_rounds_per_s=%.0f grpc_p50_ms=%.2f grpc_p99_ms=%.2f "
@@ -1710,8 +1590,7 @@ int main(int argc, char** argv) {
                                             : " objective=per_workload")
                          : "",
       static_cast<long long>(run_ms), load.run_spread * 100,
-      load.lease_with_report ? "with_report" : "apart",
-      load.session ? "session" : "unary", offered.rounds_per_s(),
+      load.lease_with_report ? "with_report" : "apart", offered.rounds_per_s(),
       offered.p50_ms, offered.p99_ms, saturated.cpu_us_per_round(),
       saturated.rounds_per_s(), ratio, grpc.rounds_per_s(), grpc.p50_ms,
       grpc.p99_ms, grpc.cpu_us_per_round(), offered.commit_p99_ms,

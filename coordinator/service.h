@@ -7,9 +7,8 @@
 // FarmService wakes the parked streams. The agent service is served by the
 // callback API too: an agent call hands its work to the control loop and
 // returns; once its batch is durable the loop hands the answer to the
-// service's reply thread, which finishes the call (or, for a call on an
-// AgentSession stream, writes its reply). No gRPC thread waits on the loop,
-// and the loop does not serialize answers.
+// service's reply thread, which finishes the call. No gRPC thread waits on
+// the loop, and the loop does not serialize answers.
 //
 // Every call is authenticated from its "authorization: Bearer" metadata
 // against the TokenTable (null = authentication off, for local development)
@@ -161,19 +160,8 @@ class AgentGrpcService final : public v1::AgentService::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::ReportResultRequest* request,
       v1::ReportResultResponse* response) override;
-  // An agent's lease traffic as messages on one stream (agent.proto): each
-  // call is posted to the loop as the unary one would be and answered on
-  // the stream once its batch is durable. Once kSessionWindow calls of a
-  // stream are in flight it is read no further until one is answered; a
-  // message of more calls than that has each refused.
-  grpc::ServerBidiReactor<v1::AgentCalls, v1::AgentReplies>* AgentSession(
-      grpc::CallbackServerContext* context) override;
-
-  static constexpr int kSessionWindow = 256;
 
  private:
-  class SessionReactor;
-
   // OK for agents and admins; UNAUTHENTICATED / PERMISSION_DENIED else.
   absl::Status CheckAgent(const grpc::ServerContextBase& context) const;
 

@@ -7,10 +7,3 @@ add_dependencies(cluster_test tunefarm-sim-matmul)
 target_compile_definitions(cluster_test PRIVATE
   SIM_MATMUL_BIN="$<TARGET_FILE:tunefarm-sim-matmul>")
 gtest_discover_tests(cluster_test DISCOVERY_TIMEOUT 60)
-
-# The agent session: leases and results as messages on one stream, the
-# service and the agent's client over real gRPC on loopback.
-add_executable(agent_session_test ${CMAKE_CURRENT_LIST_DIR}/agent_session_test.cc)
-target_link_libraries(agent_session_test PRIVATE coordinator_test_harness
-  tunefarm_agent_grpc tunefarm_grpc_util GTest::gtest_main GTest::gmock)
-gtest_discover_tests(agent_session_test DISCOVERY_TIMEOUT 60)
