@@ -7,8 +7,9 @@
 // Python runner; its diagnoses come from the real msprof files (the hotspot
 // and a pipe ratio that are in the fixture); a card failing with a device
 // error twice is quarantined and its failures are not blamed on the
-// variants; a UB overflow is the variant's BUILD_FAILED with the compiler's
-// byte counts.
+// variants (card 0 is drained until then, so the sweep's first leases go to
+// card 1 whatever the timing); a UB overflow is the variant's BUILD_FAILED
+// with the compiler's byte counts.
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -83,6 +84,25 @@ class AscendFarmTest : public FarmFixture {
     return {};
   }
 
+  // Drains (or admits) `id` once its agent has registered it.
+  void Admin(const std::string& id, bool drain) {
+    for (int i = 0; i < 600; ++i) {
+      v1::BoardAdminRequest req;
+      req.set_board_id(id);
+      req.set_reason("ascend_farm_test");
+      v1::BoardInfo resp;
+      grpc::ClientContext ctx;
+      Auth(&ctx);
+      grpc::Status st = drain ? stub_->DrainBoard(&ctx, req, &resp)
+                              : stub_->AdmitBoard(&ctx, req, &resp);
+      if (st.ok()) return;
+      ASSERT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND)
+          << st.error_message();
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    FAIL() << id << " never registered";
+  }
+
   std::string mode_file_;
 };
 
@@ -98,27 +118,29 @@ TEST_F(AscendFarmTest,
                    "--ascend_msprof",  kStandins + "/msprof",
                    "--ascend_python",  kStandins + "/ascend-python"};
   StartFarm(o);
+  // Card 0 waits drained until card 1 has failed, so card 1 is the one the
+  // sweep's first leases go to, however fast card 0 would be.
+  Admin("agent-1/ascend0", /*drain=*/true);
 
   const std::string id = Submit(AscendSpec("ascend-it", 2));
+  // Card 1: two device errors in a row, then quarantined; its failures were
+  // re-queued as board faults, never recorded against a variant. The agent
+  // reports the quarantine with its next heartbeat.
+  v1::BoardInfo bad = Board("agent-1/ascend1");
+  for (int i = 0; i < 1200 && bad.state() != v1::BOARD_STATE_QUARANTINED; ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
+    bad = Board("agent-1/ascend1");
+  }
+  ASSERT_EQ(bad.state(), v1::BOARD_STATE_QUARANTINED) << bad.health_detail();
+  EXPECT_TRUE(absl::StrContains(bad.health_detail(), "device error"))
+      << bad.health_detail();
+  Admin("agent-1/ascend0", /*drain=*/false);
+
   v1::Sweep sweep = WaitFinished(id, absl::Seconds(240));
   ASSERT_EQ(sweep.state(), v1::SWEEP_STATE_SUCCEEDED)
       << sweep.termination_detail();
   EXPECT_EQ(sweep.rounds_finished(), 2);
   EXPECT_FALSE(sweep.simulated());
-
-  // Card 1: two device errors in a row, then quarantined; its failures were
-  // re-queued as board faults, never recorded against a variant. The agent
-  // reports the quarantine with its next heartbeat, which may come after the
-  // sweep has ended, so the test waits for it.
-  v1::BoardInfo bad = Board("agent-1/ascend1");
-  for (int i = 0; i < 600 && bad.state() != v1::BOARD_STATE_QUARANTINED;
-       ++i) {
-    absl::SleepFor(absl::Milliseconds(50));
-    bad = Board("agent-1/ascend1");
-  }
-  EXPECT_EQ(bad.state(), v1::BOARD_STATE_QUARANTINED) << bad.health_detail();
-  EXPECT_TRUE(absl::StrContains(bad.health_detail(), "device error"))
-      << bad.health_detail();
   int board_faults = 0;
   for (const v1::SweepEvent& ev : Events(id)) {
     if (absl::StrContains(ev.message(), "507054")) ++board_faults;
