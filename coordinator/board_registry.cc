@@ -353,13 +353,6 @@ std::map<std::string, int> BoardRegistry::CountByState() const {
   return counts;
 }
 
-std::vector<v1::BoardInfo> BoardRegistry::Infos() const {
-  std::vector<v1::BoardInfo> boards;
-  boards.reserve(boards_.size());
-  for (const auto& [id, b] : boards_) boards.push_back(b.info);
-  return boards;
-}
-
 std::string BoardRegistry::StateName(v1::BoardState state) {
   switch (state) {
     case v1::BOARD_STATE_IDLE:

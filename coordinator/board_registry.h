@@ -121,8 +121,6 @@ class BoardRegistry {
   // Boards by state name ("idle", "busy", "lost", "quarantined",
   // "draining"; every one present, 0 when none).
   std::map<std::string, int> CountByState() const;
-  // Every board's record, by id.
-  std::vector<v1::BoardInfo> Infos() const;
   // "idle", "busy", ...; "unknown" for anything else.
   static std::string StateName(v1::BoardState state);
 

@@ -825,7 +825,18 @@ void Coordinator::PublishBoardMetrics() {
   board_metrics_stale_ = false;
   if (metrics_ == nullptr) return;
   metrics_->SetBoardsByState(registry_.CountByState());
-  metrics_->SetBoardStates(registry_.Infos());
+  std::vector<v1::BoardInfo> moved;
+  for (const auto& [id, b] : registry_.boards()) {
+    auto [at, fresh] = published_boards_.try_emplace(id);
+    PublishedBoard& p = at->second;
+    if (!fresh && p.state == b.info.state() && p.node == b.info.node() &&
+        p.chip == b.info.chip()) {
+      continue;
+    }
+    p = {b.info.state(), b.info.node(), b.info.chip()};
+    moved.push_back(b.info);
+  }
+  if (!moved.empty()) metrics_->SetBoardStates(moved);
 }
 
 // --- admin ------------------------------------------------------------------

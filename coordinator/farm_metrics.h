@@ -25,7 +25,9 @@ class FarmMetrics {
   virtual void LeaseExpired() = 0;
   // Number of boards in each state ("idle", "busy", "lost" …).
   virtual void SetBoardsByState(const std::map<std::string, int>& counts) = 0;
-  // Every board's current state (per-board series: board, node, chip).
+  // The current state of the boards whose state, node or chip changed since
+  // the last call, every board's the first time (per-board series: board,
+  // node, chip).
   virtual void SetBoardStates(const std::vector<v1::BoardInfo>& boards) = 0;
   virtual void BoardQuarantined(const v1::BoardInfo& board) = 0;
   // A board's health check (its kind's golden) was judged.

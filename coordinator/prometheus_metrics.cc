@@ -1,10 +1,7 @@
 #include "coordinator/prometheus_metrics.h"
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "absl/synchronization/mutex.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
@@ -141,17 +138,8 @@ class PrometheusFarmMetrics : public FarmMetrics {
   void SetBoardStates(const std::vector<v1::BoardInfo>& boards) override {
     static const char* kStates[] = {"idle", "busy", "lost", "quarantined",
                                     "draining"};
-    absl::MutexLock lock(&mu_);
     for (const v1::BoardInfo& b : boards) {
       const std::string now = StateLabel(b.state());
-      // Nine series a board: only boards whose state or labels moved since
-      // the last call are touched (a thousand boards, a few changed).
-      std::string key = absl::StrCat(now, "\n", b.node(), "\n", b.chip());
-      auto [at, fresh] = published_.try_emplace(b.board_id(), key);
-      if (!fresh) {
-        if (at->second == key) continue;
-        at->second = std::move(key);
-      }
       for (const char* st : kStates) {
         board_state_
             .Add({{"board", b.board_id()},
@@ -211,9 +199,6 @@ class PrometheusFarmMetrics : public FarmMetrics {
   prometheus::Histogram& lease_latency_;
   prometheus::Histogram& queue_wait_;
   prometheus::Family<prometheus::Gauge>& board_state_;
-  absl::Mutex mu_;
-  // Per board, the state, node and chip SetBoardStates last published.
-  absl::flat_hash_map<std::string, std::string> published_ ABSL_GUARDED_BY(mu_);
   prometheus::Family<prometheus::Counter>& board_busy_;
   prometheus::Family<prometheus::Counter>& board_quarantines_;
   prometheus::Family<prometheus::Counter>& health_checks_;

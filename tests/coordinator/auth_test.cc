@@ -137,8 +137,8 @@ TEST(MetricsTeamLabelsTest, TeamNamesOnlyWhenOptedIn) {
       << shown;
 }
 
-// SetBoardStates touches only the boards whose state moved since its last
-// call; each board's series still say its current state, one 1 among 0s.
+// Each board's series say the state SetBoardStates last gave it, one 1
+// among 0s, whether a call names every board or only those that moved.
 TEST(MetricsBoardStatesTest, EachBoardsSeriesFollowItsState) {
   prometheus::Registry registry;
   std::unique_ptr<FarmMetrics> m = NewPrometheusFarmMetrics(registry, false);
@@ -176,7 +176,7 @@ TEST(MetricsBoardStatesTest, EachBoardsSeriesFollowItsState) {
   m->SetBoardStates({a, b});  // unchanged: still right
   only("n/1", "busy");
   a.set_state(v1::BOARD_STATE_LOST);
-  m->SetBoardStates({a, b});
+  m->SetBoardStates({a});  // only the one that moved
   only("n/0", "lost");
   only("n/1", "busy");
 }

@@ -90,7 +90,7 @@ TEST_F(BoardRegistryTest, EveryStateIsCountedZeroIncluded) {
                                                 {"idle", 2},
                                                 {"lost", 0},
                                                 {"quarantined", 1}}));
-  EXPECT_EQ(registry_.Infos().size(), 3u);
+  EXPECT_EQ(registry_.boards().size(), 3u);
   EXPECT_EQ(BoardRegistry::StateName(v1::BOARD_STATE_UNSPECIFIED), "unknown");
 }
 

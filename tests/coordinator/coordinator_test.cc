@@ -107,7 +107,7 @@ class FakeFarmMetrics : public FarmMetrics {
   void DiagnosisRecorded() override { ++diagnoses; }
   void SetBoardStates(const std::vector<v1::BoardInfo>& boards) override {
     ++board_state_publishes;
-    board_states.clear();
+    last_board_states = boards.size();
     for (const auto& b : boards) board_states[b.board_id()] = b.state();
   }
   void BoardQuarantined(const v1::BoardInfo& board) override {
@@ -124,6 +124,7 @@ class FakeFarmMetrics : public FarmMetrics {
   }
 
   std::map<std::string, v1::BoardState> board_states;
+  size_t last_board_states = 0;  // boards in the last SetBoardStates
   int board_state_publishes = 0;
   std::map<std::string, double> board_busy_seconds;
   std::map<std::string, int> team_rounds;
@@ -559,16 +560,17 @@ TEST_F(CoordinatorTest, BaselineRunsFirstThenEveryBoardGetsADistinctCandidate) {
   ExpectEventLogConsistent(id);
 }
 
-// Every board's state goes to the metrics from the tick, once per tick when
-// a board changed, never from a lease or a result: publishing them all is
-// O(boards), and a farm of a thousand boards makes thousands of those calls
-// a second.
+// Board states go to the metrics from the tick, once per tick when a board
+// changed, never from a lease or a result: publishing is O(boards), and a
+// farm of a thousand boards makes thousands of those calls a second. Each
+// publish hands over only the boards that moved since the last.
 TEST_F(CoordinatorTest, BoardStatesReachTheMetricsOncePerTickNotPerCall) {
   Submit(SpecYaml({}));
   Register("a1", {Board("a1/b0"), Board("a1/b1")});
   Tick();
   const int published = metrics_.board_state_publishes;
   EXPECT_EQ(metrics_.board_states["a1/b0"], v1::BOARD_STATE_IDLE);
+  EXPECT_EQ(metrics_.board_states["a1/b1"], v1::BOARD_STATE_IDLE);
   EXPECT_EQ(metrics_.boards_by_state["idle"], 2);
 
   ReportOk(Lease("a1/b0"), 100);
@@ -586,9 +588,12 @@ TEST_F(CoordinatorTest, BoardStatesReachTheMetricsOncePerTickNotPerCall) {
   EXPECT_EQ(metrics_.boards_by_state["busy"], 2);
   Tick();  // nothing changed since
   EXPECT_EQ(metrics_.board_state_publishes, published + 1);
-  ReportOk(w1, 95);
+  ReportOk(w1, 95);  // b0 is free again; b1 still runs
   Tick();
   EXPECT_EQ(metrics_.board_state_publishes, published + 2);
+  EXPECT_EQ(metrics_.last_board_states, 1u);
+  EXPECT_EQ(metrics_.board_states["a1/b0"], v1::BOARD_STATE_IDLE);
+  EXPECT_EQ(metrics_.board_states["a1/b1"], v1::BOARD_STATE_BUSY);
 }
 
 TEST_F(CoordinatorTest, LeaseRespectsTheBoardSelector) {
