@@ -31,7 +31,9 @@
 // The databases live in $TMPDIR (default /tmp): point TMPDIR at the disk the
 // farm's data_dir would use. Single-threaded except for gRPC's own threads
 // and the control loop in BM_RoundCycle_Grpc.
+#include <pthread.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -691,6 +693,9 @@ struct LoadResult {
   int64_t rounds = 0;
   double seconds = 0;
   double cpu_s = 0;  // the whole process (clients included)
+  // The gRPC run's client threads alone (the simulated agents): cpu_s less
+  // this is what the coordinator and gRPC's own threads used.
+  double client_cpu_s = 0;
   double p50_ms = 0;
   double p99_ms = 0;
   // The durable commits while measuring: what each call waited for its
@@ -701,6 +706,9 @@ struct LoadResult {
   double rounds_per_s() const { return seconds > 0 ? rounds / seconds : 0; }
   double cpu_us_per_round() const {
     return rounds > 0 ? cpu_s * 1e6 / rounds : 0;
+  }
+  double client_cpu_us_per_round() const {
+    return rounds > 0 ? client_cpu_s * 1e6 / rounds : 0;
   }
 };
 
@@ -1076,6 +1084,16 @@ class GrpcLoadClient {
     thread_ = std::thread([this] { Run(); });
   }
   void Join() { thread_.join(); }
+  // The CPU time its thread used so far (while it runs).
+  double CpuSeconds() {
+    clockid_t clock;
+    struct timespec t;
+    if (pthread_getcpuclockid(thread_.native_handle(), &clock) != 0 ||
+        clock_gettime(clock, &t) != 0) {
+      return 0;
+    }
+    return t.tv_sec + t.tv_nsec / 1e9;
+  }
 
  private:
   struct Call {
@@ -1280,6 +1298,12 @@ LoadResult RunLoad(const LoadOptions& o) {
     for (auto& c : core_clients) c->Start();
   }
   absl::SleepFor(absl::Milliseconds(500));  // warm-up, not measured
+  auto client_cpu = [&] {
+    double s = 0;
+    for (auto& c : grpc_clients) s += c->CpuSeconds();
+    return s;
+  };
+  const double client_cpu0 = client_cpu();
   const double cpu0 = ProcessCpuSeconds();
   const absl::Time t0 = absl::Now();
   shared.measuring = true;
@@ -1289,6 +1313,7 @@ LoadResult RunLoad(const LoadOptions& o) {
   metrics.measuring = false;
   result.seconds = absl::ToDoubleSeconds(absl::Now() - t0);
   result.cpu_s = ProcessCpuSeconds() - cpu0;
+  result.client_cpu_s = client_cpu() - client_cpu0;
   result.rounds = shared.rounds.load();
   shared.stopping = true;
   for (auto& c : core_clients) c->Drain();
@@ -1532,13 +1557,17 @@ int main(int argc, char** argv) {
       ++errors;
       std::printf("  %-34s FAILED: %s\n", what, r.status.ToString().c_str());
     } else {
+      const std::string clients =
+          r.client_cpu_s > 0
+              ? absl::StrFormat(" (clients %.1f)", r.client_cpu_us_per_round())
+              : "";
       std::printf(
           "  %-34s %8.0f rounds/s  lease p50 %6.2f ms  p99 %6.2f ms  "
-          "CPU %6.1f us/round  commit p50 %5.2f ms  p99 %5.2f ms  (%lld "
+          "CPU %6.1f us/round%s  commit p50 %5.2f ms  p99 %5.2f ms  (%lld "
           "rounds, %d sweeps)\n",
           what, r.rounds_per_s(), r.p50_ms, r.p99_ms, r.cpu_us_per_round(),
-          r.commit_p50_ms, r.commit_p99_ms, static_cast<long long>(r.rounds),
-          r.sweeps);
+          clients.c_str(), r.commit_p50_ms, r.commit_p99_ms,
+          static_cast<long long>(r.rounds), r.sweeps);
     }
     std::fflush(stdout);
     return r;
@@ -1549,7 +1578,8 @@ int main(int argc, char** argv) {
       "always waiting on a lease or a result. Offered: each board runs its "
       "variant %lld ms +/- %.0f%% (uniform) between lease and result (at most "
       "%.0f rounds/s offered). %s Lease latency: from the call that asks for "
-      "the lease to its answer. CPU: the whole process, clients included.\n",
+      "the lease to its answer. CPU: the whole process, clients included "
+      "(through gRPC, the client threads' own share in brackets).\n",
       load.boards, load.workloads, load.seconds, static_cast<long long>(run_ms),
       load.run_spread * 100, run_ms > 0 ? load.boards * 1000.0 / run_ms : 0.0,
       load.lease_with_report
@@ -1583,8 +1613,8 @@ int main(int argc, char** argv) {
       "p50_ms=%.2f p99_ms=%.2f cpu_us_per_round=%.1f "
       "max_rounds_per_s=%.0f cpu_ratio_10000_vs_100=%.2f "
       "grpc_rounds_per_s=%.0f grpc_p50_ms=%.2f grpc_p99_ms=%.2f "
-      "grpc_cpu_us_per_round=%.1f commit_p99_ms=%.2f grpc_commit_p99_ms=%.2f "
-      "errors=%d\n",
+      "grpc_cpu_us_per_round=%.1f grpc_client_cpu_us_per_round=%.1f "
+      "commit_p99_ms=%.2f grpc_commit_p99_ms=%.2f errors=%d\n",
       load.boards, load.workloads,
       load.workloads > 1 ? (load.one_config ? " objective=one_config"
                                             : " objective=per_workload")
@@ -1593,7 +1623,7 @@ int main(int argc, char** argv) {
       load.lease_with_report ? "with_report" : "apart", offered.rounds_per_s(),
       offered.p50_ms, offered.p99_ms, saturated.cpu_us_per_round(),
       saturated.rounds_per_s(), ratio, grpc.rounds_per_s(), grpc.p50_ms,
-      grpc.p99_ms, grpc.cpu_us_per_round(), offered.commit_p99_ms,
-      grpc.commit_p99_ms, errors);
+      grpc.p99_ms, grpc.cpu_us_per_round(), grpc.client_cpu_us_per_round(),
+      offered.commit_p99_ms, grpc.commit_p99_ms, errors);
   return errors == 0 ? 0 : 1;
 }
