@@ -120,7 +120,7 @@ TEST_F(AscendFarmTest,
   StartFarm(o);
   // Card 0 waits drained until card 1 has failed, so card 1 is the one the
   // sweep's first leases go to, however fast card 0 would be.
-  Admin("agent-1/ascend0", /*drain=*/true);
+  ASSERT_NO_FATAL_FAILURE(Admin("agent-1/ascend0", /*drain=*/true));
 
   const std::string id = Submit(AscendSpec("ascend-it", 2));
   // Card 1: two device errors in a row, then quarantined; its failures were
@@ -134,7 +134,7 @@ TEST_F(AscendFarmTest,
   ASSERT_EQ(bad.state(), v1::BOARD_STATE_QUARANTINED) << bad.health_detail();
   EXPECT_TRUE(absl::StrContains(bad.health_detail(), "device error"))
       << bad.health_detail();
-  Admin("agent-1/ascend0", /*drain=*/false);
+  ASSERT_NO_FATAL_FAILURE(Admin("agent-1/ascend0", /*drain=*/false));
 
   v1::Sweep sweep = WaitFinished(id, absl::Seconds(240));
   ASSERT_EQ(sweep.state(), v1::SWEEP_STATE_SUCCEEDED)
