@@ -165,7 +165,7 @@ class ResultMaker {
     v1::RoundResult r;
     r.set_outcome(v1::OUTCOME_OK);
     r.mutable_precision()->set_passed(true);
-    r.mutable_precision()->set_elements(2048 * 2048);
+    r.mutable_precision()->set_elements(int64_t{2048} * 2048);
     v1::Measurement* m = r.mutable_measurement();
     m->set_median_us(median);
     m->set_p20_us(median * 0.99);
@@ -878,7 +878,7 @@ class SweepKeeper {
         workloads_(workloads),
         one_config_(one_config),
         target_(static_cast<int>(std::max<int64_t>(
-            4, 2 * boards / std::max<int64_t>(1, rounds) + 2))) {}
+            4, int64_t{2} * boards / std::max<int64_t>(1, rounds) + 2))) {}
   ~SweepKeeper() {
     {
       absl::MutexLock lock(&park_mu_);

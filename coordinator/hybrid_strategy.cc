@@ -493,7 +493,8 @@ class HybridStrategy : public Strategy {
         return c;
       }
     }
-    // Elite restarts once the best stalls or has no single change left.
+    // Elite restarts once the best stalls or has no single change left;
+    // space-filling exploration once it stalls.
     const bool stalled =
         o_.restart_after > 0 && m.since_best >= o_.restart_after;
     std::array<bool, kTechniques> open = {!m.best.empty(), stalled, true,
@@ -511,8 +512,20 @@ class HybridStrategy : public Strategy {
       } else if (t == kRecombineTechnique) {
         c = Recombine(h, m, rng, why);
       } else if (t == kExploreTechnique) {
-        c = ModelReady(m) ? Explore(h, m, rng, why)
-                          : Uniform(h, m, rng, why, true);
+        // Once the best stalls, away from everything tried instead of where
+        // the model points: in a deceptive space (a method that wins only
+        // with another parameter far from the fast rounds) the model's
+        // rating keeps draws off the next basin.
+        c = ModelReady(m) && !stalled
+                ? Explore(h, m, rng, why)
+                : Uniform(h, m, rng,
+                          stalled ? absl::StrFormat(
+                                        "%s; %d rounds without a new best: "
+                                        "exploration away from everything "
+                                        "tried, not where the model points",
+                                        why, m.since_best)
+                                  : why,
+                          true);
       } else if (ModelReady(m)) {
         c = Tpe(h, m, rng, why);
       } else {

@@ -22,10 +22,14 @@
 //           model (tpe), recombination (a genetic algorithm's crossover
 //           of two of the fastest configurations, plus mutation) and
 //           exploration (of 4 uniform untried draws, the one the model
-//           rates best). Each new best first gets `walk` walk rounds; every
-//           other board goes to the technique with the best recent record
-//           of new bests (the area under its curve over its last uses in
-//           the last `bandit_window` rounds) plus an exploration bonus.
+//           rates best; once `restart_after` finished rounds brought no new
+//           best, the one farthest from everything tried, because the
+//           model's rating keeps draws off what the slow rounds cover,
+//           which in a deceptive space is where the next basin lies).
+//           Each new best first gets `walk` walk rounds; every other board
+//           goes to the technique with the best recent record of new bests
+//           (the area under its curve over its last uses in the last
+//           `bandit_window` rounds) plus an exploration bonus.
 //           Its `startup` first rounds are draws of a maximin design (of 4
 //           uniform untried draws, the one farthest from every
 //           configuration tried or in flight).
@@ -70,8 +74,8 @@
 // walk from the diagnosis' suggestions first, default 1); hybrid only: walk
 // (walk rounds right after each new best before the bandit, default 4),
 // restart_after (default 20; 0 = restart only when the best has no single
-// change left), bandit_window (default 50), bandit_c_pct (the exploration
-// weight in percent, default 30).
+// change left, and exploration always asks the model), bandit_window (default
+// 50), bandit_c_pct (the exploration weight in percent, default 30).
 //
 // Thread-safety: none needed; Propose is a pure function of its arguments.
 #ifndef TUNEFARM_COORDINATOR_HYBRID_STRATEGY_H_
