@@ -296,8 +296,9 @@ double LogDensity(const Model& m, const std::vector<Config>& centres,
   double sum = prior;
   for (const Config& g : centres) {
     double p = 1;
-    for (size_t i = 0; i < m.dims.size(); ++i)
+    for (size_t i = 0; i < m.dims.size(); ++i) {
       p *= m.dims[i].kernel[g[i]][c[i]];
+    }
     sum += p;
   }
   return std::log(sum / static_cast<double>(centres.size() + 1));
@@ -367,7 +368,7 @@ class HybridStrategy : public Strategy {
 
  private:
   Candidate Make(const SearchHistory& h, const Model& m, ParamMap params,
-                 std::string stage, std::string why) const {
+                 std::string stage, const std::string& why) const {
     Candidate c;
     c.parent_round = h.best_round;
     c.changes = DiffParams(m.parent, params);
@@ -895,8 +896,9 @@ absl::StatusOr<HybridOptions> HybridOptionsFromSpec(
     auto it = fields.find(key);
     if (it == fields.end()) {
       std::string known;
-      for (const auto& [k, f] : fields)
+      for (const auto& [k, f] : fields) {
         absl::StrAppend(&known, known.empty() ? "" : ", ", k);
+      }
       return absl::InvalidArgumentError(absl::StrCat(
           "strategy.options.", key.substr(0, 64),
           ": unknown option for strategy ",
