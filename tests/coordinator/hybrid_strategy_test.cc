@@ -407,7 +407,7 @@ std::optional<double> Deceptive(const ParamMap& p) {
 }
 
 TEST(HybridStrategy, ExploresAwayFromEverythingTriedOnceTheBestStalls) {
-  int found = 0;
+  int found = 0, by_away = 0;
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     SCOPED_TRACE(seed);
     Sweep s(Toy(8), "hybrid", seed);
@@ -417,25 +417,25 @@ TEST(HybridStrategy, ExploresAwayFromEverythingTriedOnceTheBestStalls) {
     for (int n = 1; n < 400 && s.best_us >= 100; ++n) {
       std::vector<Candidate> c = st->Propose(s.view(), 1);
       ASSERT_EQ(c.size(), 1u);
-      if (c[0].stage == "explore" &&
-          c[0].rationale.find("exploration away from everything tried") !=
-              std::string::npos) {
-        away = true;
+      away = c[0].stage == "explore" &&
+             c[0].rationale.find("exploration away from everything tried") !=
+                 std::string::npos;
+      if (away) {
         EXPECT_THAT(c[0].rationale, HasSubstr("rounds without a new best"));
       }
       s.Finish(s.Add(c[0]), Deceptive);
     }
     if (s.best_us < 100) {
       ++found;
-    } else {
-      EXPECT_TRUE(away) << "stalled in the shallow basin without exploring "
-                           "away from it";
+      by_away += away;
     }
   }
   // The deep basin is 1 of 64 (a, d) pairs: a uniform draw finds it in
   // about 64 rounds. With exploration that asks the model even when stuck,
   // 2 of these 10 seeds never found it in 400 rounds.
   EXPECT_EQ(found, 10);
+  // And it is that exploration that finds it, in most seeds.
+  EXPECT_GE(by_away, 5);
 }
 
 // guided, tpe and hybrid alike (RaceAgainCandidate).
