@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -71,9 +72,9 @@ std::optional<Candidate> RaceAgainCandidate(
   const double best_us = best->result().measurement().median_us();
   if (best_us <= 0) return std::nullopt;
   const double min_gain = h.spec != nullptr ? h.spec->min_gain() : 0;
-  // The inconclusive rounds that beat the best, fastest first. Most calls
-  // find none and so never build a configuration's key: this runs on every
-  // proposal, over the whole history.
+  // The inconclusive rounds that beat the best. This runs on every
+  // proposal, over the whole history, and most calls find none: only then
+  // are configuration keys built, to count how often each was measured.
   std::vector<const v1::Round*> faster;
   for (const v1::Round& r : *h.rounds) {
     if (r.state() != v1::ROUND_STATE_DONE ||
@@ -84,34 +85,19 @@ std::optional<Candidate> RaceAgainCandidate(
     if (us <= 0 || us > best_us * (1 - min_gain)) continue;
     faster.push_back(&r);
   }
-  std::stable_sort(faster.begin(), faster.end(),
-                   [](const v1::Round* a, const v1::Round* b) {
-                     return a->result().measurement().median_us() <
-                            b->result().measurement().median_us();
-                   });
-  auto same = [](const ParamMap& a, const ParamMap& b) {
-    if (a.size() != b.size()) return false;
-    for (const auto& [name, value] : a) {
-      auto it = b.find(name);
-      if (it == b.end() || !ParamValueEquals(value, it->second)) return false;
-    }
-    return true;
-  };
+  if (faster.empty()) return std::nullopt;
+  absl::flat_hash_map<std::string, int> times;
+  for (const v1::Round& r : *h.rounds) ++times[ParamsKey(r.params())];
   const v1::Round* pick = nullptr;
   for (const v1::Round* r : faster) {
-    if (std::find(skip.begin(), skip.end(), ParamsKey(r->params())) !=
-        skip.end()) {
+    const std::string key = ParamsKey(r->params());
+    if (times[key] != 1 ||
+        std::find(skip.begin(), skip.end(), key) != skip.end()) {
       continue;
     }
-    // Measured once only: not re-raced yet.
-    int times = 0;
-    for (const v1::Round& o : *h.rounds) {
-      times += same(o.params(), r->params());
-      if (times > 1) break;
-    }
-    if (times == 1) {
+    const double us = r->result().measurement().median_us();
+    if (pick == nullptr || us < pick->result().measurement().median_us()) {
       pick = r;
-      break;
     }
   }
   if (pick == nullptr) return std::nullopt;
