@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <optional>
 #include <random>
@@ -79,20 +80,27 @@ int TechniqueOf(const std::string& stage) {
 
 struct Finished {
   double log_us = 0;
-  Config config;
+  const Config* config = nullptr;
   int64_t round = -1;
 };
 
+class RoundIndex;
+
+// The model of one Propose call. Its configurations point into the
+// RoundIndex (rounds of the history) and into `proposed` (this call's).
 struct Model {
   std::vector<Dim> dims;
-  // Every round's configuration: a mixed-radix code when it lies on the grid
-  // (and the space has fewer than 2^62 points), its ParamsKey otherwise.
-  absl::flat_hash_set<uint64_t> visited_codes;
-  absl::flat_hash_set<std::string> visited;
+  // The configurations tried: the index's, plus this call's proposals, as
+  // mixed-radix codes when on the grid (and the space has fewer than 2^62
+  // points), as ParamsKeys otherwise.
+  const RoundIndex* index = nullptr;
+  absl::flat_hash_set<uint64_t> proposed_codes;
+  absl::flat_hash_set<std::string> proposed_keys;
+  std::deque<Config> proposed;  // this call's proposals on the grid
   bool codable = true;
   std::vector<Finished> ok;  // fastest first
-  std::vector<Config> failed;
-  std::vector<Config> good, bad;
+  std::vector<const Config*> failed;
+  std::vector<const Config*> good, bad;
   Config best;  // empty when the best is not on the grid
   ParamMap parent;
   const v1::Diagnosis* diagnosis = nullptr;
@@ -136,15 +144,96 @@ uint64_t Code(const Model& m, const Config& c) {
   return code;
 }
 
+// What the model reads from each round's parameters and stage, kept between
+// Propose calls (HistoryCursor): a round's position on the grid and the
+// technique that proposed it never change once it exists, and re-reading
+// every round's parameters on every proposal made each proposal's cost grow
+// with the sweep. Owned by the strategy; not thread-safe.
+class RoundIndex {
+ public:
+  struct Entry {
+    bool grid = false;  // all parameters on the grid
+    Config config;      // when on the grid
+    int technique = -1;
+  };
+
+  // Brings the index up to h's rounds under the grid of `m` (its dims and
+  // codable); another history or another grid is read from the start.
+  void Update(const Model& m, const SearchHistory& h) {
+    std::string grid = m.codable ? "c" : "k";
+    for (const Dim& d : m.dims) {
+      absl::StrAppend(&grid, d.name, "=");
+      for (const v1::ParamValue& v : d.ordered) {
+        absl::StrAppend(&grid, ParamValueToString(v), ",");
+      }
+      grid.push_back(';');
+    }
+    size_t i = cursor_.Resume(h);
+    if (i == 0 || grid != grid_) {
+      i = 0;
+      grid_ = std::move(grid);
+      entries_.clear();
+      codes_.clear();
+      keys_.clear();
+    }
+    for (; h.rounds != nullptr && i < h.rounds->size(); ++i) {
+      const v1::Round& r = (*h.rounds)[i];
+      Entry& e = entries_.emplace_back();
+      e.grid = ToConfig(m, r.params(), &e.config);
+      if (!e.grid) e.config.clear();
+      e.technique = TechniqueOf(r.stage());
+      if (m.codable && e.grid) {
+        codes_.insert(Code(m, e.config));
+      } else {
+        keys_.insert(ParamsKey(r.params()));
+      }
+    }
+    cursor_.ReadAll(h);
+  }
+
+  // One entry per round of the last Update's history, in its order.
+  const std::vector<Entry>& entries() const { return entries_; }
+  bool Visited(uint64_t code) const { return codes_.contains(code); }
+  bool Visited(const std::string& key) const { return keys_.contains(key); }
+
+ private:
+  HistoryCursor cursor_;
+  std::string grid_;  // the grid the entries were read under
+  std::vector<Entry> entries_;
+  absl::flat_hash_set<uint64_t> codes_;
+  absl::flat_hash_set<std::string> keys_;
+};
+
 // Not tried yet, and feasible.
 bool Fresh(const Model& m, const Config& c) {
   if (m.codable) {
-    if (m.visited_codes.contains(Code(m, c))) return false;
-    if (m.visited.empty() && m.constraints.empty()) return true;
+    const uint64_t code = Code(m, c);
+    if (m.index->Visited(code) || m.proposed_codes.contains(code)) {
+      return false;
+    }
+    if (m.constraints.empty()) return true;
   }
+  // A configuration on the grid can equal no round off it: only without
+  // codes are keys compared.
   const ParamMap p = ToParams(m, c);
-  return (m.codable || !m.visited.contains(ParamsKey(p))) &&
-         m.constraints.Feasible(p);
+  if (!m.codable) {
+    const std::string key = ParamsKey(p);
+    if (m.index->Visited(key) || m.proposed_keys.contains(key)) return false;
+  }
+  return m.constraints.Feasible(p);
+}
+
+// Records a proposal of this call as tried (and, on the grid, as slow: the
+// constant liar).
+void AddProposal(Model& m, const ParamMap& params) {
+  Config on_grid;
+  const bool grid = ToConfig(m, params, &on_grid);
+  if (m.codable && grid) {
+    m.proposed_codes.insert(Code(m, on_grid));
+  } else {
+    m.proposed_keys.insert(ParamsKey(params));
+  }
+  if (grid) m.bad.push_back(&m.proposed.emplace_back(std::move(on_grid)));
 }
 
 int Distance(const Config& a, const Config& b) {
@@ -184,7 +273,7 @@ void BuildKernels(Dim& d, int components) {
   }
 }
 
-Model Learn(const HybridOptions& o, const SearchHistory& h) {
+Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   Model m;
   const v1::OperatorManifest& op = *h.op;
   m.constraints = ConstraintsOf(op);
@@ -202,10 +291,11 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
   }
   // The parent: the best round, else the baseline parameters.
   const v1::Round* best = nullptr;
-  if (h.rounds != nullptr) {
-    for (const v1::Round& r : *h.rounds) {
-      if (r.round_id() == h.best_round) best = &r;
-    }
+  if (h.rounds != nullptr && h.best_round >= 0) {
+    auto at = std::lower_bound(
+        h.rounds->begin(), h.rounds->end(), h.best_round,
+        [](const v1::Round& r, int64_t id) { return r.round_id() < id; });
+    if (at != h.rounds->end() && at->round_id() == h.best_round) best = &*at;
   }
   if (best != nullptr) {
     m.parent = best->params();
@@ -220,40 +310,34 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
   }
   if (!ToConfig(m, m.parent, &m.best)) m.best.clear();
   m.codable = SpaceSize(op) < (uint64_t{1} << 62);
-  std::vector<Config> pending;
-  if (h.rounds != nullptr) {
-    for (const v1::Round& r : *h.rounds) {
-      Config on_grid;
-      const bool grid = ToConfig(m, r.params(), &on_grid);
-      if (m.codable && grid) {
-        m.visited_codes.insert(Code(m, on_grid));
-      } else {
-        m.visited.insert(ParamsKey(r.params()));
-      }
-      if (r.state() == v1::ROUND_STATE_CANCELLED) continue;
-      ++m.rounds;
-      const int technique = TechniqueOf(r.stage());
-      if (technique >= 0) {
-        m.uses.emplace_back(technique, r.state() == v1::ROUND_STATE_DONE &&
+  index.Update(m, h);
+  m.index = &index;
+  std::vector<const Config*> pending;
+  for (size_t i = 0; i < index.entries().size(); ++i) {
+    const v1::Round& r = (*h.rounds)[i];
+    const RoundIndex::Entry& e = index.entries()[i];
+    if (r.state() == v1::ROUND_STATE_CANCELLED) continue;
+    ++m.rounds;
+    if (e.technique >= 0) {
+      m.uses.emplace_back(e.technique, r.state() == v1::ROUND_STATE_DONE &&
                                            r.decision() == v1::DECISION_KEPT);
-      }
-      if (r.parent_round() == h.best_round && h.best_round >= 0 &&
-          IsWalkStage(r.stage()) && r.changes_size() == 1) {
-        ++m.walk_used;
-      }
-      if (r.state() != v1::ROUND_STATE_DONE) {
-        ++m.pending;
-        if (grid) pending.push_back(std::move(on_grid));
-        continue;
-      }
-      if (r.round_id() > h.best_round) ++m.since_best;
-      if (!grid) continue;
-      const double median = r.result().measurement().median_us();
-      if (r.result().outcome() == v1::OUTCOME_OK && median > 0) {
-        m.ok.push_back({std::log(median), std::move(on_grid), r.round_id()});
-      } else {
-        m.failed.push_back(std::move(on_grid));
-      }
+    }
+    if (r.parent_round() == h.best_round && h.best_round >= 0 &&
+        e.technique == kWalkTechnique && r.changes_size() == 1) {
+      ++m.walk_used;
+    }
+    if (r.state() != v1::ROUND_STATE_DONE) {
+      ++m.pending;
+      if (e.grid) pending.push_back(&e.config);
+      continue;
+    }
+    if (r.round_id() > h.best_round) ++m.since_best;
+    if (!e.grid) continue;
+    const double median = r.result().measurement().median_us();
+    if (r.result().outcome() == v1::OUTCOME_OK && median > 0) {
+      m.ok.push_back({std::log(median), &e.config, r.round_id()});
+    } else {
+      m.failed.push_back(&e.config);
     }
   }
   std::stable_sort(
@@ -268,7 +352,7 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
   for (int i = 0; i < n_ok; ++i) {
     (i < n_good ? m.good : m.bad).push_back(m.ok[i].config);
   }
-  for (const Config& c : m.failed) m.bad.push_back(c);
+  for (const Config* c : m.failed) m.bad.push_back(c);
   // How much each numeric domain's order explains the times so far: a
   // method id or a flag behaves as a category, a tile size as an ordered
   // value. Until three values were seen, half and half.
@@ -276,28 +360,28 @@ Model Learn(const HybridOptions& o, const SearchHistory& h) {
     Dim& d = m.dims[i];
     if (!d.ordinal) continue;
     std::vector<std::vector<double>> times(d.ordered.size());
-    for (const Finished& f : m.ok) times[f.config[i]].push_back(f.log_us);
+    for (const Finished& f : m.ok) times[(*f.config)[i]].push_back(f.log_us);
     d.order_weight = OrderWeight(times, kUndeterminedOrder);
   }
   // Rounds in flight count as slow (a constant liar, as Optuna's TPE with
   // constant_liar): the next proposals move away from them instead of
   // piling onto the same good region while their results are out.
-  for (Config& c : pending) m.bad.push_back(std::move(c));
+  for (const Config* c : pending) m.bad.push_back(c);
   for (Dim& d : m.dims) BuildKernels(d, static_cast<int>(m.good.size()));
   return m;
 }
 
 // log of the mixture density of `c` around `centres` (plus a uniform prior
 // component of the same weight as one centre).
-double LogDensity(const Model& m, const std::vector<Config>& centres,
+double LogDensity(const Model& m, const std::vector<const Config*>& centres,
                   const Config& c) {
   double prior = 1;
   for (const Dim& d : m.dims) prior /= static_cast<double>(d.ordered.size());
   double sum = prior;
-  for (const Config& g : centres) {
+  for (const Config* g : centres) {
     double p = 1;
     for (size_t i = 0; i < m.dims.size(); ++i) {
-      p *= m.dims[i].kernel[g[i]][c[i]];
+      p *= m.dims[i].kernel[(*g)[i]][c[i]];
     }
     sum += p;
   }
@@ -313,7 +397,7 @@ Config SampleAround(const Model& m, std::mt19937_64& rng) {
       c[i] = Below(rng, static_cast<int>(d.ordered.size()));
       continue;
     }
-    const std::vector<double>& cdf = d.cdf[m.good[pick][i]];
+    const std::vector<double>& cdf = d.cdf[(*m.good[pick])[i]];
     const double u = Uniform01(rng) * cdf.back();
     c[i] = static_cast<int>(std::lower_bound(cdf.begin(), cdf.end(), u) -
                             cdf.begin());
@@ -338,7 +422,7 @@ class HybridStrategy : public Strategy {
     for (const v1::ParameterDomain& p : h.op->parameters()) {
       if (p.values().empty()) return out;
     }
-    Model m = Learn(o_, h);
+    Model m = Learn(o_, h, index_);
     const uint64_t count = h.rounds != nullptr ? h.rounds->size() : 0;
     std::seed_seq seq{static_cast<uint32_t>(o_.seed),
                       static_cast<uint32_t>(o_.seed >> 32),
@@ -348,14 +432,7 @@ class HybridStrategy : public Strategy {
     while (static_cast<int>(out.size()) < n) {
       std::optional<Candidate> c = ProposeOne(h, m, rng);
       if (!c.has_value()) break;
-      Config on_grid;
-      const bool grid = ToConfig(m, c->params, &on_grid);
-      if (m.codable && grid) {
-        m.visited_codes.insert(Code(m, on_grid));
-      } else {
-        m.visited.insert(ParamsKey(c->params));
-      }
-      if (grid) m.bad.push_back(std::move(on_grid));  // the constant liar
+      AddProposal(m, c->params);
       ++m.rounds;
       ++m.pending;
       if (const int t = TechniqueOf(c->stage); t >= 0) {
@@ -554,10 +631,10 @@ class HybridStrategy : public Strategy {
     int tried = 0;
     for (size_t i = 0; i < m.ok.size() && tried < kElites; ++i) {
       const Finished& e = m.ok[i];
-      if (Distance(e.config, m.best) < (stalled ? 2 : 1)) continue;
+      if (Distance(*e.config, m.best) < (stalled ? 2 : 1)) continue;
       ++tried;
       std::optional<Candidate> c = Walk(
-          h, m, e.config,
+          h, m, *e.config,
           absl::StrFormat("%s; elite restart from round %d (the %d%s fastest "
                           "configuration%s)",
                           why, e.round, i + 1,
@@ -674,8 +751,8 @@ class HybridStrategy : public Strategy {
       const int a = Below(rng, elite);
       int b = Below(rng, elite - 1);
       if (b >= a) ++b;
-      const Config& x = m.ok[a].config;
-      const Config& y = m.ok[b].config;
+      const Config& x = *m.ok[a].config;
+      const Config& y = *m.ok[b].config;
       Config c(dims);
       int mutated = 0;
       for (int i = 0; i < dims; ++i) {
@@ -809,9 +886,9 @@ class HybridStrategy : public Strategy {
           }
           nearest = std::min(nearest, d);
         };
-        for (const Finished& f : m.ok) near(f.config);
-        for (const Config& f : m.failed) near(f);
-        for (const Config& f : m.bad) near(f);
+        // m.bad holds the failed, in-flight and proposed configurations.
+        for (const Finished& f : m.ok) near(*f.config);
+        for (const Config* f : m.bad) near(*f);
         if (!m.best.empty()) near(m.best);
         if (nearest > pick_d) {
           pick_d = nearest;
@@ -857,6 +934,7 @@ class HybridStrategy : public Strategy {
   }
 
   HybridOptions o_;
+  RoundIndex index_;
 };
 
 }  // namespace

@@ -64,9 +64,11 @@
 // what is left. Only configurations that satisfy the constraints are
 // proposed.
 //
-// Stateless and deterministic: every proposal is a function of the history
-// and the seed (the generator is seeded from seed and the history length),
-// so a restarted coordinator proposes the same.
+// Deterministic: every proposal is a function of the history and the seed
+// (the generator is seeded from seed and the history length), so a
+// restarted coordinator proposes the same. Between calls it keeps each
+// round's grid position and technique, read once (a round's parameters and
+// stage never change), so a proposal does not re-read the whole history.
 //
 // Options (StrategySpec.options): startup (start-up draws before the model,
 // default 10), gamma_pct (the good fraction in percent, default 15),
@@ -77,7 +79,7 @@
 // change left, and exploration always asks the model), bandit_window (default
 // 50), bandit_c_pct (the exploration weight in percent, default 30).
 //
-// Thread-safety: none needed; Propose is a pure function of its arguments.
+// Thread-safety: none; called from the coordinator's control thread only.
 #ifndef TUNEFARM_COORDINATOR_HYBRID_STRATEGY_H_
 #define TUNEFARM_COORDINATOR_HYBRID_STRATEGY_H_
 

@@ -12,6 +12,7 @@
 #include "coordinator/guided_strategy.h"
 #include "coordinator/hybrid_strategy.h"
 #include "coordinator/seed_seq.h"
+#include "coordinator/strategy_util.h"
 #include "ops/catalog.h"
 #include "ops/constraints.h"
 
@@ -29,39 +30,28 @@ constexpr uint64_t kEnumerateMostlyVisited = uint64_t{1} << 22;
 // the space visited, failing this often has probability 2^-10000.
 constexpr int kMaxDrawsPerCandidate = 10000;
 
-// The history's configurations (ParamsKey), kept across Propose calls, so
-// a proposal costs O(new rounds) rather than O(history). The coordinator
-// only appends rounds, except when it undoes a failed commit (it
-// truncates); a shorter history, another vector, or a changed last key
-// rebuilds the set. Derived from the history
-// alone, so Propose stays a function of it.
+// The history's configurations (ParamsKey), kept across Propose calls
+// (HistoryCursor), so a proposal costs O(new rounds) rather than
+// O(history). Derived from the history alone, so Propose stays a function
+// of it.
 class VisitedCache {
  public:
   const KeySet& Keys(const SearchHistory& h) {
-    const size_t n = h.rounds != nullptr ? h.rounds->size() : 0;
-    if (h.rounds != rounds_ || n < count_ ||
-        (count_ > 0 && ParamsKey((*h.rounds)[count_ - 1].params()) != last_)) {
-      keys_.clear();
-      count_ = 0;
-      rounds_ = h.rounds;
-      ++rebuilds_;
+    size_t i = cursor_.Resume(h);
+    if (i == 0) keys_.clear();
+    for (; h.rounds != nullptr && i < h.rounds->size(); ++i) {
+      keys_.insert(ParamsKey((*h.rounds)[i].params()));
     }
-    for (; count_ < n; ++count_) {
-      keys_.insert(ParamsKey((*h.rounds)[count_].params()));
-    }
-    last_ = count_ > 0 ? ParamsKey((*h.rounds)[count_ - 1].params()) : "";
+    cursor_.ReadAll(h);
     return keys_;
   }
   // How many times the set was rebuilt (what was derived from it is stale
   // when this changed).
-  int64_t rebuilds() const { return rebuilds_; }
+  int64_t rebuilds() const { return cursor_.starts(); }
 
  private:
-  const std::vector<v1::Round>* rounds_ = nullptr;
-  size_t count_ = 0;
-  std::string last_;
+  HistoryCursor cursor_;
   KeySet keys_;
-  int64_t rebuilds_ = 0;
 };
 
 // The parameters candidates are diffed against: the best round's, or the
@@ -188,37 +178,31 @@ std::optional<uint64_t> GridIndex(
 
 // The grid indices of the history's configurations that lie in the grid,
 // sorted and distinct, kept across Propose calls as VisitedCache keeps its
-// keys (the same rule for a history that was cut short or replaced), so a
-// proposal costs O(new rounds) rather than O(history).
+// keys, so a proposal costs O(new rounds) rather than O(history).
 class TriedCache {
  public:
   const std::vector<uint64_t>& Tried(const SearchHistory& h,
                                      const v1::OperatorManifest& op) {
-    const size_t n = h.rounds != nullptr ? h.rounds->size() : 0;
-    if (h.rounds != rounds_ || &op != op_ || n < count_ ||
-        (count_ > 0 && ParamsKey((*h.rounds)[count_ - 1].params()) != last_)) {
+    size_t i = cursor_.Resume(h);
+    if (i == 0 || &op != op_) {
+      i = 0;
       tried_.clear();
-      count_ = 0;
-      rounds_ = h.rounds;
       op_ = &op;
       pos_ = ValuePositions(op);
     }
-    for (; count_ < n; ++count_) {
-      const std::optional<uint64_t> index =
-          GridIndex(op, pos_, (*h.rounds)[count_]);
+    for (; h.rounds != nullptr && i < h.rounds->size(); ++i) {
+      const std::optional<uint64_t> index = GridIndex(op, pos_, (*h.rounds)[i]);
       if (!index.has_value()) continue;
       auto at = std::lower_bound(tried_.begin(), tried_.end(), *index);
       if (at == tried_.end() || *at != *index) tried_.insert(at, *index);
     }
-    last_ = count_ > 0 ? ParamsKey((*h.rounds)[count_ - 1].params()) : "";
+    cursor_.ReadAll(h);
     return tried_;
   }
 
  private:
-  const std::vector<v1::Round>* rounds_ = nullptr;
+  HistoryCursor cursor_;
   const v1::OperatorManifest* op_ = nullptr;
-  size_t count_ = 0;
-  std::string last_;
   std::vector<absl::flat_hash_map<std::string, uint64_t>> pos_;
   std::vector<uint64_t> tried_;
 };

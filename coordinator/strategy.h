@@ -22,7 +22,10 @@
 //
 // Contract for every implementation (guided_strategy.h is the third):
 //   * Propose is deterministic given the history; a strategy keeps no hidden
-//     state that is not derivable from the history.
+//     state that is not derivable from the history. It may keep what it
+//     derived from earlier calls' rounds (HistoryCursor in
+//     strategy_util.h says when those are still this history's) as long as
+//     a call returns what a fresh strategy would.
 //   * Proposals never repeat a configuration already in the history (any
 //     state) or each other. Configurations are identified by ParamsKey.
 //     The one exception: guided, hybrid and tpe re-race an inconclusive

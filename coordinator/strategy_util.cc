@@ -118,4 +118,22 @@ std::optional<Candidate> RaceAgainCandidate(
   return c;
 }
 
+size_t HistoryCursor::Resume(const SearchHistory& h) {
+  const size_t n = h.rounds != nullptr ? h.rounds->size() : 0;
+  if (h.rounds != rounds_ || n < read_ ||
+      (read_ > 0 && ParamsKey((*h.rounds)[read_ - 1].params()) != last_)) {
+    ++starts_;
+    rounds_ = h.rounds;
+    read_ = 0;
+    last_.clear();
+  }
+  return read_;
+}
+
+void HistoryCursor::ReadAll(const SearchHistory& h) {
+  rounds_ = h.rounds;
+  read_ = h.rounds != nullptr ? h.rounds->size() : 0;
+  last_ = read_ > 0 ? ParamsKey((*h.rounds)[read_ - 1].params()) : "";
+}
+
 }  // namespace tunefarm

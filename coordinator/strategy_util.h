@@ -1,14 +1,18 @@
 // Small helpers shared by the search strategies (guided_strategy.cc,
 // hybrid_strategy.cc): domain order, a platform-stable hash for tie-breaks,
 // where an analyzer suggestion points in a domain, and how much a domain's
-// order explains the times seen (the hybrid's model, OrderWeight).
+// order explains the times seen (the hybrid's model, OrderWeight), and
+// HistoryCursor, for strategies that keep what they read between calls.
 //
-// Pure functions; thread-safe.
+// The functions are pure and thread-safe; a HistoryCursor is not
+// thread-safe (its strategy's control thread only).
 #ifndef TUNEFARM_COORDINATOR_STRATEGY_UTIL_H_
 #define TUNEFARM_COORDINATOR_STRATEGY_UTIL_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -72,6 +76,31 @@ inline constexpr char kRerace[] = "rerace";
 // already re-raced by this call's earlier proposals.
 std::optional<Candidate> RaceAgainCandidate(
     const SearchHistory& h, const std::vector<std::string>& skip);
+
+// How far a strategy that keeps what it derived from a history across
+// Propose calls (so that a proposal costs O(new rounds), not O(history))
+// has read it. The coordinator only appends rounds, except when it undoes
+// a failed commit (it truncates); a history in another vector, a shorter
+// one, or one whose last round read has other parameters is taken as
+// another history, and the reader starts over. Owned by its strategy.
+class HistoryCursor {
+ public:
+  // How many of h's first rounds were read before and are still the same:
+  // read(), or 0 when h is another history (then the reader drops what it
+  // derived and reads h from its first round).
+  size_t Resume(const SearchHistory& h);
+  // Marks every round of h as read.
+  void ReadAll(const SearchHistory& h);
+  // How many times Resume started from the first round, the first call
+  // included (what a reader derived under another count is stale).
+  int64_t starts() const { return starts_; }
+
+ private:
+  const std::vector<v1::Round>* rounds_ = nullptr;
+  size_t read_ = 0;
+  std::string last_;  // ParamsKey of the last round read
+  int64_t starts_ = 0;
+};
 
 }  // namespace tunefarm
 

@@ -610,6 +610,71 @@ TEST(HybridStrategy, ABatchWalksMoreOfTheNewBestsNeighbourhood) {
 
 // The start-up's draws are a maximin design: over ten seeds, each draw lies
 // farther from the configurations tried before it than uniform draws do.
+// The strategy keeps what it read from each round between calls (its
+// RoundIndex); what it proposes must stay what a strategy that never saw
+// the sweep before proposes: while rounds are in flight and finish, when it
+// is shown another history with the same round ids, and another grid.
+TEST(HybridStrategy, ProposesWhatAFreshStrategyProposesWhateverItSawBefore) {
+  // Round ids, parameters, stages and rationales: what a proposal is.
+  auto same = [](const std::vector<Candidate>& a,
+                 const std::vector<Candidate>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (ParamsKey(a[i].params) != ParamsKey(b[i].params) ||
+          a[i].stage != b[i].stage || a[i].rationale != b[i].rationale ||
+          a[i].parent_round != b[i].parent_round) {
+        return false;
+      }
+    }
+    return !a.empty();
+  };
+  // `b` + `d` above 12 fails, as an unknown constraint would.
+  const Objective objective = [](const ParamMap& p) -> std::optional<double> {
+    if (Get(p, "b") + Get(p, "d") > 12) return std::nullopt;
+    return Bowl(p);
+  };
+  for (const char* name : {"hybrid", "tpe"}) {
+    Sweep s(Toy(8), name, 5);
+    std::unique_ptr<Strategy> kept = Make(s);
+    s.Baseline(objective);
+    // Two in flight at a time, the older one finishing after each proposal.
+    std::vector<int64_t> in_flight;
+    for (int step = 0; step < 80; ++step) {
+      std::vector<Candidate> c = kept->Propose(s.view(), 2);
+      ASSERT_TRUE(same(c, Make(s)->Propose(s.view(), 2)))
+          << name << " step " << step;
+      in_flight.push_back(s.Add(c[0]).round_id());
+      if (in_flight.size() > 2) {
+        s.Finish(s.rounds[in_flight.front()], objective);
+        in_flight.erase(in_flight.begin());
+      }
+    }
+    // A strategy made as `kept` was, that saw nothing before.
+    auto fresh = [&](const SearchHistory& h) {
+      absl::StatusOr<std::unique_ptr<Strategy>> st = NewStrategy(s.spec, *h.op);
+      EXPECT_TRUE(st.ok()) << st.status();
+      return (*st)->Propose(h, 3);
+    };
+    // Another sweep's history under the same round ids, then this one's.
+    Sweep other(Toy(8), name, 6);
+    RunSequential(other, Bowl, 60);
+    EXPECT_TRUE(same(kept->Propose(other.view(), 3), fresh(other.view())))
+        << name;
+    EXPECT_TRUE(same(kept->Propose(s.view(), 3), fresh(s.view()))) << name;
+    // An undone commit: the last rounds go, and a round with other
+    // parameters takes the last one's place.
+    s.rounds.resize(s.rounds.size() - 2);
+    EXPECT_TRUE(same(kept->Propose(s.view(), 3), fresh(s.view()))) << name;
+    *s.rounds.back().mutable_params() = other.rounds[5].params();
+    EXPECT_TRUE(same(kept->Propose(s.view(), 3), fresh(s.view()))) << name;
+    // The same rounds on another grid: a ninth value on every parameter.
+    const v1::OperatorManifest wider = Toy(9);
+    SearchHistory on_wider = s.view();
+    on_wider.op = &wider;
+    EXPECT_TRUE(same(kept->Propose(on_wider, 3), fresh(on_wider))) << name;
+  }
+}
+
 TEST(HybridStrategy, StartUpDrawsSpreadOverTheSpace) {
   auto spread = [](const std::string& strategy) {
     double sum = 0;
