@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -83,7 +84,20 @@ struct Trace {
   double measured_best = kInf;  // fastest OK round, kept or not
   // Per stage tag: rounds finished and rounds kept (which technique paid).
   std::map<std::string, std::pair<int, int>> stages;
+  // propose_us[i]: CPU microseconds of the call that proposed round i + 1
+  // (the coordinator's ProposeNextCandidate, with a history of i + 1
+  // rounds or more).
+  std::vector<double> propose_us;
 };
+
+// This thread's CPU time in microseconds: the jobs run side by side, and
+// only a proposal's own work should count.
+double ThreadCpuUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 +
+         static_cast<double>(ts.tv_nsec) * 1e-3;
+}
 
 double EvalSeconds(const v1::RoundResult& r, const SimOptions& o) {
   if (r.outcome() != v1::OUTCOME_OK) return o.overhead_s;
@@ -158,12 +172,15 @@ Trace Simulate(const v1::OperatorManifest& op, Board& board, Strategy& strategy,
   auto propose = [&] {
     while (free_boards > 0) {
       SearchHistory h{&op, &spec, &rounds, best_round};
+      const double cpu0 = ThreadCpuUs();
       NextCandidate next =
           o.baseline_first
               ? ProposeNextCandidate(first, h, o.budget - 1, in_flight)
               : ProposeNextCandidate(strategy, h, o.budget - 1, in_flight);
+      const double cpu_us = ThreadCpuUs() - cpu0;
       if (next.kind == NextCandidate::Kind::kExhausted) t.exhausted = true;
       if (next.kind != NextCandidate::Kind::kPropose) break;
+      t.propose_us.push_back(cpu_us);
       Candidate& c = next.candidate;
       v1::Round n;
       n.set_round_id(static_cast<int64_t>(rounds.size()));
@@ -354,7 +371,12 @@ struct Cell {
   double reach5 = 0;
   bool unspent_off5 = false;         // some seed stopped early while > 5% off
   std::map<int, double> t5, t1, bw;  // per K: median wall time, best at W
+  // K = 1: CPU microseconds per proposal, the mean over a run's first and
+  // last kProposalWindow proposals (median over seeds).
+  double propose_first_us = 0, propose_last_us = 0;
 };
+
+constexpr size_t kProposalWindow = 100;
 
 // Runs bench/search/optuna_bridge.py on one space; per seed, the best
 // after each evaluation, for "tpe" and "tpe_mv". Empty when it fails.
@@ -603,7 +625,8 @@ int main(int argc, char** argv) {
     for (size_t v = 0; v < variants.size(); ++v) {
       Cell& cell = res.cells[variants[v].label];
       for (int k : variants[v].boards) {
-        std::vector<double> e5, e1, b50, b200, used, t5, t1, bw;
+        std::vector<double> e5, e1, b50, b200, used, t5, t1, bw, first_us,
+            last_us;
         int reach5 = 0;
         for (const Job& job : work) {
           if (job.variant != v || job.k != k) continue;
@@ -625,6 +648,16 @@ int main(int argc, char** argv) {
           b50.push_back(BestAfter(t, 50) / opt);
           b200.push_back(BestAfter(t, so.budget) / opt);
           used.push_back(t.proposed);
+          if (const size_t n = t.propose_us.size(); n > 0) {
+            const size_t w = std::min(n, kProposalWindow);
+            auto mean = [&](size_t from) {
+              double sum = 0;
+              for (size_t i = from; i < from + w; ++i) sum += t.propose_us[i];
+              return sum / static_cast<double>(w);
+            };
+            first_us.push_back(mean(0));
+            last_us.push_back(mean(n - w));
+          }
           if (t.proposed < so.budget && t.best.back() > opt * 1.05) {
             cell.unspent_off5 = true;
           }
@@ -676,6 +709,10 @@ int main(int argc, char** argv) {
           cell.b200 = Median(b200);
           cell.used = Median(used);
           cell.reach5 = 100.0 * reach5 / seeds;
+          if (!first_us.empty()) {
+            cell.propose_first_us = Median(first_us);
+            cell.propose_last_us = Median(last_us);
+          }
         }
       }
     }
@@ -847,15 +884,37 @@ int main(int argc, char** argv) {
         trivial ? " (trivial)" : "");
   }
   const double eff16 = effs.empty() ? 0 : Median(effs);
+
+  // Table 4: what a proposal costs the coordinator's control loop, early
+  // and late in a sweep (does it grow with the history?).
+  std::printf(
+      "\nCPU per proposal of %s at K = 1 (us, one thread): the mean over a "
+      "run's first and last %zu proposals, median over %d seeds.\n\n| space "
+      "| first %zu | last %zu | last / first |\n|---|---:|---:|---:|\n",
+      main_strategy.c_str(), kProposalWindow, seeds, kProposalWindow,
+      kProposalWindow);
+  std::vector<double> firsts, lasts;
+  for (const SpaceResult& r : results) {
+    const Cell& c = r.cells.at(main_strategy);
+    if (c.propose_first_us <= 0) continue;
+    firsts.push_back(c.propose_first_us);
+    lasts.push_back(c.propose_last_us);
+    std::printf("| %s | %.0f | %.0f | %.2f |\n", r.name.c_str(),
+                c.propose_first_us, c.propose_last_us,
+                c.propose_last_us / c.propose_first_us);
+  }
+  const double propose_first = firsts.empty() ? 0 : Median(firsts);
+  const double propose_last = lasts.empty() ? 0 : Median(lasts);
   bool any_live = false;
   for (const SpaceResult& r : results) any_live |= !r.optuna.empty();
   std::printf(
       "\nsearch_bench: spaces=%zu wins_e5=%d wins_b200=%d "
       "wins_constrained=%d unspent_off5=%d eff16=%.2f optuna=%s seeds=%d "
-      "k_seeds=%d budget=%d wall_s=%.0f\n",
+      "k_seeds=%d budget=%d propose_us_first=%.0f propose_us_last=%.0f "
+      "wall_s=%.0f\n",
       results.size(), wins_e5, wins_b, wins_c, unspent, eff16,
       any_live ? "bridge" : "published", seeds, std::max(seeds, k_seeds),
-      so.budget,
+      so.budget, propose_first, propose_last,
       std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                     bench_start)
           .count());

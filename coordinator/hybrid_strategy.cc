@@ -23,6 +23,8 @@ namespace {
 constexpr uint64_t kEnumerateLimit = uint64_t{1} << 22;
 constexpr int kUniformDraws = 4000;
 constexpr int kMaxGood = 25;
+// The most configurations the model's rest group holds (see Learn).
+constexpr size_t kMaxRest = 512;
 constexpr int kDesignDraws = 4;
 constexpr double kUndeterminedOrder = 0.5;
 
@@ -100,6 +102,7 @@ struct Model {
   bool codable = true;
   std::vector<Finished> ok;  // fastest first
   std::vector<const Config*> failed;
+  std::vector<const Config*> in_flight;  // rounds in flight, on the grid
   std::vector<const Config*> good, bad;
   Config best;  // empty when the best is not on the grid
   ParamMap parent;
@@ -312,7 +315,6 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   m.codable = SpaceSize(op) < (uint64_t{1} << 62);
   index.Update(m, h);
   m.index = &index;
-  std::vector<const Config*> pending;
   for (size_t i = 0; i < index.entries().size(); ++i) {
     const v1::Round& r = (*h.rounds)[i];
     const RoundIndex::Entry& e = index.entries()[i];
@@ -328,7 +330,7 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
     }
     if (r.state() != v1::ROUND_STATE_DONE) {
       ++m.pending;
-      if (e.grid) pending.push_back(&e.config);
+      if (e.grid) m.in_flight.push_back(&e.config);
       continue;
     }
     if (r.round_id() > h.best_round) ++m.since_best;
@@ -366,7 +368,18 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   // Rounds in flight count as slow (a constant liar, as Optuna's TPE with
   // constant_liar): the next proposals move away from them instead of
   // piling onto the same good region while their results are out.
-  for (const Config* c : pending) m.bad.push_back(c);
+  m.bad.insert(m.bad.end(), m.in_flight.begin(), m.in_flight.end());
+  // Every score costs O(rest): past kMaxRest configurations the rest group
+  // is an evenly spaced sample of them (the slow ones by time, then the
+  // failed, then those in flight), so that a proposal's cost stops growing
+  // with the sweep. Only sweeps of more than kMaxRest rounds see it.
+  if (m.bad.size() > kMaxRest) {
+    std::vector<const Config*> sample(kMaxRest);
+    for (size_t i = 0; i < kMaxRest; ++i) {
+      sample[i] = m.bad[i * m.bad.size() / kMaxRest];
+    }
+    m.bad = std::move(sample);
+  }
   for (Dim& d : m.dims) BuildKernels(d, static_cast<int>(m.good.size()));
   return m;
 }
@@ -886,9 +899,10 @@ class HybridStrategy : public Strategy {
           }
           nearest = std::min(nearest, d);
         };
-        // m.bad holds the failed, in-flight and proposed configurations.
         for (const Finished& f : m.ok) near(*f.config);
-        for (const Config* f : m.bad) near(*f);
+        for (const Config* f : m.failed) near(*f);
+        for (const Config* f : m.in_flight) near(*f);
+        for (const Config& f : m.proposed) near(f);
         if (!m.best.empty()) near(m.best);
         if (nearest > pick_d) {
           pick_d = nearest;
