@@ -96,6 +96,9 @@
 namespace tunefarm {
 
 inline constexpr char kHybridStrategyName[] = "hybrid";
+// What a spec without `strategy:` (or with no name) gets: the strategy that
+// does best on the measured spaces (docs/benchmarks.md).
+inline constexpr char kDefaultStrategyName[] = "hybrid";
 inline constexpr char kTpeStrategyName[] = "tpe";
 // Round.stage of model rounds, and of start-up and exploration draws.
 inline constexpr char kGlobalStage[] = "global";

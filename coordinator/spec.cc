@@ -33,7 +33,6 @@ constexpr double kDefaultMinGain = 0.02;
 constexpr int32_t kDefaultWarmup = 5;
 constexpr bool kDefaultFlushCache = true;
 constexpr uint64_t kDefaultSeed = 1;
-constexpr char kDefaultStrategy[] = "random";
 constexpr int32_t kDefaultMaxRounds = 50;
 constexpr int64_t kDefaultTimeLimitS = 12 * 3600;
 constexpr int32_t kDefaultMaxRoundsWithoutGain = 20;
@@ -285,7 +284,7 @@ absl::StatusOr<uint64_t> ParseSeed(const YAML::Node& node) {
 }
 
 absl::Status ParseStrategy(const YAML::Node& node, v1::StrategySpec* out) {
-  out->set_name(kDefaultStrategy);
+  out->set_name(kDefaultStrategyName);
   out->set_seed(kDefaultSeed);
   if (node.IsScalar()) {  // `strategy: grid`
     out->set_name(node.Scalar());
@@ -412,7 +411,7 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
       spec->mutable_goal()->set_target_us(v);
     }
   }
-  spec->mutable_strategy()->set_name(kDefaultStrategy);
+  spec->mutable_strategy()->set_name(kDefaultStrategyName);
   spec->mutable_strategy()->set_seed(kDefaultSeed);
   if (Has(doc, "strategy")) {
     TF_RETURN_IF_ERROR(
@@ -701,7 +700,7 @@ absl::Status ValidateWorkloads(const v1::OperatorManifest& op,
 }
 
 absl::Status ValidateStrategy(v1::StrategySpec* s) {
-  if (s->name().empty()) s->set_name(kDefaultStrategy);
+  if (s->name().empty()) s->set_name(kDefaultStrategyName);
   const auto& known = StrategyOptions();
   std::vector<std::string> names;
   for (const auto& [name, opts] : known) names.push_back(name);

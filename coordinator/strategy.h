@@ -139,7 +139,8 @@ NextCandidate ProposeNextCandidate(Strategy& strategy,
 // do not compile: the catalog rejects such manifests at load).
 ConstraintSet ConstraintsOf(const v1::OperatorManifest& op);
 
-// INVALID_ARGUMENT for unknown strategy names (listing the known ones).
+// INVALID_ARGUMENT for unknown strategy names (listing the known ones). An
+// empty name gives the default, kDefaultStrategyName (hybrid_strategy.h).
 absl::StatusOr<std::unique_ptr<Strategy>> NewStrategy(
     const v1::SweepSpec& spec, const v1::OperatorManifest& op);
 

@@ -151,7 +151,7 @@ TEST_F(SpecTest, DefaultsFilled) {
       "name: n\nteam: t\noperator: sim_matmul\ngoal: {target_us: 40}\n");
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->workload().name(), "square_2k");  // the operator's first
-  EXPECT_EQ(spec->strategy().name(), "random");
+  EXPECT_EQ(spec->strategy().name(), "hybrid");
   EXPECT_EQ(spec->strategy().seed(), 1u);
   EXPECT_EQ(spec->budget().max_rounds(), 50);
   EXPECT_EQ(spec->budget().time_limit_s(), 12 * 3600);
