@@ -118,8 +118,9 @@ struct BoardRef {
   std::string board_id;
 };
 
-// A sweep that never ends by itself: random strategy, the largest round
-// budget a spec may ask for, and a goal the made-up results never reach.
+// A sweep that never ends by itself: random strategy (the farm at scale's
+// --strategy picks another), the largest round budget a spec may ask for,
+// and a goal the made-up results never reach.
 v1::SweepSpec BenchSpec(const std::string& op_name, int number) {
   v1::SweepSpec spec;
   spec.set_name(absl::StrCat("bench-", number));
@@ -630,6 +631,9 @@ struct LoadOptions {
   // agents without build-ahead do; false: a lease call of its own (the
   // what-if).
   bool lease_with_report = true;
+  // The sweeps' strategy: random measures the coordinator itself; a model
+  // strategy (hybrid, the specs' default) adds what its proposals cost.
+  std::string strategy = "random";
 };
 
 // How long each of a client's boards "runs" its variant. One per client,
@@ -871,9 +875,10 @@ struct BoardLoop {
 class SweepKeeper {
  public:
   SweepKeeper(ControlLoop* loop, Coordinator* c, int64_t rounds, int boards,
-              int workloads, bool one_config)
+              int workloads, bool one_config, std::string strategy)
       : loop_(loop),
         c_(c),
+        strategy_(std::move(strategy)),
         rounds_(rounds),
         workloads_(workloads),
         one_config_(one_config),
@@ -898,6 +903,7 @@ class SweepKeeper {
       v1::SubmitSweepRequest req;
       v1::SweepSpec& spec = *req.mutable_spec();
       spec = BenchSpec("wide6x10", ++submitted_);
+      spec.mutable_strategy()->set_name(strategy_);
       // A per_workload budget is each workload's, a one_config one counts
       // configurations: either way the sweep's rounds stay rounds_.
       const int64_t budget = std::max<int64_t>(1, rounds_ / workloads_);
@@ -944,6 +950,7 @@ class SweepKeeper {
 
   ControlLoop* loop_;
   Coordinator* c_;
+  const std::string strategy_;
   const int64_t rounds_;
   const int workloads_;
   const bool one_config_;
@@ -1253,7 +1260,7 @@ LoadResult RunLoad(const LoadOptions& o) {
   shared.name_held_manifests = o.name_held_manifests;
   shared.lease_with_report = o.lease_with_report;
   SweepKeeper keeper(&loop, &coordinator, o.sweep_rounds, o.boards, o.workloads,
-                     o.one_config);
+                     o.one_config, o.strategy);
   keeper.on_error = [&](const absl::Status& st) { shared.Fail(st); };
   if (absl::Status st = keeper.Ensure(); !st.ok()) {
     result.status = st;
@@ -1515,6 +1522,17 @@ int main(int argc, char** argv) {
     } else if (arg == "--whole_work_items") {
       // The what-if of every work item carrying its operator manifest.
       load.name_held_manifests = false;
+    } else if (absl::StartsWith(arg, "--strategy=")) {
+      load.strategy = arg.substr(11);
+      if (load.strategy != "random" && load.strategy != "grid" &&
+          load.strategy != "hybrid" && load.strategy != "tpe" &&
+          load.strategy != "guided") {
+        std::fprintf(stderr,
+                     "--strategy: grid, guided, hybrid, random or tpe, not "
+                     "'%s'\n",
+                     load.strategy.c_str());
+        return 2;
+      }
     } else if (absl::StartsWith(arg, "--runs=")) {
       runs = arg.substr(7);
       if (runs != "all" && runs != "grpc") {
@@ -1573,15 +1591,17 @@ int main(int argc, char** argv) {
     return r;
   };
   std::printf(
-      "\nFarm at scale: %d boards, %d workload(s) a sweep, %.0f s a run. "
+      "\nFarm at scale: %d boards, %d workload(s) a sweep, strategy %s, %.0f "
+      "s a run. "
       "Saturated: every board "
       "always waiting on a lease or a result. Offered: each board runs its "
       "variant %lld ms +/- %.0f%% (uniform) between lease and result (at most "
       "%.0f rounds/s offered). %s Lease latency: from the call that asks for "
       "the lease to its answer. CPU: the whole process, clients included "
       "(through gRPC, the client threads' own share in brackets).\n",
-      load.boards, load.workloads, load.seconds, static_cast<long long>(run_ms),
-      load.run_spread * 100, run_ms > 0 ? load.boards * 1000.0 / run_ms : 0.0,
+      load.boards, load.workloads, load.strategy.c_str(), load.seconds,
+      static_cast<long long>(run_ms), load.run_spread * 100,
+      run_ms > 0 ? load.boards * 1000.0 / run_ms : 0.0,
       load.lease_with_report
           ? "Each result asks for the board's next lease (one call a round)."
           : "Each lease is a call of its own (--lease_apart: two calls a "
@@ -1608,7 +1628,7 @@ int main(int argc, char** argv) {
           ? saturated.cpu_us_per_round() / short_sweeps.cpu_us_per_round()
           : 0;
   std::printf(
-      "coordinator_bench: boards=%d workloads=%d%s run_ms=%lld "
+      "coordinator_bench: boards=%d workloads=%d%s strategy=%s run_ms=%lld "
       "run_spread_pct=%.0f lease=%s rounds_per_s=%.0f "
       "p50_ms=%.2f p99_ms=%.2f cpu_us_per_round=%.1f "
       "max_rounds_per_s=%.0f cpu_ratio_10000_vs_100=%.2f "
@@ -1619,11 +1639,12 @@ int main(int argc, char** argv) {
       load.workloads > 1 ? (load.one_config ? " objective=one_config"
                                             : " objective=per_workload")
                          : "",
-      static_cast<long long>(run_ms), load.run_spread * 100,
-      load.lease_with_report ? "with_report" : "apart", offered.rounds_per_s(),
-      offered.p50_ms, offered.p99_ms, saturated.cpu_us_per_round(),
-      saturated.rounds_per_s(), ratio, grpc.rounds_per_s(), grpc.p50_ms,
-      grpc.p99_ms, grpc.cpu_us_per_round(), grpc.client_cpu_us_per_round(),
-      offered.commit_p99_ms, grpc.commit_p99_ms, errors);
+      load.strategy.c_str(), static_cast<long long>(run_ms),
+      load.run_spread * 100, load.lease_with_report ? "with_report" : "apart",
+      offered.rounds_per_s(), offered.p50_ms, offered.p99_ms,
+      saturated.cpu_us_per_round(), saturated.rounds_per_s(), ratio,
+      grpc.rounds_per_s(), grpc.p50_ms, grpc.p99_ms, grpc.cpu_us_per_round(),
+      grpc.client_cpu_us_per_round(), offered.commit_p99_ms, grpc.commit_p99_ms,
+      errors);
   return errors == 0 ? 0 : 1;
 }
