@@ -5,13 +5,15 @@
 //   tpe     a Tree-structured Parzen Estimator over the discrete parameters
 //           (as Optuna's multivariate TPE): the finished rounds are split
 //           into the good ones (the fastest gamma fraction) and the rest
-//           (slower, failed or out of the space); candidates are drawn
-//           around good configurations (per parameter, a mixture of a
-//           kernel over the domain's order and a categorical one, weighted
-//           by how much the order explains the times so far: OrderWeight;
-//           plus a uniform prior) and the one with the highest density
-//           ratio good / rest is proposed. It starts from `startup`
-//           uniform draws. Failures teach it the constraints it was not
+//           (slower, failed or out of the space; at most 512, an evenly
+//           spaced sample past that, so that a score's cost stops growing
+//           with the sweep); candidates are drawn around good
+//           configurations (per parameter, a mixture of a kernel over the
+//           domain's order and a categorical one, weighted by how much
+//           the order explains the times so far: OrderWeight; plus a
+//           uniform prior) and the one with the highest density ratio
+//           good / rest is proposed. It starts from `startup` uniform
+//           draws. Failures teach it the constraints it was not
 //           given: a failed configuration's neighbourhood scores low.
 //   hybrid  a bandit over four techniques, as OpenTuner's AUC bandit:
 //           the walk (one change from the current best: the best round's

@@ -425,9 +425,9 @@ std::unique_ptr<Strategy> NewRandomStrategy() {
 
 absl::StatusOr<std::unique_ptr<Strategy>> NewStrategy(
     const v1::SweepSpec& spec, const v1::OperatorManifest& op) {
-  const std::string& name = spec.strategy().name().empty()
-                                ? std::string(kDefaultStrategyName)
-                                : spec.strategy().name();
+  const std::string name = spec.strategy().name().empty()
+                               ? std::string(kDefaultStrategyName)
+                               : spec.strategy().name();
   if (name == "grid") return NewGridStrategy();
   if (name == "random") return NewRandomStrategy();
   if (name == kHybridStrategyName || name == kTpeStrategyName) {

@@ -1,8 +1,8 @@
-// Small helpers shared by the search strategies (guided_strategy.cc,
-// hybrid_strategy.cc): domain order, a platform-stable hash for tie-breaks,
-// where an analyzer suggestion points in a domain, and how much a domain's
-// order explains the times seen (the hybrid's model, OrderWeight), and
-// HistoryCursor, for strategies that keep what they read between calls.
+// Small helpers shared by the search strategies (strategy.cc,
+// guided_strategy.cc, hybrid_strategy.cc): domain order, a platform-stable hash
+// for tie-breaks, where an analyzer suggestion points in a domain, and how much
+// a domain's order explains the times seen (the hybrid's model, OrderWeight),
+// and HistoryCursor, for strategies that keep what they read between calls.
 //
 // The functions are pure and thread-safe; a HistoryCursor is not
 // thread-safe (its strategy's control thread only).
