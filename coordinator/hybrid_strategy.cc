@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -47,11 +48,29 @@ struct Dim {
   // learned from the finished rounds (OrderWeight).
   double order_weight = 0;
   absl::flat_hash_map<std::string, int> pos;
-  // kernel[c][j]: probability of value j around centre c, and its CDF.
-  std::vector<std::vector<double>> kernel, cdf;
+  // kernel[c][j]: probability of value j around centre c, and its CDF;
+  // at[j][c] = kernel[c][j], what the scores read (every centre at one
+  // value, side by side).
+  std::vector<std::vector<double>> kernel, cdf, at;
 };
 
 using Config = std::vector<int>;  // one position per Dim
+
+// Configurations stored row after row, one position per Dim: the model's
+// scores walk every centre of a group, and rows side by side keep that
+// walk in cache.
+class Centres {
+ public:
+  explicit Centres(size_t dims = 0) : dims_(dims) {}
+  size_t size() const { return dims_ == 0 ? 0 : flat_.size() / dims_; }
+  bool empty() const { return flat_.empty(); }
+  const int* row(size_t i) const { return flat_.data() + i * dims_; }
+  void Add(const Config& c) { flat_.insert(flat_.end(), c.begin(), c.end()); }
+
+ private:
+  size_t dims_;
+  std::vector<int> flat_;
+};
 
 // The techniques the hybrid's bandit shares the boards between.
 enum Technique {
@@ -103,7 +122,7 @@ struct Model {
   std::vector<Finished> ok;  // fastest first
   std::vector<const Config*> failed;
   std::vector<const Config*> in_flight;  // rounds in flight, on the grid
-  std::vector<const Config*> good, bad;
+  Centres good, bad;
   Config best;  // empty when the best is not on the grid
   ParamMap parent;
   const v1::Diagnosis* diagnosis = nullptr;
@@ -158,6 +177,10 @@ class RoundIndex {
     bool grid = false;  // all parameters on the grid
     Config config;      // when on the grid
     int technique = -1;
+    // The log of the median last read (a round's result is final once it
+    // is done, but an undone batch can take a staged one back).
+    double median_us = 0;
+    double log_us = 0;
   };
 
   // Brings the index up to h's rounds under the grid of `m` (its dims and
@@ -196,6 +219,15 @@ class RoundIndex {
 
   // One entry per round of the last Update's history, in its order.
   const std::vector<Entry>& entries() const { return entries_; }
+  // std::log(median_us), computed once per round and median.
+  double LogUs(size_t i, double median_us) {
+    Entry& e = entries_[i];
+    if (e.median_us != median_us) {
+      e.median_us = median_us;
+      e.log_us = std::log(median_us);
+    }
+    return e.log_us;
+  }
   bool Visited(uint64_t code) const { return codes_.contains(code); }
   bool Visited(const std::string& key) const { return keys_.contains(key); }
 
@@ -236,7 +268,7 @@ void AddProposal(Model& m, const ParamMap& params) {
   } else {
     m.proposed_keys.insert(ParamsKey(params));
   }
-  if (grid) m.bad.push_back(&m.proposed.emplace_back(std::move(on_grid)));
+  if (grid) m.bad.Add(m.proposed.emplace_back(std::move(on_grid)));
 }
 
 int Distance(const Config& a, const Config& b) {
@@ -273,6 +305,10 @@ void BuildKernels(Dim& d, int components) {
       acc += d.kernel[c][j];
       d.cdf[c][j] = acc;
     }
+  }
+  d.at.assign(k, std::vector<double>(k));
+  for (int c = 0; c < k; ++c) {
+    for (int j = 0; j < k; ++j) d.at[j][c] = d.kernel[c][j];
   }
 }
 
@@ -337,48 +373,62 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
     if (!e.grid) continue;
     const double median = r.result().measurement().median_us();
     if (r.result().outcome() == v1::OUTCOME_OK && median > 0) {
-      m.ok.push_back({std::log(median), &e.config, r.round_id()});
+      m.ok.push_back({index.LogUs(i, median), &e.config, r.round_id()});
     } else {
       m.failed.push_back(&e.config);
     }
   }
-  std::stable_sort(
-      m.ok.begin(), m.ok.end(),
-      [](const Finished& a, const Finished& b) { return a.log_us < b.log_us; });
+  // Fastest first; equal times in round order.
+  std::sort(m.ok.begin(), m.ok.end(), [](const Finished& a, const Finished& b) {
+    return a.log_us != b.log_us ? a.log_us < b.log_us : a.round < b.round;
+  });
   const int n_ok = static_cast<int>(m.ok.size());
   const int n_good =
       n_ok == 0
           ? 0
           : std::clamp(static_cast<int>(std::ceil(o.gamma_pct / 100.0 * n_ok)),
                        1, kMaxGood);
-  for (int i = 0; i < n_ok; ++i) {
-    (i < n_good ? m.good : m.bad).push_back(m.ok[i].config);
+  m.good = Centres(m.dims.size());
+  for (int i = 0; i < n_good; ++i) m.good.Add(*m.ok[i].config);
+  // The rest: the slower ones by time, the failed, and (a constant liar, as
+  // Optuna's TPE with constant_liar) the rounds in flight, which count as
+  // slow so that the next proposals move away from them instead of piling
+  // onto the same good region while their results are out. Every score
+  // costs O(rest): past kMaxRest configurations it is an evenly spaced
+  // sample of them, so that a proposal's cost stops growing with the
+  // sweep. Only sweeps of more than kMaxRest rounds see it.
+  const size_t n_rest =
+      static_cast<size_t>(n_ok - n_good) + m.failed.size() + m.in_flight.size();
+  auto rest = [&](size_t k) -> const Config& {
+    if (k < static_cast<size_t>(n_ok - n_good)) return *m.ok[n_good + k].config;
+    k -= static_cast<size_t>(n_ok - n_good);
+    if (k < m.failed.size()) return *m.failed[k];
+    return *m.in_flight[k - m.failed.size()];
+  };
+  m.bad = Centres(m.dims.size());
+  const size_t kept = std::min(n_rest, kMaxRest);
+  for (size_t k = 0; k < kept; ++k) {
+    m.bad.Add(rest(n_rest > kMaxRest ? k * n_rest / kMaxRest : k));
   }
-  for (const Config* c : m.failed) m.bad.push_back(c);
   // How much each numeric domain's order explains the times so far: a
   // method id or a flag behaves as a category, a tile size as an ordered
   // value. Until three values were seen, half and half.
+  // OrderWeight reads each value's mean log time: summed here, in the
+  // order of m.ok, instead of handing it every time.
   for (size_t i = 0; i < m.dims.size(); ++i) {
     Dim& d = m.dims[i];
     if (!d.ordinal) continue;
-    std::vector<std::vector<double>> times(d.ordered.size());
-    for (const Finished& f : m.ok) times[(*f.config)[i]].push_back(f.log_us);
-    d.order_weight = OrderWeight(times, kUndeterminedOrder);
-  }
-  // Rounds in flight count as slow (a constant liar, as Optuna's TPE with
-  // constant_liar): the next proposals move away from them instead of
-  // piling onto the same good region while their results are out.
-  m.bad.insert(m.bad.end(), m.in_flight.begin(), m.in_flight.end());
-  // Every score costs O(rest): past kMaxRest configurations the rest group
-  // is an evenly spaced sample of them (the slow ones by time, then the
-  // failed, then those in flight), so that a proposal's cost stops growing
-  // with the sweep. Only sweeps of more than kMaxRest rounds see it.
-  if (m.bad.size() > kMaxRest) {
-    std::vector<const Config*> sample(kMaxRest);
-    for (size_t i = 0; i < kMaxRest; ++i) {
-      sample[i] = m.bad[i * m.bad.size() / kMaxRest];
+    std::vector<double> sum(d.ordered.size(), 0.0);
+    std::vector<int> count(d.ordered.size(), 0);
+    for (const Finished& f : m.ok) {
+      sum[(*f.config)[i]] += f.log_us;
+      ++count[(*f.config)[i]];
     }
-    m.bad = std::move(sample);
+    std::vector<std::vector<double>> means(d.ordered.size());
+    for (size_t j = 0; j < means.size(); ++j) {
+      if (count[j] > 0) means[j] = {sum[j] / static_cast<double>(count[j])};
+    }
+    d.order_weight = OrderWeight(means, kUndeterminedOrder);
   }
   for (Dim& d : m.dims) BuildKernels(d, static_cast<int>(m.good.size()));
   return m;
@@ -386,16 +436,18 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
 
 // log of the mixture density of `c` around `centres` (plus a uniform prior
 // component of the same weight as one centre).
-double LogDensity(const Model& m, const std::vector<const Config*>& centres,
-                  const Config& c) {
+double LogDensity(const Model& m, const Centres& centres, const Config& c) {
+  const size_t dims = m.dims.size();
   double prior = 1;
   for (const Dim& d : m.dims) prior /= static_cast<double>(d.ordered.size());
+  // Per parameter, the kernel around every value, evaluated at c's.
+  absl::InlinedVector<const double*, 16> at(dims);
+  for (size_t i = 0; i < dims; ++i) at[i] = m.dims[i].at[c[i]].data();
   double sum = prior;
-  for (const Config* g : centres) {
+  for (size_t g = 0; g < centres.size(); ++g) {
+    const int* row = centres.row(g);
     double p = 1;
-    for (size_t i = 0; i < m.dims.size(); ++i) {
-      p *= m.dims[i].kernel[(*g)[i]][c[i]];
-    }
+    for (size_t i = 0; i < dims; ++i) p *= at[i][row[i]];
     sum += p;
   }
   return std::log(sum / static_cast<double>(centres.size() + 1));
@@ -410,7 +462,7 @@ Config SampleAround(const Model& m, std::mt19937_64& rng) {
       c[i] = Below(rng, static_cast<int>(d.ordered.size()));
       continue;
     }
-    const std::vector<double>& cdf = d.cdf[(*m.good[pick])[i]];
+    const std::vector<double>& cdf = d.cdf[m.good.row(pick)[i]];
     const double u = Uniform01(rng) * cdf.back();
     c[i] = static_cast<int>(std::lower_bound(cdf.begin(), cdf.end(), u) -
                             cdf.begin());

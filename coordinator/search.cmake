@@ -11,4 +11,5 @@ add_library(tunefarm_search STATIC
   ${CMAKE_CURRENT_LIST_DIR}/hybrid_strategy.cc)
 target_link_libraries(tunefarm_search PUBLIC
   tunefarm_ops tunefarm_tuning_db tunefarm_proto tunefarm_common absl::status absl::statusor
-  absl::strings absl::str_format absl::flat_hash_set absl::flat_hash_map)
+  absl::strings absl::str_format absl::flat_hash_set absl::flat_hash_map
+  absl::inlined_vector)
