@@ -63,15 +63,6 @@ struct Knowledge {
   ConstraintSet constraints;
 };
 
-const v1::Round* FindRound(const SearchHistory& h, int64_t id) {
-  if (h.rounds == nullptr || id < 0) return nullptr;
-  auto it = std::lower_bound(
-      h.rounds->begin(), h.rounds->end(), id,
-      [](const v1::Round& r, int64_t x) { return r.round_id() < x; });
-  if (it == h.rounds->end() || it->round_id() != id) return nullptr;
-  return &*it;
-}
-
 int PosOf(const ParamInfo& p, const v1::ParamValue& v) {
   auto it = p.pos.find(ParamValueToString(v));
   return it == p.pos.end() ? -1 : it->second;

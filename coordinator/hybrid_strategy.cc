@@ -48,10 +48,11 @@ struct Dim {
   // learned from the finished rounds (OrderWeight).
   double order_weight = 0;
   absl::flat_hash_map<std::string, int> pos;
-  // kernel[c][j]: probability of value j around centre c, and its CDF;
-  // at[j][c] = kernel[c][j], what the scores read (every centre at one
+  // With kernel(c, j) the probability of value j around centre c:
+  // cdf[c][j] its CDF over j (what draws around a centre read), and
+  // at[j][c] = kernel(c, j) (what the scores read: every centre at one
   // value, side by side).
-  std::vector<std::vector<double>> kernel, cdf, at;
+  std::vector<std::vector<double>> cdf, at;
 };
 
 using Config = std::vector<int>;  // one position per Dim
@@ -184,20 +185,11 @@ class RoundIndex {
   };
 
   // Brings the index up to h's rounds under the grid of `m` (its dims and
-  // codable); another history or another grid is read from the start.
+  // codable, both derived from h.op); another history, or the same rounds
+  // of another manifest, is read from the start.
   void Update(const Model& m, const SearchHistory& h) {
-    std::string grid = m.codable ? "c" : "k";
-    for (const Dim& d : m.dims) {
-      absl::StrAppend(&grid, d.name, "=");
-      for (const v1::ParamValue& v : d.ordered) {
-        absl::StrAppend(&grid, ParamValueToString(v), ",");
-      }
-      grid.push_back(';');
-    }
     size_t i = cursor_.Resume(h);
-    if (i == 0 || grid != grid_) {
-      i = 0;
-      grid_ = std::move(grid);
+    if (i == 0) {
       entries_.clear();
       codes_.clear();
       keys_.clear();
@@ -233,7 +225,6 @@ class RoundIndex {
 
  private:
   HistoryCursor cursor_;
-  std::string grid_;  // the grid the entries were read under
   std::vector<Entry> entries_;
   absl::flat_hash_set<uint64_t> codes_;
   absl::flat_hash_set<std::string> keys_;
@@ -283,8 +274,8 @@ void BuildKernels(Dim& d, int components) {
   // rule's n^-1/5), never below half a step.
   const double bw =
       std::max(0.5, 0.25 * k * std::pow(std::max(1, components), -0.2));
-  d.kernel.assign(k, std::vector<double>(k));
   d.cdf.assign(k, std::vector<double>(k));
+  d.at.assign(k, std::vector<double>(k));
   // A mixture of an ordered kernel (Gaussian in steps) and a categorical
   // one (the centre plus a uniform floor, as Optuna's categorical kernel),
   // weighted by how much the order explains the times so far.
@@ -300,15 +291,12 @@ void BuildKernels(Dim& d, int components) {
     }
     double acc = 0;
     for (int j = 0; j < k; ++j) {
-      d.kernel[c][j] =
+      const double kernel =
           w * ordered[j] / sum_o + (1 - w) * categorical[j] / sum_c;
-      acc += d.kernel[c][j];
+      acc += kernel;
       d.cdf[c][j] = acc;
+      d.at[j][c] = kernel;
     }
-  }
-  d.at.assign(k, std::vector<double>(k));
-  for (int c = 0; c < k; ++c) {
-    for (int j = 0; j < k; ++j) d.at[j][c] = d.kernel[c][j];
   }
 }
 
@@ -329,14 +317,7 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
     m.dims.push_back(std::move(d));
   }
   // The parent: the best round, else the baseline parameters.
-  const v1::Round* best = nullptr;
-  if (h.rounds != nullptr && h.best_round >= 0) {
-    auto at = std::lower_bound(
-        h.rounds->begin(), h.rounds->end(), h.best_round,
-        [](const v1::Round& r, int64_t id) { return r.round_id() < id; });
-    if (at != h.rounds->end() && at->round_id() == h.best_round) best = &*at;
-  }
-  if (best != nullptr) {
+  if (const v1::Round* best = FindRound(h, h.best_round); best != nullptr) {
     m.parent = best->params();
     if (best->diagnosis().suggestions_size() > 0 && o.use_diagnosis) {
       m.diagnosis = &best->diagnosis();

@@ -57,13 +57,8 @@ class VisitedCache {
 // The parameters candidates are diffed against: the best round's, or the
 // baseline's before one passed.
 ParamMap ParentParams(const SearchHistory& h) {
-  if (h.rounds != nullptr && h.best_round >= 0) {
-    auto it = std::lower_bound(
-        h.rounds->begin(), h.rounds->end(), h.best_round,
-        [](const v1::Round& r, int64_t id) { return r.round_id() < id; });
-    if (it != h.rounds->end() && it->round_id() == h.best_round) {
-      return it->params();
-    }
+  if (const v1::Round* best = FindRound(h, h.best_round); best != nullptr) {
+    return best->params();
   }
   if (h.spec != nullptr && !h.spec->baseline_params().empty()) {
     return h.spec->baseline_params();
@@ -181,17 +176,16 @@ std::optional<uint64_t> GridIndex(
 // keys, so a proposal costs O(new rounds) rather than O(history).
 class TriedCache {
  public:
-  const std::vector<uint64_t>& Tried(const SearchHistory& h,
-                                     const v1::OperatorManifest& op) {
+  // Requires h.op.
+  const std::vector<uint64_t>& Tried(const SearchHistory& h) {
     size_t i = cursor_.Resume(h);
-    if (i == 0 || &op != op_) {
-      i = 0;
+    if (i == 0) {
       tried_.clear();
-      op_ = &op;
-      pos_ = ValuePositions(op);
+      pos_ = ValuePositions(*h.op);
     }
     for (; h.rounds != nullptr && i < h.rounds->size(); ++i) {
-      const std::optional<uint64_t> index = GridIndex(op, pos_, (*h.rounds)[i]);
+      const std::optional<uint64_t> index =
+          GridIndex(*h.op, pos_, (*h.rounds)[i]);
       if (!index.has_value()) continue;
       auto at = std::lower_bound(tried_.begin(), tried_.end(), *index);
       if (at == tried_.end() || *at != *index) tried_.insert(at, *index);
@@ -202,7 +196,6 @@ class TriedCache {
 
  private:
   HistoryCursor cursor_;
-  const v1::OperatorManifest* op_ = nullptr;
   std::vector<absl::flat_hash_map<std::string, uint64_t>> pos_;
   std::vector<uint64_t> tried_;
 };
@@ -239,9 +232,8 @@ class GridStrategy : public Strategy {
     // the last call found, unless the history was replaced or cut short:
     // the same proposals as a walk from the first point, without its
     // O(history) steps per call.
-    if (visited_.rebuilds() != rebuilds_ || &op != op_) {
+    if (visited_.rebuilds() != rebuilds_) {
       rebuilds_ = visited_.rebuilds();
-      op_ = &op;
       start_ = 0;
       start_digits_.assign(op.parameters_size(), 0);
       walked_all_ = false;
@@ -280,7 +272,6 @@ class GridStrategy : public Strategy {
   // Where the walk resumes (below it every point is visited or infeasible)
   // for the history visited_ holds (as of its rebuild count rebuilds_).
   int64_t rebuilds_ = -1;
-  const v1::OperatorManifest* op_ = nullptr;
   uint64_t start_ = 0;
   std::vector<uint32_t> start_digits_;
   bool walked_all_ = false;
@@ -316,7 +307,7 @@ class RandomStrategy : public Strategy {
       // The untried grid indices in ascending order, as a virtual array
       // (`UntriedAt`), so that a pick costs O(log) instead of a walk over
       // the whole space.
-      const std::vector<uint64_t>& tried = tried_.Tried(h, op);
+      const std::vector<uint64_t>& tried = tried_.Tried(h);
       const uint64_t pool = space - tried.size();
       // Partial Fisher-Yates over the virtual array: the first n picks of a
       // uniform shuffle (a smaller n gives a prefix of a larger one).

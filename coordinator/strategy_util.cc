@@ -61,13 +61,18 @@ double OrderWeight(const std::vector<std::vector<double>>& times,
   return std::clamp(1 - adjacent / all, 0.0, 1.0);
 }
 
+const v1::Round* FindRound(const SearchHistory& h, int64_t id) {
+  if (h.rounds == nullptr || id < 0) return nullptr;
+  auto it = std::lower_bound(
+      h.rounds->begin(), h.rounds->end(), id,
+      [](const v1::Round& r, int64_t x) { return r.round_id() < x; });
+  if (it == h.rounds->end() || it->round_id() != id) return nullptr;
+  return &*it;
+}
+
 std::optional<Candidate> RaceAgainCandidate(
     const SearchHistory& h, const std::vector<std::string>& skip) {
-  if (h.rounds == nullptr || h.best_round < 0) return std::nullopt;
-  const v1::Round* best = nullptr;
-  for (const v1::Round& r : *h.rounds) {
-    if (r.round_id() == h.best_round) best = &r;
-  }
+  const v1::Round* best = FindRound(h, h.best_round);
   if (best == nullptr) return std::nullopt;
   const double best_us = best->result().measurement().median_us();
   if (best_us <= 0) return std::nullopt;
@@ -120,10 +125,11 @@ std::optional<Candidate> RaceAgainCandidate(
 
 size_t HistoryCursor::Resume(const SearchHistory& h) {
   const size_t n = h.rounds != nullptr ? h.rounds->size() : 0;
-  if (h.rounds != rounds_ || n < read_ ||
+  if (h.rounds != rounds_ || h.op != op_ || n < read_ ||
       (read_ > 0 && ParamsKey((*h.rounds)[read_ - 1].params()) != last_)) {
     ++starts_;
     rounds_ = h.rounds;
+    op_ = h.op;
     read_ = 0;
     last_.clear();
   }
@@ -132,6 +138,7 @@ size_t HistoryCursor::Resume(const SearchHistory& h) {
 
 void HistoryCursor::ReadAll(const SearchHistory& h) {
   rounds_ = h.rounds;
+  op_ = h.op;
   read_ = h.rounds != nullptr ? h.rounds->size() : 0;
   last_ = read_ > 0 ? ParamsKey((*h.rounds)[read_ - 1].params()) : "";
 }

@@ -63,6 +63,10 @@ int SuggestedPosition(const v1::Suggestion& s, int from, int given, int size);
 double OrderWeight(const std::vector<std::vector<double>>& times,
                    double undetermined);
 
+// The history's round `id` (rounds ascend by round_id: a binary search);
+// nullptr when there is none.
+const v1::Round* FindRound(const SearchHistory& h, int64_t id);
+
 // Round.stage of a re-race: an inconclusive round's configuration measured
 // again against the current best.
 inline constexpr char kRerace[] = "rerace";
@@ -80,9 +84,10 @@ std::optional<Candidate> RaceAgainCandidate(
 // How far a strategy that keeps what it derived from a history across
 // Propose calls (so that a proposal costs O(new rounds), not O(history))
 // has read it. The coordinator only appends rounds, except when it undoes
-// a failed commit (it truncates); a history in another vector, a shorter
-// one, or one whose last round read has other parameters is taken as
-// another history, and the reader starts over. Owned by its strategy.
+// a failed commit (it truncates); a history in another vector or of
+// another operator manifest, a shorter one, or one whose last round read
+// has other parameters is taken as another history, and the reader starts
+// over. Owned by its strategy.
 class HistoryCursor {
  public:
   // How many of h's first rounds were read before and are still the same:
@@ -97,6 +102,7 @@ class HistoryCursor {
 
  private:
   const std::vector<v1::Round>* rounds_ = nullptr;
+  const v1::OperatorManifest* op_ = nullptr;
   size_t read_ = 0;
   std::string last_;  // ParamsKey of the last round read
   int64_t starts_ = 0;
