@@ -72,6 +72,7 @@
 #include "coordinator/farm_metrics.h"
 #include "coordinator/prometheus_metrics.h"
 #include "coordinator/service.h"
+#include "coordinator/strategy.h"
 #include "grpcpp/alarm.h"
 #include "grpcpp/grpcpp.h"
 #include "ops/catalog.h"
@@ -1524,13 +1525,13 @@ int main(int argc, char** argv) {
       load.name_held_manifests = false;
     } else if (absl::StartsWith(arg, "--strategy=")) {
       load.strategy = arg.substr(11);
-      if (load.strategy != "random" && load.strategy != "grid" &&
-          load.strategy != "hybrid" && load.strategy != "tpe" &&
-          load.strategy != "guided") {
-        std::fprintf(stderr,
-                     "--strategy: grid, guided, hybrid, random or tpe, not "
-                     "'%s'\n",
-                     load.strategy.c_str());
+      // The coordinator's own check of the name (it lists the known ones).
+      tunefarm::v1::SweepSpec spec;
+      spec.mutable_strategy()->set_name(load.strategy);
+      if (auto s =
+              tunefarm::NewStrategy(spec, tunefarm::v1::OperatorManifest());
+          !s.ok()) {
+        std::fprintf(stderr, "--strategy: %s\n", s.status().ToString().c_str());
         return 2;
       }
     } else if (absl::StartsWith(arg, "--runs=")) {
