@@ -608,14 +608,12 @@ TEST(HybridStrategy, ABatchWalksMoreOfTheNewBestsNeighbourhood) {
   EXPECT_GT(walks(16), one_by_one);
 }
 
-// The start-up's draws are a maximin design: over ten seeds, each draw lies
-// farther from the configurations tried before it than uniform draws do.
 // The strategy keeps what it read from each round between calls (its
 // RoundIndex); what it proposes must stay what a strategy that never saw
 // the sweep before proposes: while rounds are in flight and finish, when it
 // is shown another history with the same round ids, and another grid.
 TEST(HybridStrategy, ProposesWhatAFreshStrategyProposesWhateverItSawBefore) {
-  // Round ids, parameters, stages and rationales: what a proposal is.
+  // Parameters, stages, rationales and parents: what a proposal is.
   auto same = [](const std::vector<Candidate>& a,
                  const std::vector<Candidate>& b) {
     if (a.size() != b.size()) return false;
@@ -675,6 +673,8 @@ TEST(HybridStrategy, ProposesWhatAFreshStrategyProposesWhateverItSawBefore) {
   }
 }
 
+// The start-up's draws are a maximin design: over ten seeds, each draw lies
+// farther from the configurations tried before it than uniform draws do.
 TEST(HybridStrategy, StartUpDrawsSpreadOverTheSpace) {
   auto spread = [](const std::string& strategy) {
     double sum = 0;
