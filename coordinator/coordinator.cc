@@ -374,7 +374,8 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
   if (v1::Round* queued = SweepBook::FirstQueued(s); queued != nullptr) {
     return queued;
   }
-  SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round()};
+  SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round(),
+                        s.rewinds};
   NextCandidate next = ProposeNextCandidate(
       *s.strategy, history, s.sweep.spec().budget().max_rounds(),
       SweepBook::CandidatesInFlight(s));
@@ -1051,7 +1052,8 @@ v1::Round* Coordinator::NextPerWorkloadRound(Txn& txn, SweepRuntime& s) {
         views.Candidates(i) >= spec.budget().max_rounds()) {
       continue;
     }
-    SearchHistory history{s.op, &spec, &views.Workload(i), w.best_round()};
+    SearchHistory history{s.op, &spec, &views.Workload(i), w.best_round(),
+                          s.rewinds};
     std::vector<Candidate> proposed =
         s.workload_strategies[i]->Propose(history, 1);
     if (proposed.empty()) {
@@ -1077,7 +1079,7 @@ v1::Round* Coordinator::NextOneConfigRounds(Txn& txn, SweepRuntime& s) {
   const int64_t configs = static_cast<int64_t>(s.rounds.size() / n) - 1;
   if (configs >= spec.budget().max_rounds()) return nullptr;
   SearchHistory history{s.op, &spec, &SyncedViews(s).Configs(),
-                        s.sweep.best_round()};
+                        s.sweep.best_round(), s.rewinds};
   std::vector<Candidate> proposed = s.strategy->Propose(history, 1);
   if (proposed.empty()) {
     if (configs == s.sweep.rounds_finished()) {

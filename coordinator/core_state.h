@@ -41,6 +41,9 @@ struct SweepRuntime {
   // Multi-workload sweeps: what their strategies see. Staging reports every
   // change to `rounds` to it; read it through SyncedViews.
   WorkloadViews views;
+  // Undos that put rounds back (SearchHistory.rewinds): a strategy's
+  // derived state is stale after one.
+  int64_t rewinds = 0;
   bool finished = false;
   // No round below this index is QUEUED: the queue is searched from here,
   // so finding work costs no walk over the whole sweep. Requeue lowers it.

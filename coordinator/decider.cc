@@ -271,7 +271,8 @@ void Decider::CheckTermination(Txn& txn, SweepRuntime& s) {
       SweepBook::FirstQueued(s) != nullptr) {
     return;
   }
-  SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round()};
+  SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round(),
+                        s.rewinds};
   if (s.strategy->Propose(history, 1).empty()) {
     Exhaustion why = s.strategy->Exhausted(history);
     Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
@@ -636,7 +637,8 @@ void Decider::CheckMultiWorkloadTermination(Txn& txn, SweepRuntime& s) {
     }
     const WorkloadViews& views = SyncedViews(s);
     if (views.InFlight(i) > 0) continue;
-    SearchHistory history{s.op, &spec, &views.Workload(i), w.best_round()};
+    SearchHistory history{s.op, &spec, &views.Workload(i), w.best_round(),
+                          s.rewinds};
     if (s.workload_strategies[i]->Propose(history, 1).empty()) {
       Exhaustion why = s.workload_strategies[i]->Exhausted(history);
       FinishWorkload(txn, s, i, why.reason, std::move(why.detail));
@@ -672,7 +674,7 @@ void Decider::CheckOneConfigTermination(Txn& txn, SweepRuntime& s) {
       static_cast<int64_t>(s.rounds.size() / spec.workloads_size()) - 1;
   if (configs > s.sweep.rounds_finished()) return;  // in flight
   SearchHistory history{s.op, &spec, &SyncedViews(s).Configs(),
-                        s.sweep.best_round()};
+                        s.sweep.best_round(), s.rewinds};
   if (s.strategy->Propose(history, 1).empty()) {
     Exhaustion why = s.strategy->Exhausted(history);
     Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,

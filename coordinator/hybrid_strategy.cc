@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <span>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -109,7 +110,7 @@ struct Finished {
 class RoundIndex;
 
 // The model of one Propose call. Its configurations point into the
-// RoundIndex (rounds of the history) and into `proposed` (this call's).
+// RoundIndex (rounds of the history).
 struct Model {
   std::vector<Dim> dims;
   // The configurations tried: the index's, plus this call's proposals, as
@@ -118,11 +119,13 @@ struct Model {
   const RoundIndex* index = nullptr;
   absl::flat_hash_set<uint64_t> proposed_codes;
   absl::flat_hash_set<std::string> proposed_keys;
-  std::deque<Config> proposed;  // this call's proposals on the grid
   bool codable = true;
-  std::vector<Finished> ok;  // fastest first
-  std::vector<const Config*> failed;
+  std::span<const Finished> ok;      // finished OK on the grid, fastest first
+  std::span<const Finished> failed;  // finished otherwise, in round order
   std::vector<const Config*> in_flight;  // rounds in flight, on the grid
+  // The good group, and the rest (a sample past kMaxRest, then this call's
+  // proposals on the grid): between them every configuration tried on the
+  // grid, until the rest is sampled.
   Centres good, bad;
   Config best;  // empty when the best is not on the grid
   ParamMap parent;
@@ -134,8 +137,9 @@ struct Model {
   int pending = 0;     // rounds in flight (proposals of this call included)
   // Configurations this call already proposed for a re-race.
   std::vector<std::string> reraced;
-  // Every technique's use in round order (proposals of this call appended),
-  // and whether it gave a new best (a kept round; pending ones not yet).
+  // The techniques' last uses in round order (at least the bandit's window;
+  // proposals of this call appended), and whether each gave a new best (a
+  // kept round; pending ones not yet).
   std::vector<std::pair<int, bool>> uses;
 };
 
@@ -167,67 +171,258 @@ uint64_t Code(const Model& m, const Config& c) {
   return code;
 }
 
-// What the model reads from each round's parameters and stage, kept between
-// Propose calls (HistoryCursor): a round's position on the grid and the
-// technique that proposed it never change once it exists, and re-reading
-// every round's parameters on every proposal made each proposal's cost grow
-// with the sweep. Owned by the strategy; not thread-safe.
+// Counts over positions 0..n-1 with O(log n) updates and prefix sums (a
+// Fenwick tree) that grows by appending positions.
+class PositionCounts {
+ public:
+  void Clear() { tree_.assign(1, 0); }
+  void Append() {  // a new last position, counted 0
+    const size_t at = tree_.size();
+    tree_.push_back(Prefix(at - 1) - Prefix(at - (at & (~at + 1))));
+  }
+  void Add(size_t pos, int64_t delta) {
+    for (size_t at = pos + 1; at < tree_.size(); at += at & (~at + 1)) {
+      tree_[at] += delta;
+    }
+  }
+  // The sum over positions below `end`.
+  int64_t Prefix(size_t end) const {
+    int64_t sum = 0;
+    for (size_t at = end; at > 0; at -= at & (~at + 1)) sum += tree_[at];
+    return sum;
+  }
+
+ private:
+  std::vector<int64_t> tree_ = {0};  // 1-based
+};
+
+// What the model reads from the history, kept between Propose calls
+// (HistoryCursor) and brought up to date at the cost of the rounds added or
+// still moving, so that a proposal's cost does not grow with the sweep:
+//   * each round's position on the grid and the technique that proposed it
+//     (a round's parameters and stage never change);
+//   * the finished rounds, OK ones sorted fastest first, failed ones in
+//     round order, with each value's summed log time per parameter;
+//   * which rounds are in flight.
+// A round is final once cancelled, or done and decided; the coordinator
+// moves rounds only forward, except that a done round waiting for its
+// parent's result may be measured again (it is re-read until decided) and
+// an undone commit puts rounds back (SearchHistory.rewinds: read again from
+// the start). Owned by the strategy; not thread-safe.
 class RoundIndex {
  public:
+  // kCounted: done, waiting to be judged (it may be measured again).
+  enum class State { kOpen, kCounted, kFinal, kCancelled };
   struct Entry {
     bool grid = false;  // all parameters on the grid
     Config config;      // when on the grid
     int technique = -1;
-    // The log of the median last read (a round's result is final once it
-    // is done, but an undone batch can take a staged one back).
+    State state = State::kOpen;
+    // As counted among the finished rounds (kCounted, kFinal).
+    bool ok = false;
     double median_us = 0;
-    double log_us = 0;
+    Finished finished;
   };
 
-  // Brings the index up to h's rounds under the grid of `m` (its dims and
-  // codable, both derived from h.op); another history, or the same rounds
-  // of another manifest, is read from the start.
+  // Brings the index up to h's rounds (h.rounds set) under the grid of `m`
+  // (its dims and codable, both derived from h.op); another history, or the
+  // same rounds of another manifest, is read from the start.
   void Update(const Model& m, const SearchHistory& h) {
     size_t i = cursor_.Resume(h);
-    if (i == 0) {
-      entries_.clear();
-      codes_.clear();
-      keys_.clear();
-    }
-    for (; h.rounds != nullptr && i < h.rounds->size(); ++i) {
-      const v1::Round& r = (*h.rounds)[i];
+    if (i == 0) Clear(m);
+    const std::vector<v1::Round>& rounds = *h.rounds;
+    for (; i < rounds.size(); ++i) {
+      const v1::Round& r = rounds[i];
       Entry& e = entries_.emplace_back();
       e.grid = ToConfig(m, r.params(), &e.config);
       if (!e.grid) e.config.clear();
       e.technique = TechniqueOf(r.stage());
       if (m.codable && e.grid) {
-        codes_.insert(Code(m, e.config));
+        ++codes_[Code(m, e.config)];
       } else {
-        keys_.insert(ParamsKey(r.params()));
+        ++keys_[ParamsKey(r.params())];
       }
+      if (e.technique >= 0) with_technique_.push_back(i);
+      if (e.technique == kWalkTechnique && r.changes_size() == 1) {
+        walks_from_[r.parent_round()].push_back(i);
+      }
+      done_.Append();
+      open_.push_back(i);
     }
     cursor_.ReadAll(h);
+    // Rounds not final yet: in flight (open_) or done but undecided
+    // (counted_). Both lists stay in round order.
+    std::vector<size_t> open, counted;
+    for (const std::vector<size_t>* list : {&open_, &counted_}) {
+      for (size_t pos : *list) {
+        switch (Refresh(pos, rounds[pos])) {
+          case State::kOpen:
+            open.push_back(pos);
+            break;
+          case State::kCounted:
+            counted.push_back(pos);
+            break;
+          default:
+            break;
+        }
+      }
+    }
+    std::sort(open.begin(), open.end());
+    std::sort(counted.begin(), counted.end());
+    open_.swap(open);
+    counted_.swap(counted);
   }
 
-  // One entry per round of the last Update's history, in its order.
-  const std::vector<Entry>& entries() const { return entries_; }
-  // std::log(median_us), computed once per round and median.
-  double LogUs(size_t i, double median_us) {
-    Entry& e = entries_[i];
-    if (e.median_us != median_us) {
-      e.median_us = median_us;
-      e.log_us = std::log(median_us);
-    }
-    return e.log_us;
-  }
+  const Entry& entry(size_t pos) const { return entries_[pos]; }
+  size_t size() const { return entries_.size(); }
   bool Visited(uint64_t code) const { return codes_.contains(code); }
   bool Visited(const std::string& key) const { return keys_.contains(key); }
+  // How many rounds of h (the last Update's) have round `pos`'s
+  // configuration.
+  int Measured(const Model& m, const SearchHistory& h, size_t pos) const {
+    const Entry& e = entries_[pos];
+    if (m.codable && e.grid) return codes_.at(Code(m, e.config));
+    return keys_.at(ParamsKey((*h.rounds)[pos].params()));
+  }
+  // The done, inconclusive rounds, in round order.
+  const std::vector<size_t>& inconclusive() const { return inconclusive_; }
+
+  const std::vector<Finished>& ok() const { return ok_; }
+  const std::vector<Finished>& failed() const { return failed_; }
+  // Rounds in flight (neither done nor cancelled), in round order.
+  const std::vector<size_t>& open() const { return open_; }
+  int64_t cancelled() const { return cancelled_; }
+  // Done rounds at positions from `pos` on.
+  int64_t DoneFrom(size_t pos) const {
+    return done_.Prefix(entries_.size()) - done_.Prefix(pos);
+  }
+  // Rounds with a technique, in round order; walk rounds of one change from
+  // round `parent`.
+  const std::vector<size_t>& with_technique() const { return with_technique_; }
+  const std::vector<size_t>* walks_from(int64_t parent) const {
+    auto it = walks_from_.find(parent);
+    return it == walks_from_.end() ? nullptr : &it->second;
+  }
+  // The mean log time of value j of parameter `dim` over the OK rounds;
+  // nullopt when none has it.
+  std::optional<double> MeanLogUs(size_t dim, size_t j) const {
+    if (count_[dim][j] == 0) return std::nullopt;
+    return static_cast<double>(sum_[dim][j]) * kLogScale /
+           static_cast<double>(count_[dim][j]);
+  }
 
  private:
+  // Log times summed in fixed point: integer sums are exact whatever the
+  // order rounds finish in, and a round taken out again leaves no residue.
+  static constexpr double kLogScale = 0x1.0p-32;
+
+  void Clear(const Model& m) {
+    entries_.clear();
+    codes_.clear();
+    keys_.clear();
+    ok_.clear();
+    failed_.clear();
+    open_.clear();
+    counted_.clear();
+    inconclusive_.clear();
+    with_technique_.clear();
+    walks_from_.clear();
+    done_.Clear();
+    cancelled_ = 0;
+    sum_.assign(m.dims.size(), {});
+    count_.assign(m.dims.size(), {});
+    for (size_t d = 0; d < m.dims.size(); ++d) {
+      sum_[d].assign(m.dims[d].ordered.size(), 0);
+      count_[d].assign(m.dims[d].ordered.size(), 0);
+    }
+  }
+
+  // Re-reads a round that was not final: counts it among the finished
+  // rounds when it is done (again, if its result changed), takes it out
+  // when it is not any more. Its new state.
+  State Refresh(size_t pos, const v1::Round& r) {
+    Entry& e = entries_[pos];
+    State now = State::kOpen;
+    if (r.state() == v1::ROUND_STATE_CANCELLED) {
+      now = State::kCancelled;
+    } else if (r.state() == v1::ROUND_STATE_DONE) {
+      now = r.decision() == v1::DECISION_UNSPECIFIED ? State::kCounted
+                                                     : State::kFinal;
+    }
+    const bool done = now == State::kCounted || now == State::kFinal;
+    const double median = done ? r.result().measurement().median_us() : 0;
+    const bool ok =
+        done && r.result().outcome() == v1::OUTCOME_OK && median > 0;
+    if (e.state == State::kCounted &&
+        (!done || ok != e.ok || median != e.median_us)) {
+      Count(pos, -1);
+      e.state = State::kOpen;
+    }
+    if (done && e.state == State::kOpen) {
+      e.ok = ok;
+      e.median_us = median;
+      e.finished = {ok ? std::log(median) : 0, &e.config, r.round_id()};
+      Count(pos, +1);
+    }
+    if (now == State::kCancelled) ++cancelled_;
+    if (now == State::kFinal && r.decision() == v1::DECISION_INCONCLUSIVE) {
+      inconclusive_.insert(
+          std::upper_bound(inconclusive_.begin(), inconclusive_.end(), pos),
+          pos);
+    }
+    e.state = now;
+    return now;
+  }
+
+  // Adds (+1) or removes (-1) a done round from the finished rounds.
+  void Count(size_t pos, int sign) {
+    const Entry& e = entries_[pos];
+    done_.Add(pos, sign);
+    if (!e.grid) return;
+    const Finished& f = e.finished;
+    if (!e.ok) {
+      auto at = std::lower_bound(
+          failed_.begin(), failed_.end(), f.round,
+          [](const Finished& a, int64_t round) { return a.round < round; });
+      if (sign > 0) {
+        failed_.insert(at, f);
+      } else {
+        failed_.erase(at);
+      }
+      return;
+    }
+    // Fastest first; equal times in round order.
+    auto at = std::lower_bound(
+        ok_.begin(), ok_.end(), f, [](const Finished& a, const Finished& b) {
+          return a.log_us != b.log_us ? a.log_us < b.log_us : a.round < b.round;
+        });
+    if (sign > 0) {
+      ok_.insert(at, f);
+    } else {
+      ok_.erase(at);
+    }
+    const int64_t fixed = std::llround(f.log_us / kLogScale);
+    for (size_t d = 0; d < e.config.size(); ++d) {
+      sum_[d][e.config[d]] += sign * fixed;
+      count_[d][e.config[d]] += sign;
+    }
+  }
+
   HistoryCursor cursor_;
-  std::vector<Entry> entries_;
-  absl::flat_hash_set<uint64_t> codes_;
-  absl::flat_hash_set<std::string> keys_;
+  // One per round of the history, in its order (a deque: the finished
+  // rounds point at their configurations).
+  std::deque<Entry> entries_;
+  // How many rounds have each configuration.
+  absl::flat_hash_map<uint64_t, int> codes_;
+  absl::flat_hash_map<std::string, int> keys_;
+  std::vector<Finished> ok_, failed_;
+  std::vector<size_t> open_, counted_, inconclusive_;
+  std::vector<size_t> with_technique_;
+  absl::flat_hash_map<int64_t, std::vector<size_t>> walks_from_;
+  PositionCounts done_;
+  int64_t cancelled_ = 0;
+  std::vector<std::vector<int64_t>> sum_;
+  std::vector<std::vector<int64_t>> count_;
 };
 
 // Not tried yet, and feasible.
@@ -259,7 +454,7 @@ void AddProposal(Model& m, const ParamMap& params) {
   } else {
     m.proposed_keys.insert(ParamsKey(params));
   }
-  if (grid) m.bad.Add(m.proposed.emplace_back(std::move(on_grid)));
+  if (grid) m.bad.Add(on_grid);
 }
 
 int Distance(const Config& a, const Config& b) {
@@ -332,37 +527,40 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   m.codable = SpaceSize(op) < (uint64_t{1} << 62);
   index.Update(m, h);
   m.index = &index;
-  for (size_t i = 0; i < index.entries().size(); ++i) {
-    const v1::Round& r = (*h.rounds)[i];
-    const RoundIndex::Entry& e = index.entries()[i];
+  const std::vector<v1::Round>& rounds = *h.rounds;
+  m.rounds =
+      static_cast<int>(static_cast<int64_t>(index.size()) - index.cancelled());
+  m.pending = static_cast<int>(index.open().size());
+  for (size_t pos : index.open()) {
+    if (index.entry(pos).grid) m.in_flight.push_back(&index.entry(pos).config);
+  }
+  // Done rounds after the best (round ids ascend with positions).
+  const auto after_best = std::upper_bound(
+      rounds.begin(), rounds.end(), h.best_round,
+      [](int64_t id, const v1::Round& r) { return id < r.round_id(); });
+  m.since_best = static_cast<int>(
+      index.DoneFrom(static_cast<size_t>(after_best - rounds.begin())));
+  // The bandit reads its window of the techniques' last uses.
+  const size_t window = static_cast<size_t>(std::max(1, o.bandit_window));
+  const std::vector<size_t>& used = index.with_technique();
+  for (auto it = used.rbegin(); it != used.rend() && m.uses.size() < window;
+       ++it) {
+    const v1::Round& r = rounds[*it];
     if (r.state() == v1::ROUND_STATE_CANCELLED) continue;
-    ++m.rounds;
-    if (e.technique >= 0) {
-      m.uses.emplace_back(e.technique, r.state() == v1::ROUND_STATE_DONE &&
-                                           r.decision() == v1::DECISION_KEPT);
-    }
-    if (r.parent_round() == h.best_round && h.best_round >= 0 &&
-        e.technique == kWalkTechnique && r.changes_size() == 1) {
-      ++m.walk_used;
-    }
-    if (r.state() != v1::ROUND_STATE_DONE) {
-      ++m.pending;
-      if (e.grid) m.in_flight.push_back(&e.config);
-      continue;
-    }
-    if (r.round_id() > h.best_round) ++m.since_best;
-    if (!e.grid) continue;
-    const double median = r.result().measurement().median_us();
-    if (r.result().outcome() == v1::OUTCOME_OK && median > 0) {
-      m.ok.push_back({index.LogUs(i, median), &e.config, r.round_id()});
-    } else {
-      m.failed.push_back(&e.config);
+    m.uses.emplace_back(
+        index.entry(*it).technique,
+        r.state() == v1::ROUND_STATE_DONE && r.decision() == v1::DECISION_KEPT);
+  }
+  std::reverse(m.uses.begin(), m.uses.end());
+  if (h.best_round >= 0) {
+    if (const std::vector<size_t>* walks = index.walks_from(h.best_round)) {
+      for (size_t pos : *walks) {
+        m.walk_used += rounds[pos].state() != v1::ROUND_STATE_CANCELLED;
+      }
     }
   }
-  // Fastest first; equal times in round order.
-  std::sort(m.ok.begin(), m.ok.end(), [](const Finished& a, const Finished& b) {
-    return a.log_us != b.log_us ? a.log_us < b.log_us : a.round < b.round;
-  });
+  m.ok = index.ok();
+  m.failed = index.failed();
   const int n_ok = static_cast<int>(m.ok.size());
   const int n_good =
       n_ok == 0
@@ -383,7 +581,7 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   auto rest = [&](size_t k) -> const Config& {
     if (k < static_cast<size_t>(n_ok - n_good)) return *m.ok[n_good + k].config;
     k -= static_cast<size_t>(n_ok - n_good);
-    if (k < m.failed.size()) return *m.failed[k];
+    if (k < m.failed.size()) return *m.failed[k].config;
     return *m.in_flight[k - m.failed.size()];
   };
   m.bad = Centres(m.dims.size());
@@ -394,20 +592,13 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   // How much each numeric domain's order explains the times so far: a
   // method id or a flag behaves as a category, a tile size as an ordered
   // value. Until three values were seen, half and half.
-  // OrderWeight reads each value's mean log time: summed here, in the
-  // order of m.ok, instead of handing it every time.
   for (size_t i = 0; i < m.dims.size(); ++i) {
     Dim& d = m.dims[i];
     if (!d.ordinal) continue;
-    std::vector<double> sum(d.ordered.size(), 0.0);
-    std::vector<int> count(d.ordered.size(), 0);
-    for (const Finished& f : m.ok) {
-      sum[(*f.config)[i]] += f.log_us;
-      ++count[(*f.config)[i]];
-    }
     std::vector<std::vector<double>> means(d.ordered.size());
     for (size_t j = 0; j < means.size(); ++j) {
-      if (count[j] > 0) means[j] = {sum[j] / static_cast<double>(count[j])};
+      if (std::optional<double> mean = index.MeanLogUs(i, j))
+        means[j] = {*mean};
     }
     d.order_weight = OrderWeight(means, kUndeterminedOrder);
   }
@@ -462,14 +653,20 @@ class HybridStrategy : public Strategy {
   // whole space: they need no measured baseline.
   bool ProposesWhileBaselineRuns() const override { return true; }
 
-  std::vector<Candidate> Propose(const SearchHistory& h, int n) override {
+  std::vector<Candidate> Propose(const SearchHistory& history, int n) override {
     std::vector<Candidate> out;
-    if (n <= 0 || h.op == nullptr || h.op->parameters_size() == 0) return out;
-    for (const v1::ParameterDomain& p : h.op->parameters()) {
+    if (n <= 0 || history.op == nullptr || history.op->parameters_size() == 0) {
+      return out;
+    }
+    for (const v1::ParameterDomain& p : history.op->parameters()) {
       if (p.values().empty()) return out;
     }
+    // A history without a rounds vector is one without rounds.
+    const std::vector<v1::Round> no_rounds;
+    SearchHistory h = history;
+    if (h.rounds == nullptr) h.rounds = &no_rounds;
     Model m = Learn(o_, h, index_);
-    const uint64_t count = h.rounds != nullptr ? h.rounds->size() : 0;
+    const uint64_t count = h.rounds->size();
     std::seed_seq seq{static_cast<uint32_t>(o_.seed),
                       static_cast<uint32_t>(o_.seed >> 32),
                       static_cast<uint32_t>(count),
@@ -663,7 +860,9 @@ class HybridStrategy : public Strategy {
 
   // A re-race (RaceAgainCandidate), at most once per configuration.
   std::optional<Candidate> Rerace(const SearchHistory& h, Model& m) const {
-    std::optional<Candidate> c = RaceAgainCandidate(h, m.reraced);
+    std::optional<Candidate> c = RaceAgainCandidate(
+        h, m.reraced, m.index->inconclusive(),
+        [&](size_t pos) { return m.index->Measured(m, h, pos); });
     if (c.has_value()) m.reraced.push_back(ParamsKey(c->params));
     return c;
   }
@@ -922,7 +1121,7 @@ class HybridStrategy : public Strategy {
         if (!Fresh(m, c)) continue;
         ++got;
         double nearest = INFINITY;
-        auto near = [&](const Config& t) {
+        auto near = [&](const int* t) {
           double d = 0;
           for (size_t i = 0; i < m.dims.size(); ++i) {
             const int k = static_cast<int>(m.dims[i].ordered.size());
@@ -932,11 +1131,10 @@ class HybridStrategy : public Strategy {
           }
           nearest = std::min(nearest, d);
         };
-        for (const Finished& f : m.ok) near(*f.config);
-        for (const Config* f : m.failed) near(*f);
-        for (const Config* f : m.in_flight) near(*f);
-        for (const Config& f : m.proposed) near(f);
-        if (!m.best.empty()) near(m.best);
+        for (const Centres* group : {&m.good, &m.bad}) {
+          for (size_t g = 0; g < group->size(); ++g) near(group->row(g));
+        }
+        if (!m.best.empty()) near(m.best.data());
         if (nearest > pick_d) {
           pick_d = nearest;
           pick = c;

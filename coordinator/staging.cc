@@ -46,6 +46,7 @@ void Staging::SaveSweep(Txn& txn, SweepRuntime& s) {
     if (rt->rounds.size() > size) {
       rt->rounds.resize(size);
       rt->views.Truncated(size);
+      ++rt->rewinds;
     }
   });
 }
@@ -70,6 +71,7 @@ void Staging::SaveRound(Txn& txn, SweepRuntime& s, const v1::Round& round) {
     if (rt != nullptr && index >= 0 &&
         index < static_cast<int64_t>(rt->rounds.size())) {
       rt->rounds[index] = round;
+      ++rt->rewinds;
       if (IsMultiWorkload(rt->sweep.spec())) rt->views.Changed(index);
     }
   });

@@ -77,6 +77,11 @@ struct SearchHistory {
   // Every round so far, any state (queued, leased, done), ascending round_id.
   const std::vector<v1::Round>* rounds = nullptr;
   int64_t best_round = -1;  // -1 before the baseline passed
+  // How many times the coordinator put rounds of this history back as they
+  // were (an undone commit can return a staged result's round to LEASED, or
+  // drop rounds): what a strategy derived from rounds' states before is
+  // stale once it changes (HistoryCursor).
+  int64_t rewinds = 0;
 };
 
 // Why a strategy proposes nothing more: the sweep's termination reason and

@@ -71,39 +71,26 @@ const v1::Round* FindRound(const SearchHistory& h, int64_t id) {
 }
 
 std::optional<Candidate> RaceAgainCandidate(
-    const SearchHistory& h, const std::vector<std::string>& skip) {
+    const SearchHistory& h, const std::vector<std::string>& skip,
+    std::span<const size_t> inconclusive,
+    absl::FunctionRef<int(size_t)> measured) {
   const v1::Round* best = FindRound(h, h.best_round);
   if (best == nullptr) return std::nullopt;
   const double best_us = best->result().measurement().median_us();
   if (best_us <= 0) return std::nullopt;
   const double min_gain = h.spec != nullptr ? h.spec->min_gain() : 0;
-  // The inconclusive rounds that beat the best. This runs on every
-  // proposal, over the whole history, and most calls find none: only then
-  // are configuration keys built, to count how often each was measured.
-  std::vector<const v1::Round*> faster;
-  for (const v1::Round& r : *h.rounds) {
-    if (r.state() != v1::ROUND_STATE_DONE ||
-        r.decision() != v1::DECISION_INCONCLUSIVE) {
-      continue;
-    }
-    const double us = r.result().measurement().median_us();
-    if (us <= 0 || us > best_us * (1 - min_gain)) continue;
-    faster.push_back(&r);
-  }
-  if (faster.empty()) return std::nullopt;
-  absl::flat_hash_map<std::string, int> times;
-  for (const v1::Round& r : *h.rounds) ++times[ParamsKey(r.params())];
   const v1::Round* pick = nullptr;
-  for (const v1::Round* r : faster) {
-    const std::string key = ParamsKey(r->params());
-    if (times[key] != 1 ||
-        std::find(skip.begin(), skip.end(), key) != skip.end()) {
+  for (size_t pos : inconclusive) {
+    const v1::Round& r = (*h.rounds)[pos];
+    const double us = r.result().measurement().median_us();
+    if (us <= 0 || us > best_us * (1 - min_gain) ||
+        (pick != nullptr && us >= pick->result().measurement().median_us()) ||
+        measured(pos) != 1 ||
+        std::find(skip.begin(), skip.end(), ParamsKey(r.params())) !=
+            skip.end()) {
       continue;
     }
-    const double us = r->result().measurement().median_us();
-    if (pick == nullptr || us < pick->result().measurement().median_us()) {
-      pick = r;
-    }
+    pick = &r;
   }
   if (pick == nullptr) return std::nullopt;
   Candidate c;
@@ -123,13 +110,38 @@ std::optional<Candidate> RaceAgainCandidate(
   return c;
 }
 
+std::optional<Candidate> RaceAgainCandidate(
+    const SearchHistory& h, const std::vector<std::string>& skip) {
+  if (h.rounds == nullptr) return std::nullopt;
+  std::vector<size_t> inconclusive;
+  for (size_t i = 0; i < h.rounds->size(); ++i) {
+    const v1::Round& r = (*h.rounds)[i];
+    if (r.state() == v1::ROUND_STATE_DONE &&
+        r.decision() == v1::DECISION_INCONCLUSIVE) {
+      inconclusive.push_back(i);
+    }
+  }
+  if (inconclusive.empty()) return std::nullopt;
+  // Configuration keys are built only when there is an inconclusive round.
+  std::optional<absl::flat_hash_map<std::string, int>> times;
+  return RaceAgainCandidate(h, skip, inconclusive, [&](size_t pos) {
+    if (!times.has_value()) {
+      times.emplace();
+      for (const v1::Round& r : *h.rounds) ++(*times)[ParamsKey(r.params())];
+    }
+    return (*times)[ParamsKey((*h.rounds)[pos].params())];
+  });
+}
+
 size_t HistoryCursor::Resume(const SearchHistory& h) {
   const size_t n = h.rounds != nullptr ? h.rounds->size() : 0;
-  if (h.rounds != rounds_ || h.op != op_ || n < read_ ||
+  if (h.rounds != rounds_ || h.op != op_ || h.rewinds != rewinds_ ||
+      n < read_ ||
       (read_ > 0 && ParamsKey((*h.rounds)[read_ - 1].params()) != last_)) {
     ++starts_;
     rounds_ = h.rounds;
     op_ = h.op;
+    rewinds_ = h.rewinds;
     read_ = 0;
     last_.clear();
   }
@@ -139,6 +151,7 @@ size_t HistoryCursor::Resume(const SearchHistory& h) {
 void HistoryCursor::ReadAll(const SearchHistory& h) {
   rounds_ = h.rounds;
   op_ = h.op;
+  rewinds_ = h.rewinds;
   read_ = h.rounds != nullptr ? h.rounds->size() : 0;
   last_ = read_ > 0 ? ParamsKey((*h.rounds)[read_ - 1].params()) : "";
 }

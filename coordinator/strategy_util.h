@@ -12,10 +12,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "coordinator/strategy.h"
 #include "tunefarm/v1/types.pb.h"
 
@@ -80,14 +82,23 @@ inline constexpr char kRerace[] = "rerace";
 // already re-raced by this call's earlier proposals.
 std::optional<Candidate> RaceAgainCandidate(
     const SearchHistory& h, const std::vector<std::string>& skip);
+// The same for a caller that keeps what it needs between calls (the
+// hybrid's round index): `inconclusive` the positions in h.rounds of the
+// done, inconclusive rounds, `measured(pos)` how many rounds of the history
+// have the configuration of the round at `pos`.
+std::optional<Candidate> RaceAgainCandidate(
+    const SearchHistory& h, const std::vector<std::string>& skip,
+    std::span<const size_t> inconclusive,
+    absl::FunctionRef<int(size_t)> measured);
 
 // How far a strategy that keeps what it derived from a history across
 // Propose calls (so that a proposal costs O(new rounds), not O(history))
-// has read it. The coordinator only appends rounds, except when it undoes
-// a failed commit (it truncates); a history in another vector or of
-// another operator manifest, a shorter one, or one whose last round read
-// has other parameters is taken as another history, and the reader starts
-// over. Owned by its strategy.
+// has read it. The coordinator only appends rounds and moves them forward
+// (queued, leased, done, decided), except when it undoes a failed commit,
+// which SearchHistory.rewinds counts. A history in another vector or of
+// another operator manifest, a shorter one, one rewound since, or one whose
+// last round read has other parameters is taken as another history, and
+// the reader starts over. Owned by its strategy.
 class HistoryCursor {
  public:
   // How many of h's first rounds were read before and are still the same:
@@ -103,6 +114,7 @@ class HistoryCursor {
  private:
   const std::vector<v1::Round>* rounds_ = nullptr;
   const v1::OperatorManifest* op_ = nullptr;
+  int64_t rewinds_ = 0;
   size_t read_ = 0;
   std::string last_;  // ParamsKey of the last round read
   int64_t starts_ = 0;

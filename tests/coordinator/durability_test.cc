@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/params.h"
 #include "common/status_macros.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/farm_metrics.h"
@@ -634,6 +635,54 @@ TEST_F(DurabilityTest, ASweepThroughFailingCommitsRecordsEachResultOnce) {
     }
   }
   ExpectEventLogWhole(id);
+}
+
+// A batch whose commit fails puts back a round that a model strategy saw
+// finished in it: the last result in flight, after which the decider asks
+// the strategy whether anything is left. The strategy learns from the
+// history again (SearchHistory.rewinds), so the leases after the failure
+// are those of a run in which the batch never happened.
+TEST(StrategyAfterUndoTest, LeasesAsIfTheFailedBatchNeverHappened) {
+  OperatorCatalog catalog;
+  ASSERT_TRUE(AddOperator(&catalog, ToyOperatorYaml(8, 8)).ok());
+  FakeClock clock;
+  CoordinatorOptions options;
+  auto run = [&](bool failed_batch) {
+    std::vector<std::string> leased;
+    CoordinatorOverFaults core;
+    EXPECT_TRUE(core.Open(&catalog, &clock, options).ok());
+    Coordinator* coord = core.coordinator();
+    v1::SubmitSweepRequest submit;
+    submit.set_spec_yaml(ToySpecYaml(
+        "undone", "{name: tpe, seed: 3, options: {startup: 2}}", 40));
+    EXPECT_TRUE(coord->SubmitSweep(submit, AnonymousAdmin()).ok());
+    EXPECT_TRUE(coord->RegisterAgent(SimAgent("a1", 8)).ok());
+    auto lease = [&](int board) {
+      auto r = coord->LeaseWork(LeaseFor(absl::StrCat("a1/b", board)));
+      EXPECT_TRUE(r.ok() && r->granted()) << board;
+      return r.ok() ? r->work() : v1::WorkItem();
+    };
+    auto report = [&](int board, const v1::WorkItem& work, double us) {
+      return coord
+          ->ReportResult(ResultFor(absl::StrCat("a1/b", board), work, us))
+          .status();
+    };
+    EXPECT_TRUE(report(0, lease(0), 100).ok());
+    std::vector<v1::WorkItem> work;
+    for (int b = 1; b <= 3; ++b) work.push_back(lease(b));
+    EXPECT_TRUE(report(1, work[0], 90).ok());
+    EXPECT_TRUE(report(3, work[2], 95).ok());
+    if (failed_batch) {
+      coord->BeginBatch();
+      EXPECT_TRUE(report(2, work[1], 50).ok());
+      core.faults()->FailNthCommit(1);
+      EXPECT_FALSE(coord->CommitBatch().ok());
+      core.faults()->Heal();
+    }
+    for (int b = 4; b <= 7; ++b) leased.push_back(ParamsKey(lease(b).params()));
+    return leased;
+  };
+  EXPECT_EQ(run(true), run(false));
 }
 
 // Counts what the core reports of its commits; the other reports are not

@@ -58,6 +58,7 @@ struct Sweep {
   std::vector<v1::Round> rounds;
   int64_t best = -1;
   double best_us = INFINITY;
+  int64_t rewinds = 0;
 
   Sweep(v1::OperatorManifest o, const std::string& strategy, uint64_t seed)
       : op(std::move(o)) {
@@ -65,7 +66,7 @@ struct Sweep {
     spec.mutable_strategy()->set_seed(seed);
     *spec.mutable_baseline_params() = DefaultParams(op);
   }
-  SearchHistory view() const { return {&op, &spec, &rounds, best}; }
+  SearchHistory view() const { return {&op, &spec, &rounds, best, rewinds}; }
 
   v1::Round& Add(const Candidate& c) {
     v1::Round r;
@@ -658,6 +659,24 @@ TEST(HybridStrategy, ProposesWhatAFreshStrategyProposesWhateverItSawBefore) {
     RunSequential(other, Bowl, 60);
     EXPECT_TRUE(same(kept->Propose(other.view(), 3), fresh(other.view())))
         << name;
+    EXPECT_TRUE(same(kept->Propose(s.view(), 3), fresh(s.view()))) << name;
+    // A round in flight finishes faster than any other but waits for its
+    // parent's result to be judged; it is measured again (queued), finishes
+    // slower, and is judged.
+    v1::Round& again = s.rounds[in_flight.front()];
+    s.FinishAs(again, 90, v1::DECISION_UNSPECIFIED);
+    EXPECT_TRUE(same(kept->Propose(s.view(), 3), fresh(s.view()))) << name;
+    again.set_state(v1::ROUND_STATE_QUEUED);
+    EXPECT_TRUE(same(kept->Propose(s.view(), 3), fresh(s.view()))) << name;
+    s.FinishAs(again, 400, v1::DECISION_UNSPECIFIED);
+    EXPECT_TRUE(same(kept->Propose(s.view(), 3), fresh(s.view()))) << name;
+    s.FinishAs(again, 400, v1::DECISION_ROLLED_BACK);
+    EXPECT_TRUE(same(kept->Propose(s.view(), 3), fresh(s.view()))) << name;
+    // An undone commit puts the judged round back in flight, and the
+    // history counts the rewind.
+    again.set_state(v1::ROUND_STATE_LEASED);
+    again.clear_decision();
+    ++s.rewinds;
     EXPECT_TRUE(same(kept->Propose(s.view(), 3), fresh(s.view()))) << name;
     // An undone commit: the last rounds go, and a round with other
     // parameters takes the last one's place.
