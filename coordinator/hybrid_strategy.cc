@@ -251,24 +251,18 @@ class RoundIndex {
     }
     cursor_.ReadAll(h);
     // Rounds not final yet: in flight (open_) or done but undecided
-    // (counted_). Both lists stay in round order.
+    // (counted_), both in round order; re-read in round order (a merge of
+    // the two), so the lists they go to stay in round order.
     std::vector<size_t> open, counted;
-    for (const std::vector<size_t>* list : {&open_, &counted_}) {
-      for (size_t pos : *list) {
-        switch (Refresh(pos, rounds[pos])) {
-          case State::kOpen:
-            open.push_back(pos);
-            break;
-          case State::kCounted:
-            counted.push_back(pos);
-            break;
-          default:
-            break;
-        }
-      }
+    for (size_t a = 0, b = 0; a < open_.size() || b < counted_.size();) {
+      const size_t pos =
+          b == counted_.size() || (a < open_.size() && open_[a] < counted_[b])
+              ? open_[a++]
+              : counted_[b++];
+      const State state = Refresh(pos, rounds[pos]);
+      if (state == State::kOpen) open.push_back(pos);
+      if (state == State::kCounted) counted.push_back(pos);
     }
-    std::sort(open.begin(), open.end());
-    std::sort(counted.begin(), counted.end());
     open_.swap(open);
     counted_.swap(counted);
   }
