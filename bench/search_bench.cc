@@ -306,8 +306,11 @@ double BestAtTime(const Trace& t, double at) {
   return b;
 }
 
+// A median of evaluations: of an even number of seeds it can end in .5,
+// which is printed (rounded, 2.5 would read as a tie with 2).
 std::string Evals(double v, int budget) {
-  return std::isinf(v) ? absl::StrCat(">", budget) : absl::StrFormat("%.0f", v);
+  if (std::isinf(v)) return absl::StrCat(">", budget);
+  return absl::StrFormat(v == std::floor(v) ? "%.0f" : "%.1f", v);
 }
 std::string Secs(double v) {
   return std::isinf(v) ? std::string("never") : absl::StrFormat("%.0f", v);
