@@ -131,7 +131,7 @@ struct Model {
   Config best;  // empty when the best is not on the grid
   ParamMap parent;
   const v1::Diagnosis* diagnosis = nullptr;
-  ConstraintSet constraints;
+  const ConstraintSet* constraints = nullptr;  // the index's
   int walk_used = 0;   // walk rounds from the current best (not cancelled)
   int rounds = 0;      // rounds other than cancelled ones
   int since_best = 0;  // finished rounds proposed after the best
@@ -204,7 +204,8 @@ class PositionCounts {
 //     (a round's parameters and stage never change);
 //   * the finished rounds, OK ones sorted fastest first, failed ones in
 //     round order, with each value's summed log time per parameter;
-//   * which rounds are in flight.
+//   * which rounds are in flight;
+//   * the operator's constraints, compiled (the manifest is the history's).
 // A round is final once cancelled, or done and decided; the coordinator
 // moves rounds only forward, except that a done round waiting for its
 // parent's result may be measured again (it is re-read until decided) and
@@ -230,7 +231,7 @@ class RoundIndex {
   // same rounds of another manifest, is read from the start.
   void Update(const Model& m, const SearchHistory& h) {
     size_t i = cursor_.Resume(h);
-    if (i == 0) Clear(m);
+    if (i == 0) Clear(m, *h.op);
     const std::vector<v1::Round>& rounds = *h.rounds;
     for (; i < rounds.size(); ++i) {
       const v1::Round& r = rounds[i];
@@ -270,6 +271,8 @@ class RoundIndex {
 
   const Entry& entry(size_t pos) const { return entries_[pos]; }
   size_t size() const { return entries_.size(); }
+  // The operator's constraints, compiled once per history read.
+  const ConstraintSet& constraints() const { return constraints_; }
   bool Visited(uint64_t code) const { return codes_.contains(code); }
   bool Visited(const std::string& key) const { return keys_.contains(key); }
   // How many rounds of h (the last Update's) have round `pos`'s
@@ -311,7 +314,8 @@ class RoundIndex {
   // order rounds finish in, and a round taken out again leaves no residue.
   static constexpr double kLogScale = 0x1.0p-32;
 
-  void Clear(const Model& m) {
+  void Clear(const Model& m, const v1::OperatorManifest& op) {
+    constraints_ = ConstraintsOf(op);
     entries_.clear();
     codes_.clear();
     keys_.clear();
@@ -404,6 +408,7 @@ class RoundIndex {
   }
 
   HistoryCursor cursor_;
+  ConstraintSet constraints_;
   // One per round of the history, in its order (a deque: the finished
   // rounds point at their configurations).
   std::deque<Entry> entries_;
@@ -427,7 +432,7 @@ bool Fresh(const Model& m, const Config& c) {
     if (m.index->Visited(code) || m.proposed_codes.contains(code)) {
       return false;
     }
-    if (m.constraints.empty()) return true;
+    if (m.constraints->empty()) return true;
   }
   // A configuration on the grid can equal no round off it: only without
   // codes are keys compared.
@@ -436,7 +441,7 @@ bool Fresh(const Model& m, const Config& c) {
     const std::string key = ParamsKey(p);
     if (m.index->Visited(key) || m.proposed_keys.contains(key)) return false;
   }
-  return m.constraints.Feasible(p);
+  return m.constraints->Feasible(p);
 }
 
 // Records a proposal of this call as tried (and, on the grid, as slow: the
@@ -493,7 +498,6 @@ void BuildKernels(Dim& d, int components) {
 Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   Model m;
   const v1::OperatorManifest& op = *h.op;
-  m.constraints = ConstraintsOf(op);
   for (const v1::ParameterDomain& p : op.parameters()) {
     Dim d;
     d.name = p.name();
@@ -522,6 +526,7 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   m.codable = SpaceSize(op) < (uint64_t{1} << 62);
   index.Update(m, h);
   m.index = &index;
+  m.constraints = &index.constraints();
   const std::vector<v1::Round>& rounds = *h.rounds;
   m.rounds =
       static_cast<int>(static_cast<int64_t>(index.size()) - index.cancelled());
