@@ -87,6 +87,11 @@ constexpr int kTechniques = 5;
 constexpr const char* kTechniqueNames[kTechniques] = {
     "walk", "elite restart", "model", "recombine", "exploration"};
 
+// How many of the techniques' last uses the bandit weighs.
+size_t BanditWindow(const HybridOptions& o) {
+  return static_cast<size_t>(std::max(1, o.bandit_window));
+}
+
 bool IsWalkStage(const std::string& s) {
   return s == "tiling" || s == "pipeline" || s == "in_core";
 }
@@ -179,22 +184,24 @@ class PositionCounts {
   void Clear() { tree_.assign(1, 0); }
   void Append() {  // a new last position, counted 0
     const size_t at = tree_.size();
-    tree_.push_back(Prefix(at - 1) - Prefix(at - (at & (~at + 1))));
+    tree_.push_back(Prefix(at - 1) - Prefix(at - LowBit(at)));
   }
   void Add(size_t pos, int64_t delta) {
-    for (size_t at = pos + 1; at < tree_.size(); at += at & (~at + 1)) {
+    for (size_t at = pos + 1; at < tree_.size(); at += LowBit(at)) {
       tree_[at] += delta;
     }
   }
   // The sum over positions below `end`.
   int64_t Prefix(size_t end) const {
     int64_t sum = 0;
-    for (size_t at = end; at > 0; at -= at & (~at + 1)) sum += tree_[at];
+    for (size_t at = end; at > 0; at -= LowBit(at)) sum += tree_[at];
     return sum;
   }
 
  private:
-  std::vector<int64_t> tree_ = {0};  // 1-based
+  static size_t LowBit(size_t at) { return at & (~at + 1); }
+  std::vector<int64_t> tree_ = {0};  // 1-based: tree_[at] sums positions
+                                     // [at - LowBit(at), at)
 };
 
 // What the model reads from the history, kept between Propose calls
@@ -541,7 +548,7 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   m.since_best = static_cast<int>(
       index.DoneFrom(static_cast<size_t>(after_best - rounds.begin())));
   // The bandit reads its window of the techniques' last uses.
-  const size_t window = static_cast<size_t>(std::max(1, o.bandit_window));
+  const size_t window = BanditWindow(o);
   const std::vector<size_t>& used = index.with_technique();
   for (auto it = used.rbegin(); it != used.rend() && m.uses.size() < window;
        ++it) {
@@ -728,7 +735,7 @@ class HybridStrategy : public Strategy {
   // A technique not used in the window goes first.
   int PickTechnique(const Model& m, const std::array<bool, kTechniques>& open,
                     std::string* why) const {
-    const size_t window = static_cast<size_t>(std::max(1, o_.bandit_window));
+    const size_t window = BanditWindow(o_);
     const size_t from = m.uses.size() > window ? m.uses.size() - window : 0;
     std::array<int, kTechniques> uses{};
     std::array<double, kTechniques> area{};

@@ -94,11 +94,12 @@ std::optional<Candidate> RaceAgainCandidate(
 // How far a strategy that keeps what it derived from a history across
 // Propose calls (so that a proposal costs O(new rounds), not O(history))
 // has read it. The coordinator only appends rounds and moves them forward
-// (queued, leased, done, decided), except when it undoes a failed commit,
-// which SearchHistory.rewinds counts. A history in another vector or of
-// another operator manifest, a shorter one, one rewound since, or one whose
-// last round read has other parameters is taken as another history, and
-// the reader starts over. Owned by its strategy.
+// (queued, leased, done, decided; a done round waiting for its parent's
+// result may be queued to be measured again), except when it undoes a
+// failed commit, which SearchHistory.rewinds counts. A history in another
+// vector or of another operator manifest, a shorter one, one rewound since,
+// or one whose last round read has other parameters is taken as another
+// history, and the reader starts over. Owned by its strategy.
 class HistoryCursor {
  public:
   // How many of h's first rounds were read before and are still the same:
