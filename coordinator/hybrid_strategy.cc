@@ -604,8 +604,9 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
     if (!d.ordinal) continue;
     std::vector<std::vector<double>> means(d.ordered.size());
     for (size_t j = 0; j < means.size(); ++j) {
-      if (std::optional<double> mean = index.MeanLogUs(i, j))
+      if (std::optional<double> mean = index.MeanLogUs(i, j)) {
         means[j] = {*mean};
+      }
     }
     d.order_weight = OrderWeight(means, kUndeterminedOrder);
   }
