@@ -69,6 +69,7 @@ class Centres {
   bool empty() const { return flat_.empty(); }
   const int* row(size_t i) const { return flat_.data() + i * dims_; }
   void Add(const Config& c) { flat_.insert(flat_.end(), c.begin(), c.end()); }
+  void Reserve(size_t rows) { flat_.reserve(rows * dims_); }
 
  private:
   size_t dims_;
@@ -575,6 +576,7 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
           : std::clamp(static_cast<int>(std::ceil(o.gamma_pct / 100.0 * n_ok)),
                        1, kMaxGood);
   m.good = Centres(m.dims.size());
+  m.good.Reserve(static_cast<size_t>(n_good));
   for (int i = 0; i < n_good; ++i) m.good.Add(*m.ok[i].config);
   // The rest: the slower ones by time, the failed, and (a constant liar, as
   // Optuna's TPE with constant_liar) the rounds in flight, which count as
@@ -593,6 +595,7 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   };
   m.bad = Centres(m.dims.size());
   const size_t kept = std::min(n_rest, kMaxRest);
+  m.bad.Reserve(kept + 1);  // and the call's proposal (NextRound asks one)
   for (size_t k = 0; k < kept; ++k) {
     m.bad.Add(rest(n_rest > kMaxRest ? k * n_rest / kMaxRest : k));
   }
