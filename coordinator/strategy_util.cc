@@ -122,7 +122,8 @@ std::optional<Candidate> RaceAgainCandidate(
     }
   }
   if (inconclusive.empty()) return std::nullopt;
-  // Configuration keys are built only when there is an inconclusive round.
+  // Every round's configuration key is built only once an inconclusive
+  // round beats the best: most calls find none.
   std::optional<absl::flat_hash_map<std::string, int>> times;
   return RaceAgainCandidate(h, skip, inconclusive, [&](size_t pos) {
     if (!times.has_value()) {
