@@ -483,11 +483,16 @@ void BuildKernels(Dim& d, int components) {
   // one (the centre plus a uniform floor, as Optuna's categorical kernel),
   // weighted by how much the order explains the times so far.
   const double w = d.ordinal ? d.order_weight : 0.0;
+  // The Gaussian depends on the distance in steps only: k values, not k^2.
+  std::vector<double> gauss(k);
+  for (int t = 0; t < k; ++t) {
+    gauss[t] = std::exp(-0.5 * (t / bw) * (t / bw));
+  }
+  std::vector<double> ordered(k), categorical(k);
   for (int c = 0; c < k; ++c) {
-    std::vector<double> ordered(k), categorical(k);
     double sum_o = 0, sum_c = 0;
     for (int j = 0; j < k; ++j) {
-      ordered[j] = std::exp(-0.5 * ((j - c) / bw) * ((j - c) / bw));
+      ordered[j] = gauss[std::abs(j - c)];
       categorical[j] = j == c ? 1.0 : 1.0 / k;
       sum_o += ordered[j];
       sum_c += categorical[j];
