@@ -113,15 +113,19 @@ void Staging::AddEvent(Txn& txn, SweepRuntime& s, v1::EventKind kind,
   ev.set_time_unix_ms(clock_->NowUnixMs());
   ev.set_kind(kind);
   ev.set_message(std::move(message));
-  if (round != nullptr) {
-    *ev.mutable_round() = *round;
-    ev.mutable_round()->clear_diagnosis();  // keeps events small
-  }
   if (kind != v1::EVENT_KIND_ROUND_LEASED &&
       kind != v1::EVENT_KIND_ROUND_FINISHED) {
     *ev.mutable_sweep() = s.sweep;
   }
-  txn.writes.AppendEvent(ev);
+  if (round == nullptr) {
+    txn.writes.AppendEvent(ev);
+  } else if (!round->has_diagnosis()) {
+    txn.writes.AppendEvent(ev, *round);  // no copy of the round
+  } else {
+    *ev.mutable_round() = *round;
+    ev.mutable_round()->clear_diagnosis();  // keeps events small
+    txn.writes.AppendEvent(ev);
+  }
 }
 
 }  // namespace tunefarm

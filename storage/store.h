@@ -56,6 +56,9 @@ class WriteSet {
   void DeleteBoard(const std::string& board_id);
   // key: sweep_id + seq (seq set by the caller, >= 1).
   void AppendEvent(const v1::SweepEvent& event);
+  // The same event with `round` as its round field (`event`'s own must be
+  // unset), serialized in place: a round event without a copy of the round.
+  void AppendEvent(const v1::SweepEvent& event, const v1::Round& round);
   // Raw timing history of one attempt (epoch) of a round (metrics column
   // family); a second put for the same epoch replaces the first.
   void PutMeasurement(const std::string& sweep_id, int64_t round_id,

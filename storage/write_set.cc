@@ -1,7 +1,11 @@
+#include <climits>
+#include <cstdint>
 #include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "storage/store.h"
 
 namespace tunefarm {
@@ -23,9 +27,9 @@ WriteSet::Mutation Serialized(WriteSet::Mutation::Kind kind, std::string id,
 absl::Status ValidateMutation(const WriteSet::Mutation& m) {
   using Kind = WriteSet::Mutation::Kind;
   if (m.serialize_failed) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("commit: a record for '", m.id,
-                     "' could not be serialized (over 2 GiB?)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "commit: a record for '", m.id,
+        "' could not be serialized (over 2 GiB, or two rounds in one event)"));
   }
   auto bad = [](absl::string_view what) {
     return absl::InvalidArgumentError(absl::StrCat("commit: ", what));
@@ -114,6 +118,30 @@ void WriteSet::DeleteBoard(const std::string& board_id) {
 void WriteSet::AppendEvent(const v1::SweepEvent& event) {
   mutations_.push_back(Serialized(Mutation::Kind::kAppendEvent,
                                   event.sweep_id(), event.seq(), 0, event));
+}
+
+void WriteSet::AppendEvent(const v1::SweepEvent& event,
+                           const v1::Round& round) {
+  Mutation m;
+  m.kind = Mutation::Kind::kAppendEvent;
+  m.id = event.sweep_id();
+  m.a = event.seq();
+  // A message's fields may come in any order on the wire: the round goes
+  // after the rest, as a length-delimited field 6.
+  m.serialize_failed = event.has_round() || !event.SerializeToString(&m.value);
+  const size_t size = round.ByteSizeLong();
+  if (!m.serialize_failed && size <= INT32_MAX) {
+    google::protobuf::io::StringOutputStream stream(&m.value);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.WriteTag(static_cast<uint32_t>(v1::SweepEvent::kRoundFieldNumber) << 3 |
+                 2);  // wire type 2: length-delimited
+    out.WriteVarint32(static_cast<uint32_t>(size));
+    round.SerializeWithCachedSizes(&out);
+    m.serialize_failed = out.HadError();
+  } else {
+    m.serialize_failed = true;
+  }
+  mutations_.push_back(std::move(m));
 }
 
 void WriteSet::PutMeasurement(const std::string& sweep_id, int64_t round_id,

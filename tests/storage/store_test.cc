@@ -273,6 +273,32 @@ TEST_P(StoreContractTest, CommitIsAllOrNothing) {
   EXPECT_FALSE(store_->GetMeta("k2")->has_value());
 }
 
+TEST_P(StoreContractTest, ARoundEventReadsBackAsTheEventWithItsRound) {
+  // AppendEvent(event, round) writes the round in place of a copy: what is
+  // read back is the event with that round set, the sweep snapshot too.
+  v1::SweepEvent event = MakeEvent("s", 1);
+  *event.mutable_sweep() = MakeSweep("s");
+  const v1::Round round = MakeRound("s", 4, 2);
+  WriteSet ws;
+  ws.AppendEvent(event, round);
+  MustCommit(ws);
+  v1::SweepEvent expected = event;
+  *expected.mutable_round() = round;
+  auto events = store_->ReadEvents("s", 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_THAT(*events, ElementsAre(ProtoEq(expected)));
+
+  // An event that has a round of its own would read back as the two merged.
+  WriteSet two;
+  v1::SweepEvent with_round = MakeEvent("s", 2);
+  *with_round.mutable_round() = round;
+  two.AppendEvent(with_round, MakeRound("s", 5, 4));
+  absl::Status st = store_->Commit(two);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(st.message(), HasSubstr("two rounds in one event"));
+  EXPECT_EQ(store_->ReadEvents("s", 0, 0)->size(), 1u);
+}
+
 TEST_P(StoreContractTest, RejectsBadIdsNamingTheField) {
   struct Case {
     WriteSet ws;
