@@ -138,6 +138,9 @@ struct Model {
   ParamMap parent;
   const v1::Diagnosis* diagnosis = nullptr;
   const ConstraintSet* constraints = nullptr;  // the index's
+  // Per constraint slot (ConstraintSet::names()), the Dim it reads, or -1
+  // for a parameter off the grid (read from the parent, as ToParams does).
+  std::vector<int> slot_dim;
   int walk_used = 0;   // walk rounds from the current best (not cancelled)
   int rounds = 0;      // rounds other than cancelled ones
   int since_best = 0;  // finished rounds proposed after the best
@@ -433,6 +436,22 @@ class RoundIndex {
   std::vector<std::vector<int64_t>> count_;
 };
 
+// Whether ToParams(m, c) satisfies the constraints, read from the
+// positions (no ParamMap built: this runs for every candidate draw).
+bool Feasible(const Model& m, const Config& c) {
+  if (m.constraints->empty()) return true;
+  absl::InlinedVector<const v1::ParamValue*, 16> values(m.slot_dim.size());
+  for (size_t s = 0; s < values.size(); ++s) {
+    if (const int d = m.slot_dim[s]; d >= 0) {
+      values[s] = &m.dims[d].ordered[c[d]];
+    } else if (auto it = m.parent.find(m.constraints->names()[s]);
+               it != m.parent.end()) {
+      values[s] = &it->second;
+    }
+  }
+  return m.constraints->FeasibleBySlot(values);
+}
+
 // Not tried yet, and feasible.
 bool Fresh(const Model& m, const Config& c) {
   if (m.codable) {
@@ -440,16 +459,13 @@ bool Fresh(const Model& m, const Config& c) {
     if (m.index->Visited(code) || m.proposed_codes.contains(code)) {
       return false;
     }
-    if (m.constraints->empty()) return true;
-  }
-  // A configuration on the grid can equal no round off it: only without
-  // codes are keys compared.
-  const ParamMap p = ToParams(m, c);
-  if (!m.codable) {
-    const std::string key = ParamsKey(p);
+  } else {
+    // A configuration on the grid can equal no round off it: only without
+    // codes are keys compared.
+    const std::string key = ParamsKey(ToParams(m, c));
     if (m.index->Visited(key) || m.proposed_keys.contains(key)) return false;
   }
-  return m.constraints->Feasible(p);
+  return Feasible(m, c);
 }
 
 // Records a proposal of this call as tried (and, on the grid, as slow: the
@@ -540,6 +556,13 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   index.Update(m, h);
   m.index = &index;
   m.constraints = &index.constraints();
+  for (const std::string& name : m.constraints->names()) {
+    int dim = -1;
+    for (size_t i = 0; i < m.dims.size() && dim < 0; ++i) {
+      if (m.dims[i].name == name) dim = static_cast<int>(i);
+    }
+    m.slot_dim.push_back(dim);
+  }
   const std::vector<v1::Round>& rounds = *h.rounds;
   m.rounds =
       static_cast<int>(static_cast<int64_t>(index.size()) - index.cancelled());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -37,6 +38,7 @@ struct ConstraintExpr {
   Op op = Op::kNum;
   double num = 0;
   std::string text;  // string literal, name or function
+  int slot = -1;     // a name's index in its set's names()
   std::vector<Cmp> cmp;
   std::vector<std::unique_ptr<ConstraintExpr>> kids;
 };
@@ -423,8 +425,10 @@ struct Value {
   std::string str;
 };
 
-// Evaluates `n`; false with `*error` set on an error.
-bool Eval(const ConstraintExpr& n, const ParamMap& params, Value* out,
+// Evaluates `n`, reading a name's value as `lookup(name node)` (nullptr:
+// not set); false with `*error` set on an error.
+template <typename Lookup>
+bool Eval(const ConstraintExpr& n, const Lookup& params, Value* out,
           std::string* error) {
   auto num = [&](const ConstraintExpr& k, double* v) {
     Value x;
@@ -446,12 +450,12 @@ bool Eval(const ConstraintExpr& n, const ParamMap& params, Value* out,
       out->str = n.text;
       return true;
     case Op::kName: {
-      auto it = params.find(n.text);
-      if (it == params.end()) {
+      const v1::ParamValue* found = params(n);
+      if (found == nullptr) {
         *error = absl::StrCat("parameter '", n.text, "' is not set");
         return false;
       }
-      const v1::ParamValue& v = it->second;
+      const v1::ParamValue& v = *found;
       switch (v.kind_case()) {
         case v1::ParamValue::kIntValue:
           out->num = static_cast<double>(v.int_value());
@@ -591,6 +595,42 @@ bool Eval(const ConstraintExpr& n, const ParamMap& params, Value* out,
   }
 }
 
+void AssignSlots(ConstraintExpr& n, const std::map<std::string, int>& slots) {
+  if (n.op == Op::kName) n.slot = slots.at(n.text);
+  for (auto& k : n.kids) AssignSlots(*k, slots);
+}
+
+// A name's value in a ParamMap.
+struct ByName {
+  const ParamMap& params;
+  const v1::ParamValue* operator()(const ConstraintExpr& n) const {
+    auto it = params.find(n.text);
+    return it == params.end() ? nullptr : &it->second;
+  }
+};
+
+// A name's value by its slot.
+struct BySlot {
+  absl::Span<const v1::ParamValue* const> values;
+  const v1::ParamValue* operator()(const ConstraintExpr& n) const {
+    return n.slot >= 0 && static_cast<size_t>(n.slot) < values.size()
+               ? values[n.slot]
+               : nullptr;
+  }
+};
+
+template <typename Lookup>
+bool AllHold(const std::vector<std::unique_ptr<ConstraintExpr>>& exprs,
+             const Lookup& lookup) {
+  for (const auto& e : exprs) {
+    Value v;
+    std::string error;
+    if (!Eval(*e, lookup, &v, &error)) return false;
+    if (v.is_str ? v.str.empty() : v.num == 0) return false;
+  }
+  return true;
+}
+
 std::string Quote(std::string_view text) {
   std::string s(text.substr(0, 200));
   if (text.size() > 200) s += "...";
@@ -613,6 +653,7 @@ absl::StatusOr<ConstraintSet> ConstraintSet::Compile(
                      kMaxConstraints));
   }
   const std::set<std::string> known_set(known.begin(), known.end());
+  std::set<std::string> names;
   ConstraintSet out;
   for (size_t i = 0; i < exprs.size(); ++i) {
     Parser p(exprs[i]);
@@ -631,9 +672,16 @@ absl::StatusOr<ConstraintSet> ConstraintSet::Compile(
         }
       }
     }
+    for (const std::string& name : p.names()) names.insert(name);
     out.texts_.push_back(exprs[i]);
     out.exprs_.push_back(*std::move(n));
   }
+  std::map<std::string, int> slots;
+  for (const std::string& name : names) {
+    slots.emplace(name, static_cast<int>(out.names_.size()));
+    out.names_.push_back(name);
+  }
+  for (auto& e : out.exprs_) AssignSlots(*e, slots);
   return out;
 }
 
@@ -648,20 +696,19 @@ absl::StatusOr<ConstraintSet> ConstraintSet::ForManifest(
 }
 
 bool ConstraintSet::Feasible(const ParamMap& params) const {
-  for (const auto& e : exprs_) {
-    Value v;
-    std::string error;
-    if (!Eval(*e, params, &v, &error)) return false;
-    if (v.is_str ? v.str.empty() : v.num == 0) return false;
-  }
-  return true;
+  return AllHold(exprs_, ByName{params});
+}
+
+bool ConstraintSet::FeasibleBySlot(
+    absl::Span<const v1::ParamValue* const> values) const {
+  return AllHold(exprs_, BySlot{values});
 }
 
 absl::Status ConstraintSet::Check(const ParamMap& params) const {
   for (size_t i = 0; i < exprs_.size(); ++i) {
     Value v;
     std::string error;
-    if (!Eval(*exprs_[i], params, &v, &error)) {
+    if (!Eval(*exprs_[i], ByName{params}, &v, &error)) {
       return absl::FailedPreconditionError(
           absl::StrCat("constraint ", Quote(texts_[i]), ": ", error));
     }

@@ -35,6 +35,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "common/params.h"
 #include "tunefarm/v1/types.pb.h"
 
@@ -73,6 +74,15 @@ class ConstraintSet {
   // True when every constraint holds for `params`.
   bool Feasible(const ParamMap& params) const;
 
+  // The parameters the constraints name, distinct and sorted: slot i is
+  // names()[i]. A caller that keeps configurations as positions resolves
+  // each name once and then checks by slot, building no ParamMap.
+  const std::vector<std::string>& names() const { return names_; }
+  // Feasible for the configuration whose value of names()[i] is values[i]
+  // (nullptr, or a slot past the end: not set, as a name missing from a
+  // ParamMap).
+  bool FeasibleBySlot(absl::Span<const v1::ParamValue* const> values) const;
+
   // OK, or FAILED_PRECONDITION naming the first constraint that does not
   // hold ("violates constraint 'a*b <= 1024'") or cannot be evaluated
   // ("constraint 'a % b == 0': division by zero").
@@ -80,6 +90,7 @@ class ConstraintSet {
 
  private:
   std::vector<std::string> texts_;
+  std::vector<std::string> names_;
   std::vector<std::unique_ptr<ConstraintExpr>> exprs_;
 };
 

@@ -209,6 +209,42 @@ TEST(ManifestConstraintsTest, ShippedGemmCudaLimitsThreadsAndSharedMemory) {
 
 // Renaming touches parameter references only: not functions, keywords,
 // True/False, numbers or the text of strings; spacing stays as written.
+TEST(ConstraintsTest, BySlotAgreesWithByName) {
+  // Values passed by slot (names() order) decide as the same values in a
+  // ParamMap, a parameter left unset included.
+  absl::StatusOr<ConstraintSet> c = ConstraintSet::Compile(
+      {"32 <= bx * by <= 1024", "tx > 1 or sx == 0", "mode != 'slow'"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->names(),
+              ::testing::ElementsAre("bx", "by", "mode", "sx", "tx"));
+  int feasible = 0;
+  for (int bx : {1, 8, 64}) {
+    for (int by : {2, 32, 256}) {
+      for (int tx : {1, 2}) {
+        for (int sx : {0, 1}) {
+          for (const char* mode : {"fast", "slow", ""}) {
+            ParamMap p = P({{"bx", bx}, {"by", by}, {"tx", tx}, {"sx", sx}});
+            if (*mode != '\0') p["mode"] = StringParam(mode);
+            std::vector<const v1::ParamValue*> by_slot;
+            for (const std::string& name : c->names()) {
+              auto it = p.find(name);
+              by_slot.push_back(it == p.end() ? nullptr : &it->second);
+            }
+            const bool expected = c->Feasible(p);
+            feasible += expected;
+            EXPECT_EQ(c->FeasibleBySlot(by_slot), expected)
+                << bx << " " << by << " " << tx << " " << sx << " " << mode;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(feasible, 0);
+  // Too few slots: the missing ones are unset, so nothing holds.
+  const v1::ParamValue v = IntParam(64);
+  EXPECT_FALSE(c->FeasibleBySlot({&v, &v}));
+}
+
 TEST(ConstraintsTest, RenameChangesOnlyParameterNames) {
   const auto lower = [](std::string_view n) {
     std::string s(n);
