@@ -41,20 +41,24 @@ int Below(std::mt19937_64& rng, int bound) {
   return static_cast<int>(rng() % static_cast<uint64_t>(bound));
 }
 
+// One parameter of the grid. The first fields follow from the manifest
+// and are built once per history read (RoundIndex); the rest is the
+// model's, set by each Learn.
 struct Dim {
   std::string name;
   std::string stage;  // tiling | pipeline | in_core
   std::vector<v1::ParamValue> ordered;
   bool ordinal = false;  // numeric: neighbours are steps along the order
+  absl::flat_hash_map<std::string, int> pos;
   // How much the model trusts the order (0 = categorical, 1 = ordered):
   // learned from the finished rounds (OrderWeight).
   double order_weight = 0;
-  absl::flat_hash_map<std::string, int> pos;
   // With kernel(c, j) the probability of value j around centre c:
   // cdf[c][j] its CDF over j (what draws around a centre read), and
   // at[j][c] = kernel(c, j) (what the scores read: every centre at one
-  // value, side by side).
+  // value, side by side). Built for kernel_w and kernel_bw (BuildKernels).
   std::vector<std::vector<double>> cdf, at;
+  double kernel_w = -1, kernel_bw = -1;
 };
 
 using Config = std::vector<int>;  // one position per Dim
@@ -97,6 +101,23 @@ bool IsWalkStage(const std::string& s) {
   return s == "tiling" || s == "pipeline" || s == "in_core";
 }
 
+// The grid of `op`'s parameters, the model's fields unset.
+std::vector<Dim> GridOf(const v1::OperatorManifest& op) {
+  std::vector<Dim> dims;
+  for (const v1::ParameterDomain& p : op.parameters()) {
+    Dim& d = dims.emplace_back();
+    d.name = p.name();
+    d.stage = p.stage().empty() ? "tiling" : p.stage();
+    if (!IsWalkStage(d.stage)) d.stage = "in_core";
+    d.ordered = OrderedValues(p);
+    d.ordinal = std::all_of(d.ordered.begin(), d.ordered.end(), IsNumber);
+    for (int i = 0; i < static_cast<int>(d.ordered.size()); ++i) {
+      d.pos.emplace(ParamValueToString(d.ordered[i]), i);
+    }
+  }
+  return dims;
+}
+
 // The technique that proposed a round, from its stage tag; -1 for rounds no
 // technique proposed (the baseline, other strategies' rounds).
 int TechniqueOf(const std::string& stage) {
@@ -119,7 +140,7 @@ class RoundIndex;
 // The model of one Propose call. Its configurations point into the
 // RoundIndex (rounds of the history).
 struct Model {
-  std::vector<Dim> dims;
+  std::span<Dim> dims;  // the index's grid, valid until its next Update
   // The configurations tried: the index's, plus this call's proposals, as
   // mixed-radix codes when on the grid (and the space has fewer than 2^62
   // points), as ParamsKeys otherwise.
@@ -237,12 +258,14 @@ class RoundIndex {
     Finished finished;
   };
 
-  // Brings the index up to h's rounds (h.rounds set) under the grid of `m`
-  // (its dims and codable, both derived from h.op); another history, or the
-  // same rounds of another manifest, is read from the start.
-  void Update(const Model& m, const SearchHistory& h) {
+  // Brings the index up to h's rounds (h.rounds set) and gives `m` the
+  // grid of h.op (dims, codable); another history, or the same rounds of
+  // another manifest, is read from the start, the grid built again.
+  void Update(Model& m, const SearchHistory& h) {
     size_t i = cursor_.Resume(h);
-    if (i == 0) Clear(m, *h.op);
+    if (i == 0) Clear(*h.op);
+    m.dims = dims_;
+    m.codable = codable_;
     const std::vector<v1::Round>& rounds = *h.rounds;
     for (; i < rounds.size(); ++i) {
       const v1::Round& r = rounds[i];
@@ -325,7 +348,9 @@ class RoundIndex {
   // order rounds finish in, and a round taken out again leaves no residue.
   static constexpr double kLogScale = 0x1.0p-32;
 
-  void Clear(const Model& m, const v1::OperatorManifest& op) {
+  void Clear(const v1::OperatorManifest& op) {
+    dims_ = GridOf(op);
+    codable_ = SpaceSize(op) < (uint64_t{1} << 62);
     constraints_ = ConstraintsOf(op);
     entries_.clear();
     codes_.clear();
@@ -339,11 +364,11 @@ class RoundIndex {
     walks_from_.clear();
     done_.Clear();
     cancelled_ = 0;
-    sum_.assign(m.dims.size(), {});
-    count_.assign(m.dims.size(), {});
-    for (size_t d = 0; d < m.dims.size(); ++d) {
-      sum_[d].assign(m.dims[d].ordered.size(), 0);
-      count_[d].assign(m.dims[d].ordered.size(), 0);
+    sum_.assign(dims_.size(), {});
+    count_.assign(dims_.size(), {});
+    for (size_t d = 0; d < dims_.size(); ++d) {
+      sum_[d].assign(dims_[d].ordered.size(), 0);
+      count_[d].assign(dims_[d].ordered.size(), 0);
     }
   }
 
@@ -419,6 +444,8 @@ class RoundIndex {
   }
 
   HistoryCursor cursor_;
+  std::vector<Dim> dims_;
+  bool codable_ = true;
   ConstraintSet constraints_;
   // One per round of the history, in its order (a deque: the finished
   // rounds point at their configurations).
@@ -493,12 +520,17 @@ void BuildKernels(Dim& d, int components) {
   // rule's n^-1/5), never below half a step.
   const double bw =
       std::max(0.5, 0.25 * k * std::pow(std::max(1, components), -0.2));
-  d.cdf.assign(k, std::vector<double>(k));
-  d.at.assign(k, std::vector<double>(k));
   // A mixture of an ordered kernel (Gaussian in steps) and a categorical
   // one (the centre plus a uniform floor, as Optuna's categorical kernel),
   // weighted by how much the order explains the times so far.
   const double w = d.ordinal ? d.order_weight : 0.0;
+  // Unchanged since the last call (often: a proposal's result moves them
+  // only when it changes the good group's size or a value's mean).
+  if (w == d.kernel_w && bw == d.kernel_bw) return;
+  d.kernel_w = w;
+  d.kernel_bw = bw;
+  d.cdf.assign(k, std::vector<double>(k));
+  d.at.assign(k, std::vector<double>(k));
   // The Gaussian depends on the distance in steps only: k values, not k^2.
   std::vector<double> gauss(k);
   for (int t = 0; t < k; ++t) {
@@ -527,18 +559,8 @@ void BuildKernels(Dim& d, int components) {
 Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   Model m;
   const v1::OperatorManifest& op = *h.op;
-  for (const v1::ParameterDomain& p : op.parameters()) {
-    Dim d;
-    d.name = p.name();
-    d.stage = p.stage().empty() ? "tiling" : p.stage();
-    if (!IsWalkStage(d.stage)) d.stage = "in_core";
-    d.ordered = OrderedValues(p);
-    d.ordinal = std::all_of(d.ordered.begin(), d.ordered.end(), IsNumber);
-    for (int i = 0; i < static_cast<int>(d.ordered.size()); ++i) {
-      d.pos.emplace(ParamValueToString(d.ordered[i]), i);
-    }
-    m.dims.push_back(std::move(d));
-  }
+  index.Update(m, h);
+  m.index = &index;
   // The parent: the best round, else the baseline parameters.
   if (const v1::Round* best = FindRound(h, h.best_round); best != nullptr) {
     m.parent = best->params();
@@ -552,9 +574,6 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
     }
   }
   if (!ToConfig(m, m.parent, &m.best)) m.best.clear();
-  m.codable = SpaceSize(op) < (uint64_t{1} << 62);
-  index.Update(m, h);
-  m.index = &index;
   m.constraints = &index.constraints();
   for (const std::string& name : m.constraints->names()) {
     int dim = -1;
