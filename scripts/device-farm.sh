@@ -17,7 +17,9 @@
 #   TF_FARM_SPECS="cuda_gemm cuda_softmax" (default) the sweeps (SPEC:STRATEGY
 #   overrides the example's strategy, e.g. cuda_gemm:hybrid), TF_DEVICE_TEST=0
 #   skips cuda_board_test, TF_FARM_KERNELS=1 also runs device-cuda.sh's
-#   kernel references (cuBLAS, D2D copy). Results under $OUT.
+#   kernel references (cuBLAS, D2D copy). Results under $OUT: summary.txt,
+#   farm.txt, and the rest (test log, reports, agent logs, nvcc timings)
+#   in details.tar.gz.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -165,4 +167,12 @@ PY
 done
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv >> "$farm_log" 2>&1
+# The device tool returns at most 8 files from $OUT: keep the summary and
+# the farm log as they are, everything else in one archive.
+(
+  cd "$out" || exit 0
+  rest=$(ls -A | grep -vxE 'summary\.txt|farm\.txt|details\.tar\.gz')
+  # shellcheck disable=SC2086  # file names the script wrote: no spaces
+  [ -z "$rest" ] || { tar czf details.tar.gz $rest && rm -rf $rest; }
+)
 exit $rc
