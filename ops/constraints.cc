@@ -428,11 +428,11 @@ struct Value {
 // Evaluates `n`, reading a name's value as `lookup(name node)` (nullptr:
 // not set); false with `*error` set on an error.
 template <typename Lookup>
-bool Eval(const ConstraintExpr& n, const Lookup& params, Value* out,
+bool Eval(const ConstraintExpr& n, const Lookup& lookup, Value* out,
           std::string* error) {
   auto num = [&](const ConstraintExpr& k, double* v) {
     Value x;
-    if (!Eval(k, params, &x, error)) return false;
+    if (!Eval(k, lookup, &x, error)) return false;
     if (x.is_str) {
       *error =
           absl::StrCat("'", x.str, "' is a string where a number is needed");
@@ -450,7 +450,7 @@ bool Eval(const ConstraintExpr& n, const Lookup& params, Value* out,
       out->str = n.text;
       return true;
     case Op::kName: {
-      const v1::ParamValue* found = params(n);
+      const v1::ParamValue* found = lookup(n);
       if (found == nullptr) {
         *error = absl::StrCat("parameter '", n.text, "' is not set");
         return false;
@@ -481,7 +481,7 @@ bool Eval(const ConstraintExpr& n, const Lookup& params, Value* out,
       double v = 0;
       if (n.op == Op::kNot) {
         Value x;
-        if (!Eval(*n.kids[0], params, &x, error)) return false;
+        if (!Eval(*n.kids[0], lookup, &x, error)) return false;
         out->num = (x.is_str ? x.str.empty() : x.num == 0) ? 1 : 0;
         return true;
       }
@@ -492,23 +492,23 @@ bool Eval(const ConstraintExpr& n, const Lookup& params, Value* out,
     case Op::kAnd:
     case Op::kOr: {
       Value a;
-      if (!Eval(*n.kids[0], params, &a, error)) return false;
+      if (!Eval(*n.kids[0], lookup, &a, error)) return false;
       const bool ta = a.is_str ? !a.str.empty() : a.num != 0;
       if (n.op == Op::kAnd ? !ta : ta) {  // short-circuit, as Python
         out->num = ta ? 1 : 0;
         return true;
       }
       Value b;
-      if (!Eval(*n.kids[1], params, &b, error)) return false;
+      if (!Eval(*n.kids[1], lookup, &b, error)) return false;
       out->num = (b.is_str ? !b.str.empty() : b.num != 0) ? 1 : 0;
       return true;
     }
     case Op::kCompare: {
       Value left;
-      if (!Eval(*n.kids[0], params, &left, error)) return false;
+      if (!Eval(*n.kids[0], lookup, &left, error)) return false;
       for (size_t i = 0; i < n.cmp.size(); ++i) {
         Value right;
-        if (!Eval(*n.kids[i + 1], params, &right, error)) return false;
+        if (!Eval(*n.kids[i + 1], lookup, &right, error)) return false;
         bool holds = false;
         const Cmp c = n.cmp[i];
         if (left.is_str || right.is_str) {
@@ -596,7 +596,10 @@ bool Eval(const ConstraintExpr& n, const Lookup& params, Value* out,
 }
 
 void AssignSlots(ConstraintExpr& n, const std::map<std::string, int>& slots) {
-  if (n.op == Op::kName) n.slot = slots.at(n.text);
+  if (n.op == Op::kName) {
+    auto it = slots.find(n.text);
+    n.slot = it == slots.end() ? -1 : it->second;
+  }
   for (auto& k : n.kids) AssignSlots(*k, slots);
 }
 
@@ -690,8 +693,9 @@ absl::StatusOr<ConstraintSet> ConstraintSet::ForManifest(
   std::vector<std::string> exprs(op.constraints().begin(),
                                  op.constraints().end());
   std::vector<std::string> known;
-  for (const v1::ParameterDomain& p : op.parameters())
+  for (const v1::ParameterDomain& p : op.parameters()) {
     known.push_back(p.name());
+  }
   return Compile(exprs, known);
 }
 
