@@ -160,8 +160,9 @@ struct Model {
   const v1::Diagnosis* diagnosis = nullptr;
   const ConstraintSet* constraints = nullptr;  // the index's
   // Per constraint slot (ConstraintSet::names()), the Dim it reads, or -1
-  // for a parameter off the grid (read from the parent, as ToParams does).
-  std::vector<int> slot_dim;
+  // for a parameter off the grid (read from the parent, as ToParams does):
+  // the index's.
+  std::span<const int> slot_dim;
   int walk_used = 0;   // walk rounds from the current best (not cancelled)
   int rounds = 0;      // rounds other than cancelled ones
   int since_best = 0;  // finished rounds proposed after the best
@@ -307,6 +308,8 @@ class RoundIndex {
   size_t size() const { return entries_.size(); }
   // The operator's constraints, compiled once per history read.
   const ConstraintSet& constraints() const { return constraints_; }
+  // Per constraint slot, the grid dimension it names, or -1.
+  const std::vector<int>& slot_dims() const { return slot_dims_; }
   bool Visited(uint64_t code) const { return codes_.contains(code); }
   bool Visited(const std::string& key) const { return keys_.contains(key); }
   // How many rounds of h (the last Update's) have round `pos`'s
@@ -352,6 +355,14 @@ class RoundIndex {
     dims_ = GridOf(op);
     codable_ = SpaceSize(op) < (uint64_t{1} << 62);
     constraints_ = ConstraintsOf(op);
+    slot_dims_.clear();
+    for (const std::string& name : constraints_.names()) {
+      int dim = -1;
+      for (size_t i = 0; i < dims_.size() && dim < 0; ++i) {
+        if (dims_[i].name == name) dim = static_cast<int>(i);
+      }
+      slot_dims_.push_back(dim);
+    }
     entries_.clear();
     codes_.clear();
     keys_.clear();
@@ -447,6 +458,7 @@ class RoundIndex {
   std::vector<Dim> dims_;
   bool codable_ = true;
   ConstraintSet constraints_;
+  std::vector<int> slot_dims_;
   // One per round of the history, in its order (a deque: the finished
   // rounds point at their configurations).
   std::deque<Entry> entries_;
@@ -575,13 +587,7 @@ Model Learn(const HybridOptions& o, const SearchHistory& h, RoundIndex& index) {
   }
   if (!ToConfig(m, m.parent, &m.best)) m.best.clear();
   m.constraints = &index.constraints();
-  for (const std::string& name : m.constraints->names()) {
-    int dim = -1;
-    for (size_t i = 0; i < m.dims.size() && dim < 0; ++i) {
-      if (m.dims[i].name == name) dim = static_cast<int>(i);
-    }
-    m.slot_dim.push_back(dim);
-  }
+  m.slot_dim = index.slot_dims();
   const std::vector<v1::Round>& rounds = *h.rounds;
   m.rounds =
       static_cast<int>(static_cast<int64_t>(index.size()) - index.cancelled());

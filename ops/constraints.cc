@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <map>
 #include <set>
 #include <utility>
 
@@ -595,12 +594,15 @@ bool Eval(const ConstraintExpr& n, const Lookup& lookup, Value* out,
   }
 }
 
-void AssignSlots(ConstraintExpr& n, const std::map<std::string, int>& slots) {
+// Each name's slot: its index in `names` (sorted).
+void AssignSlots(ConstraintExpr& n, const std::vector<std::string>& names) {
   if (n.op == Op::kName) {
-    auto it = slots.find(n.text);
-    n.slot = it == slots.end() ? -1 : it->second;
+    auto it = std::lower_bound(names.begin(), names.end(), n.text);
+    n.slot = it != names.end() && *it == n.text
+                 ? static_cast<int>(it - names.begin())
+                 : -1;
   }
-  for (auto& k : n.kids) AssignSlots(*k, slots);
+  for (auto& k : n.kids) AssignSlots(*k, names);
 }
 
 // A name's value in a ParamMap.
@@ -679,12 +681,8 @@ absl::StatusOr<ConstraintSet> ConstraintSet::Compile(
     out.texts_.push_back(exprs[i]);
     out.exprs_.push_back(*std::move(n));
   }
-  std::map<std::string, int> slots;
-  for (const std::string& name : names) {
-    slots.emplace(name, static_cast<int>(out.names_.size()));
-    out.names_.push_back(name);
-  }
-  for (auto& e : out.exprs_) AssignSlots(*e, slots);
+  out.names_.assign(names.begin(), names.end());
+  for (auto& e : out.exprs_) AssignSlots(*e, out.names_);
   return out;
 }
 

@@ -122,15 +122,14 @@ void WriteSet::AppendEvent(const v1::SweepEvent& event) {
 
 void WriteSet::AppendEvent(const v1::SweepEvent& event,
                            const v1::Round& round) {
-  Mutation m;
-  m.kind = Mutation::Kind::kAppendEvent;
-  m.id = event.sweep_id();
-  m.a = event.seq();
+  Mutation m = Serialized(Mutation::Kind::kAppendEvent, event.sweep_id(),
+                          event.seq(), 0, event);
   // A message's fields may come in any order on the wire: the round goes
   // after the rest, as a length-delimited field 6.
-  m.serialize_failed = event.has_round() || !event.SerializeToString(&m.value);
   const size_t size = round.ByteSizeLong();
-  if (!m.serialize_failed && size <= INT32_MAX) {
+  if (event.has_round() || size > INT32_MAX) {
+    m.serialize_failed = true;
+  } else if (!m.serialize_failed) {
     google::protobuf::io::StringOutputStream stream(&m.value);
     google::protobuf::io::CodedOutputStream out(&stream);
     out.WriteTag(static_cast<uint32_t>(v1::SweepEvent::kRoundFieldNumber) << 3 |
@@ -138,8 +137,6 @@ void WriteSet::AppendEvent(const v1::SweepEvent& event,
     out.WriteVarint32(static_cast<uint32_t>(size));
     round.SerializeWithCachedSizes(&out);
     m.serialize_failed = out.HadError();
-  } else {
-    m.serialize_failed = true;
   }
   mutations_.push_back(std::move(m));
 }
