@@ -13,6 +13,14 @@ void OperatorManifestCache::AddHeld(v1::LeaseWorkRequest* request) const {
 }
 
 absl::Status OperatorManifestCache::Complete(v1::WorkItem* work) {
+  return Resolve(work, /*fill=*/true);
+}
+
+absl::Status OperatorManifestCache::Admit(v1::WorkItem* work) {
+  return Resolve(work, /*fill=*/false);
+}
+
+absl::Status OperatorManifestCache::Resolve(v1::WorkItem* work, bool fill) {
   const std::string& digest = work->operator_digest();
   if (digest.empty()) return absl::OkStatus();  // e.g. a health check's
   absl::MutexLock lock(&mu_);
@@ -30,7 +38,7 @@ absl::Status OperatorManifestCache::Complete(v1::WorkItem* work) {
                      "manifest ",
                      digest, ", which this agent does not hold"));
   }
-  *work->mutable_operator_() = it->second;
+  if (fill) *work->mutable_operator_() = it->second;
   return absl::OkStatus();
 }
 

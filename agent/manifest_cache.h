@@ -40,9 +40,17 @@ class OperatorManifestCache {
   // `work` is then unchanged.
   absl::Status Complete(v1::WorkItem* work);
 
+  // As Complete, but a work item that came without its manifest stays
+  // without it: for a caller that never reads the manifest (coordinator_bench's
+  // simulated boards), which so saves a copy of it a lease.
+  absl::Status Admit(v1::WorkItem* work);
+
   int size() const;
 
  private:
+  // Complete (`fill`) or Admit.
+  absl::Status Resolve(v1::WorkItem* work, bool fill);
+
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, v1::OperatorManifest> by_digest_
       ABSL_GUARDED_BY(mu_);

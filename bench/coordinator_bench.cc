@@ -842,10 +842,11 @@ struct BoardLoop {
     if (name_held) manifests.AddHeld(&req);
     return req;
   }
-  // Takes a granted work item as an agent does: completed from the
-  // manifests held, or keeping the one it brought.
+  // Takes a granted work item as an agent does, keeping the manifest it
+  // brought or checking the one left out is held; it is not copied in, as
+  // an agent does on its own host, since nothing here reads it.
   absl::Status Take(v1::WorkItem* item) {
-    TF_RETURN_IF_ERROR(manifests.Complete(item));
+    TF_RETURN_IF_ERROR(manifests.Admit(item));
     work.Swap(item);
     return absl::OkStatus();
   }

@@ -69,16 +69,16 @@ void Staging::SaveRound(Txn& txn, SweepRuntime& s, const v1::Round& round) {
   // Kept serialized: one buffer instead of a copy of every field, map and
   // string, most of which the commit never undoes (a round's bytes read
   // back as the same round).
-  txn.undo.push_back([book = book_, id, index,
-                      before = round.SerializeAsString()] {
-    SweepRuntime* rt = book->Find(id);
-    if (rt != nullptr && index >= 0 &&
-        index < static_cast<int64_t>(rt->rounds.size())) {
-      rt->rounds[index].ParseFromString(before);
-      ++rt->rewinds;
-      if (IsMultiWorkload(rt->sweep.spec())) rt->views.Changed(index);
-    }
-  });
+  txn.undo.push_back(
+      [book = book_, id, index, before = round.SerializeAsString()] {
+        SweepRuntime* rt = book->Find(id);
+        if (rt != nullptr && index >= 0 &&
+            index < static_cast<int64_t>(rt->rounds.size())) {
+          rt->rounds[index].ParseFromString(before);
+          ++rt->rewinds;
+          if (IsMultiWorkload(rt->sweep.spec())) rt->views.Changed(index);
+        }
+      });
 }
 
 void Staging::SaveBoard(Txn& txn, const std::string& board_id) {

@@ -1,6 +1,6 @@
 // OperatorManifestCache (agent/manifest_cache.h): what an agent names as
-// held, how it completes a work item that came without its manifest, and
-// its bound.
+// held, how it completes (or only admits) a work item that came without its
+// manifest, and its bound.
 #include "agent/manifest_cache.h"
 
 #include <string>
@@ -62,6 +62,23 @@ TEST(OperatorManifestCacheTest, AManifestItDoesNotHoldIsAnErrorNamingIt) {
   EXPECT_TRUE(absl::StrContains(st.message(), "sw-1/7/1")) << st;
   EXPECT_TRUE(absl::StrContains(st.message(), "d9")) << st;
   EXPECT_FALSE(bare.has_operator_());
+}
+
+TEST(OperatorManifestCacheTest, AdmitKeepsAndChecksButLeavesWorkBare) {
+  OperatorManifestCache cache;
+  v1::WorkItem whole = Whole("gemm", "d1");
+  ASSERT_TRUE(cache.Admit(&whole).ok());
+  EXPECT_EQ(whole.operator_().name(), "gemm");
+  EXPECT_THAT(Held(cache), ElementsAre("d1"));
+
+  v1::WorkItem bare = Bare("d1");
+  ASSERT_TRUE(cache.Admit(&bare).ok());
+  EXPECT_FALSE(bare.has_operator_());  // held, not copied in
+
+  v1::WorkItem unknown = Bare("d9");
+  const absl::Status st = cache.Admit(&unknown);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(st.message(), "d9")) << st;
 }
 
 TEST(OperatorManifestCacheTest, WorkWithoutADigestIsLeftAsItCame) {
