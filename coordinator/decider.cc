@@ -128,11 +128,13 @@ void Decider::DecideCandidate(Txn& txn, SweepRuntime& s, v1::Round& round,
   const v1::Round& parent = s.rounds[round.parent_round()];
   const double parent_us = parent.result().measurement().median_us();
   round.set_parent_us(parent_us);
-  const GainVerdict v =
-      JudgeGain(res.measurement(), parent.result().measurement(),
-                s.sweep.spec().min_gain(), round.parent_round(),
-                w != nullptr ? w->best_round() : s.sweep.best_round(),
-                w != nullptr ? w->best_us() : s.sweep.best_us());
+  const int64_t best_round =
+      w != nullptr ? w->best_round() : s.sweep.best_round();
+  const double min_gain = s.sweep.spec().min_gain();
+  const GainVerdict v = JudgeGain(
+      res.measurement(), parent.result().measurement(), min_gain,
+      round.parent_round(), best_round,
+      w != nullptr ? w->best_us() : s.sweep.best_us());
   if (v.keep) {
     round.set_decision(v1::DECISION_KEPT);
     round.set_decision_reason(
@@ -190,11 +192,20 @@ void Decider::DecideCandidate(Txn& txn, SweepRuntime& s, v1::Round& round,
                      : std::string("rolled back"),
       v.reason, round.parent_round(), parent_us));
   no_gain();
+  // A gain over the parent that still rolls back says what it fell short of.
+  std::string short_of;
+  if (v.short_of_best) {
+    short_of = absl::StrFormat(", not %.1f%% faster than the best, round %d",
+                               min_gain * 100, best_round);
+  } else if (!v.inconclusive && v.gain > 0) {
+    short_of =
+        absl::StrFormat(", under the %.1f%% minimum gain", min_gain * 100);
+  }
   staging_->AddEvent(
       txn, s, v1::EVENT_KIND_ROUND_FINISHED,
       absl::StrCat(what, ": ", FormatUs(median), sim,
                    v.inconclusive ? ", inconclusive (" : ", rolled back (",
-                   VsParent(v.gain), ")"),
+                   VsParent(v.gain), short_of, ")"),
       &round);
 }
 

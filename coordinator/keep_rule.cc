@@ -44,6 +44,7 @@ GainVerdict JudgeGain(const v1::Measurement& candidate,
     // On the parent's recorded scale, pessimistically.
     const double scaled = parent_us * (1.0 - candidate.gain_lower());
     if (!parent_is_best && scaled > best_us * (1.0 - min_gain)) {
+      v.short_of_best = true;
       v.reason = absl::StrFormat(
           "%s beats its parent, but at %.1f µs (parent's scale, lower bound) "
           "not the "
@@ -89,6 +90,7 @@ GainVerdict JudgeGain(const v1::Measurement& candidate,
     }
   }
   if (!parent_is_best && median > best_us * (1.0 - min_gain)) {
+    v.short_of_best = true;
     v.reason = absl::StrFormat(
         "%.1f µs beats its parent but not the current best round %d at %.1f µs "
         "by the "

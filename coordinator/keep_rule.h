@@ -30,6 +30,9 @@ struct GainVerdict {
   // Not kept, but the estimate beats min_gain: only the noise stands in the
   // way (more samples may decide it).
   bool inconclusive = false;
+  // Not kept though it beat its parent by min_gain: a sibling was kept
+  // meanwhile and this one does not beat that best round by min_gain.
+  bool short_of_best = false;
   std::string reason;  // in words, with the numbers that decided
 };
 

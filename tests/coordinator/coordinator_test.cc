@@ -1528,7 +1528,8 @@ TEST_F(CoordinatorTest, KeptPathLeadsFromBaselineToBest) {
   EXPECT_THAT(finished[2],
               HasSubstr("rolled back (5.6% slower than its parent)"));
   EXPECT_THAT(finished[5],
-              HasSubstr("rolled back (1.4% faster than its parent)"));
+              HasSubstr("rolled back (1.4% faster than its parent, under the "
+                        "2.0% minimum gain)"));
 }
 
 // A board its agent reports quarantined (repeated device errors) gets no
@@ -1713,6 +1714,12 @@ TEST_F(KeepRuleTest, KBoardBatchKeepsOneAndRollsBackTheRest) {
   for (int i = 0; i < kBoards; ++i) {
     ReportMeasured(batch[i], Paired(medians[i], 100, 0.18));
   }
+  std::map<int64_t, std::string> finished;
+  for (const v1::SweepEvent& e : Events(id)) {
+    if (e.kind() == v1::EVENT_KIND_ROUND_FINISHED && e.has_round()) {
+      finished[e.round().round_id()] = e.message();
+    }
+  }
   int kept = 0, rolled_back = 0;
   for (const v1::WorkItem& w : batch) {
     const v1::Round r = StoredRound(id, w.round_id());
@@ -1720,6 +1727,12 @@ TEST_F(KeepRuleTest, KBoardBatchKeepsOneAndRollsBackTheRest) {
     if (r.decision() == v1::DECISION_ROLLED_BACK) {
       ++rolled_back;
       EXPECT_THAT(r.decision_reason(), HasSubstr("not the current best round"));
+      // The event says why a gain over the parent still rolled back.
+      EXPECT_THAT(finished[w.round_id()],
+                  HasSubstr(absl::StrCat(
+                      "faster than its parent, not 2.0% faster than the best, "
+                      "round ",
+                      batch[0].round_id(), ")")));
     }
   }
   EXPECT_EQ(kept, 1);
