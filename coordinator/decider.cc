@@ -131,10 +131,10 @@ void Decider::DecideCandidate(Txn& txn, SweepRuntime& s, v1::Round& round,
   const int64_t best_round =
       w != nullptr ? w->best_round() : s.sweep.best_round();
   const double min_gain = s.sweep.spec().min_gain();
-  const GainVerdict v = JudgeGain(
-      res.measurement(), parent.result().measurement(), min_gain,
-      round.parent_round(), best_round,
-      w != nullptr ? w->best_us() : s.sweep.best_us());
+  const GainVerdict v =
+      JudgeGain(res.measurement(), parent.result().measurement(), min_gain,
+                round.parent_round(), best_round,
+                w != nullptr ? w->best_us() : s.sweep.best_us());
   if (v.keep) {
     round.set_decision(v1::DECISION_KEPT);
     round.set_decision_reason(
