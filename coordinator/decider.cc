@@ -131,15 +131,26 @@ void Decider::DecideCandidate(Txn& txn, SweepRuntime& s, v1::Round& round,
   const int64_t best_round =
       w != nullptr ? w->best_round() : s.sweep.best_round();
   const double min_gain = s.sweep.spec().min_gain();
+  const double best_us = w != nullptr ? w->best_us() : s.sweep.best_us();
   const GainVerdict v =
       JudgeGain(res.measurement(), parent.result().measurement(), min_gain,
-                round.parent_round(), best_round,
-                w != nullptr ? w->best_us() : s.sweep.best_us());
+                round.parent_round(), best_round, best_us);
   if (v.keep) {
     round.set_decision(v1::DECISION_KEPT);
     round.set_decision_reason(
         absl::StrFormat("kept: %s; parent round %d (%.1f µs)", v.reason,
                         round.parent_round(), parent_us));
+    // Kept against its parent's time, yet timed slower than the best it
+    // replaces was: the two were timed apart (another lease, another board)
+    // and the times drifted; a speedup that fell says so, not a regression.
+    std::string drift;
+    if (best_round >= 0 && best_us > 0 && median > best_us) {
+      drift = absl::StrFormat(
+          "; timed %.1f%% slower than round %d was (%.1f µs) in another "
+          "lease: the times drifted between leases, and the gain over its "
+          "parent was timed side by side",
+          (median / best_us - 1) * 100, best_round, best_us);
+    }
     std::string best;
     if (w != nullptr) {
       w->set_best_round(round.round_id());
@@ -147,16 +158,16 @@ void Decider::DecideCandidate(Txn& txn, SweepRuntime& s, v1::Round& round,
       w->set_rounds_without_gain(0);
       SummarizeWorkloads(s);
       best = absl::StrFormat(
-          "best of %s is now round %d: %.1f µs, %.2fx over its baseline%s",
+          "best of %s is now round %d: %.1f µs, %.2fx over its baseline%s%s",
           w->workload(), round.round_id(), median, w->baseline_us() / median,
-          sim);
+          sim, drift);
     } else {
       s.sweep.set_best_round(round.round_id());
       s.sweep.set_best_us(median);
       s.sweep.set_rounds_without_gain(0);
       best = absl::StrFormat(
-          "best is now round %d: %.1f µs, %.2fx over the baseline%s",
-          round.round_id(), median, s.sweep.baseline_us() / median, sim);
+          "best is now round %d: %.1f µs, %.2fx over the baseline%s%s",
+          round.round_id(), median, s.sweep.baseline_us() / median, sim, drift);
     }
     staging_->AddEvent(txn, s, v1::EVENT_KIND_ROUND_FINISHED,
                        absl::StrCat(what, ": ", FormatUs(median), sim,

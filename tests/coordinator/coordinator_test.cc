@@ -1610,6 +1610,36 @@ TEST_F(KeepRuleTest, WorkCarriesTheParentForAB) {
   EXPECT_NE(ParamsKey(w.reference_params()), ParamsKey(w.params()));
 }
 
+// The board slowed between the baseline's lease and the candidate's: the
+// candidate beats its parent side by side (130 -> 110 µs in its lease) but
+// is timed slower than the baseline was (100 µs). It is kept, and the best
+// event says the times drifted rather than showing a bare fall in speedup.
+TEST_F(KeepRuleTest, AKeptRoundTimedSlowerThanTheBestWasSaysTheTimesDrifted) {
+  const std::string id = Submit(SpecYaml({}));
+  Register("a1", {Board("a1/b0")});
+  RunBaseline("a1/b0", 100);
+  const v1::WorkItem w = Lease("a1/b0");
+  ReportMeasured(w, Paired(110, 130, 0.12));
+  EXPECT_EQ(StoredRound(id, w.round_id()).decision(), v1::DECISION_KEPT);
+  std::string best;
+  for (const v1::SweepEvent& e : Events(id)) {
+    if (e.kind() == v1::EVENT_KIND_BEST_IMPROVED) best = e.message();
+  }
+  EXPECT_THAT(best, HasSubstr("0.91x over the baseline"));
+  EXPECT_THAT(best, HasSubstr("timed 10.0% slower than round 0 was (100.0 "
+                              "µs) in another lease"));
+
+  // A round timed faster than the best says nothing of the kind.
+  const v1::WorkItem next = Lease("a1/b0");
+  ReportMeasured(next, Paired(80, 110, 0.2));
+  ASSERT_EQ(StoredRound(id, next.round_id()).decision(), v1::DECISION_KEPT);
+  for (const v1::SweepEvent& e : Events(id)) {
+    if (e.kind() == v1::EVENT_KIND_BEST_IMPROVED) best = e.message();
+  }
+  EXPECT_THAT(best, HasSubstr("best is now round 2: 80.0 µs, 1.25x"));
+  EXPECT_THAT(best, Not(HasSubstr("drifted")));
+}
+
 TEST_F(KeepRuleTest, IndependentModeSendsNoParent) {
   std::string yaml = SpecYaml({});
   yaml.replace(yaml.find("measurement: {warmup: 1, samples: 5}"),
