@@ -41,8 +41,8 @@ class OperatorManifestCache {
   absl::Status Complete(v1::WorkItem* work);
 
   // As Complete, but a work item that came without its manifest stays
-  // without it: for a caller that never reads the manifest (coordinator_bench's
-  // simulated boards), which so saves a copy of it a lease.
+  // without it: for a caller that never reads the manifest (the simulated
+  // boards of coordinator_bench), saving a copy of it on every lease.
   absl::Status Admit(v1::WorkItem* work);
 
   int size() const;

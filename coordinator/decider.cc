@@ -140,9 +140,10 @@ void Decider::DecideCandidate(Txn& txn, SweepRuntime& s, v1::Round& round,
     round.set_decision_reason(
         absl::StrFormat("kept: %s; parent round %d (%.1f µs)", v.reason,
                         round.parent_round(), parent_us));
-    // Kept against its parent's time, yet timed slower than the best it
-    // replaces was: the two were timed apart (another lease, another board)
-    // and the times drifted; a speedup that fell says so, not a regression.
+    // Kept on its gain over its parent, yet timed slower than the best it
+    // replaces was: the two were timed in different leases (perhaps on
+    // different boards) and the times drifted. The event says so, lest the
+    // lower speedup read as a regression.
     std::string drift;
     if (best_round >= 0 && best_us > 0 && median > best_us) {
       drift = absl::StrFormat(
