@@ -148,8 +148,8 @@ void Decider::DecideCandidate(Txn& txn, SweepRuntime& s, v1::Round& round,
     if (best_round >= 0 && best_us > 0 && median > best_us) {
       drift = absl::StrFormat(
           "; timed %.1f%% slower than round %d was (%.1f µs) in another "
-          "lease: the times drifted between leases, and the gain over its "
-          "parent was timed side by side",
+          "lease: times drift between leases and boards, and the gain over "
+          "its parent was timed side by side",
           (median / best_us - 1) * 100, best_round, best_us);
     }
     std::string best;
