@@ -331,6 +331,18 @@ class CoordinatorTest : public ::testing::Test {
     }
     return n;
   }
+  // The message of each event of `kind` about a round, by round id (the
+  // last one where a round has several).
+  std::map<int64_t, std::string> MessagesByRound(const std::string& id,
+                                                 v1::EventKind kind) {
+    std::map<int64_t, std::string> out;
+    for (const v1::SweepEvent& e : Events(id)) {
+      if (e.kind() == kind && e.has_round()) {
+        out[e.round().round_id()] = e.message();
+      }
+    }
+    return out;
+  }
   // The log has seq 1..N with no gap and the stored sweep points at N.
   void ExpectEventLogConsistent(const std::string& id) {
     std::vector<v1::SweepEvent> events = Events(id);
@@ -1518,12 +1530,8 @@ TEST_F(CoordinatorTest, KeptPathLeadsFromBaselineToBest) {
   }
   EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_BEST_IMPROVED), 3);
   // The events say which way each round went against its parent.
-  std::map<int64_t, std::string> finished;
-  for (const v1::SweepEvent& e : Events(id)) {
-    if (e.kind() == v1::EVENT_KIND_ROUND_FINISHED && e.has_round()) {
-      finished[e.round().round_id()] = e.message();
-    }
-  }
+  std::map<int64_t, std::string> finished =
+      MessagesByRound(id, v1::EVENT_KIND_ROUND_FINISHED);
   EXPECT_THAT(finished[1], HasSubstr("kept (10.0% faster than its parent)"));
   EXPECT_THAT(finished[2],
               HasSubstr("rolled back (5.6% slower than its parent)"));
@@ -1621,10 +1629,8 @@ TEST_F(KeepRuleTest, AKeptRoundTimedSlowerThanTheBestWasSaysTimesDrift) {
   const v1::WorkItem w = Lease("a1/b0");
   ReportMeasured(w, Paired(110, 130, 0.12));
   EXPECT_EQ(StoredRound(id, w.round_id()).decision(), v1::DECISION_KEPT);
-  std::string best;
-  for (const v1::SweepEvent& e : Events(id)) {
-    if (e.kind() == v1::EVENT_KIND_BEST_IMPROVED) best = e.message();
-  }
+  std::string best =
+      MessagesByRound(id, v1::EVENT_KIND_BEST_IMPROVED)[w.round_id()];
   EXPECT_THAT(best, HasSubstr("0.91x over the baseline"));
   EXPECT_THAT(best, HasSubstr("timed 10.0% slower than round 0 was (100.0 "
                               "µs) in another lease"));
@@ -1633,9 +1639,7 @@ TEST_F(KeepRuleTest, AKeptRoundTimedSlowerThanTheBestWasSaysTimesDrift) {
   const v1::WorkItem next = Lease("a1/b0");
   ReportMeasured(next, Paired(80, 110, 0.2));
   ASSERT_EQ(StoredRound(id, next.round_id()).decision(), v1::DECISION_KEPT);
-  for (const v1::SweepEvent& e : Events(id)) {
-    if (e.kind() == v1::EVENT_KIND_BEST_IMPROVED) best = e.message();
-  }
+  best = MessagesByRound(id, v1::EVENT_KIND_BEST_IMPROVED)[next.round_id()];
   EXPECT_THAT(best, HasSubstr("best is now round 2: 80.0 µs, 1.25x"));
   EXPECT_THAT(best, Not(HasSubstr("times drift")));
 }
@@ -1744,12 +1748,8 @@ TEST_F(KeepRuleTest, KBoardBatchKeepsOneAndRollsBackTheRest) {
   for (int i = 0; i < kBoards; ++i) {
     ReportMeasured(batch[i], Paired(medians[i], 100, 0.18));
   }
-  std::map<int64_t, std::string> finished;
-  for (const v1::SweepEvent& e : Events(id)) {
-    if (e.kind() == v1::EVENT_KIND_ROUND_FINISHED && e.has_round()) {
-      finished[e.round().round_id()] = e.message();
-    }
-  }
+  std::map<int64_t, std::string> finished =
+      MessagesByRound(id, v1::EVENT_KIND_ROUND_FINISHED);
   int kept = 0, rolled_back = 0;
   for (const v1::WorkItem& w : batch) {
     const v1::Round r = StoredRound(id, w.round_id());
