@@ -137,6 +137,9 @@ v1::SweepSpec BenchSpec(const std::string& op_name, int number) {
   spec.mutable_measurement()->set_warmup(5);
   spec.mutable_measurement()->set_samples(30);
   spec.mutable_measurement()->set_flush_cache(true);
+  // The results are made up, so a closing check would check nothing; every
+  // round stays a candidate, as Verify counts them.
+  spec.mutable_measurement()->set_skip_closing_check(true);
   return spec;
 }
 

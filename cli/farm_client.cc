@@ -595,6 +595,9 @@ int FarmClient::Summary(const std::string& sweep_id) {
         ParamsKey(response.best().params()), s.best_us(), s.best_round(), sim,
         s.baseline_us(), response.speedup(), sim);
   }
+  if (!s.closing_check().outcome().empty()) {
+    std::cout << "   closing check: " << s.closing_check().outcome() << "\n";
+  }
   std::cout << "   report: "
             << (response.report_path().empty() ? "(not written)"
                                                : response.report_path())

@@ -374,14 +374,15 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
   if (v1::Round* queued = SweepBook::FirstQueued(s); queued != nullptr) {
     return queued;
   }
+  if (s.sweep.has_closing_check()) return nullptr;  // the search is over
   SearchHistory history{s.op, &s.sweep.spec(), &s.rounds, s.sweep.best_round(),
                         s.rewinds};
   NextCandidate next = ProposeNextCandidate(
       *s.strategy, history, s.sweep.spec().budget().max_rounds(),
       SweepBook::CandidatesInFlight(s));
   if (next.kind == NextCandidate::Kind::kExhausted) {
-    decider_.Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, next.why.reason,
-                    std::move(next.why.detail));
+    decider_.EndSearch(txn, s, next.why.reason, std::move(next.why.detail));
+    return s.finished ? nullptr : SweepBook::FirstQueued(s);  // the check
   }
   if (next.kind != NextCandidate::Kind::kPropose) return nullptr;
   Candidate& c = next.candidate;

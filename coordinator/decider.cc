@@ -24,12 +24,24 @@ namespace {
 // decision_reason of a result that waits for its parent's.
 constexpr char kWaitingForParent[] = "waiting to be judged: needs round ";
 
+// What a closing check without a paired result leaves.
+std::string LeaseSpeedupStands(const v1::ClosingCheck& c) {
+  return absl::StrFormat(
+      "the speedup stands at %.2fx, from medians timed in different leases",
+      c.lease_speedup());
+}
+
 }  // namespace
 
 void Decider::Decide(Txn& txn, SweepRuntime& s, v1::Round& round) {
   const v1::RoundResult& res = round.result();
   const double median = res.measurement().median_us();
   const std::string sim = MeasuredTag(res.measurement());
+  if (s.sweep.has_closing_check() &&
+      round.round_id() == s.sweep.closing_check().round_id()) {
+    DecideClosingCheck(txn, s, round);
+    return;
+  }
   if (round.round_id() == 0) {
     round.set_decision(v1::DECISION_BASELINE);
     if (res.outcome() != v1::OUTCOME_OK) {
@@ -227,20 +239,24 @@ void Decider::CheckTermination(Txn& txn, SweepRuntime& s) {
     CheckMultiWorkloadTermination(txn, s);
     return;
   }
+  if (s.sweep.has_closing_check()) {
+    CheckClosingTimeLimit(txn, s);
+    return;
+  }
   const v1::SweepSpec& spec = s.sweep.spec();
   if (s.sweep.best_round() >= 0 && s.sweep.best_us() > 0) {
     const double speedup = s.sweep.baseline_us() / s.sweep.best_us();
     if (spec.goal().speedup() > 0 && speedup >= spec.goal().speedup()) {
-      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_GOAL_REACHED,
-             absl::StrFormat("speedup %.2fx reached the goal of %.2fx", speedup,
-                             spec.goal().speedup()));
+      EndSearch(txn, s, v1::TERMINATION_GOAL_REACHED,
+                absl::StrFormat("speedup %.2fx reached the goal of %.2fx",
+                                speedup, spec.goal().speedup()));
       return;
     }
     if (spec.goal().target_us() > 0 &&
         s.sweep.best_us() <= spec.goal().target_us()) {
-      Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_GOAL_REACHED,
-             absl::StrFormat("%.1f µs reached the target of %.1f µs",
-                             s.sweep.best_us(), spec.goal().target_us()));
+      EndSearch(txn, s, v1::TERMINATION_GOAL_REACHED,
+                absl::StrFormat("%.1f µs reached the target of %.1f µs",
+                                s.sweep.best_us(), spec.goal().target_us()));
       return;
     }
   }
@@ -253,32 +269,29 @@ void Decider::CheckTermination(Txn& txn, SweepRuntime& s) {
     if (best.has_diagnosis()) {
       if (std::optional<std::string> why =
               SaturationOf(best.diagnosis(), spec.saturation())) {
-        Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED,
-               v1::TERMINATION_BOARD_SATURATED,
-               absl::StrCat("board saturated on round ", best.round_id(),
-                            " (board ", best.board_id(), "): ", *why));
+        EndSearch(txn, s, v1::TERMINATION_BOARD_SATURATED,
+                  absl::StrCat("board saturated on round ", best.round_id(),
+                               " (board ", best.board_id(), "): ", *why));
         return;
       }
     }
   }
   if (spec.budget().max_rounds() > 0 &&
       s.sweep.rounds_finished() >= spec.budget().max_rounds()) {
-    Finish(
-        txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_ROUND_BUDGET,
+    EndSearch(
+        txn, s, v1::TERMINATION_ROUND_BUDGET,
         absl::StrCat("round budget of ", spec.budget().max_rounds(), " spent"));
     return;
   }
   if (spec.budget().max_rounds_without_gain() > 0 &&
       s.sweep.rounds_without_gain() >=
           spec.budget().max_rounds_without_gain()) {
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_NO_GAIN,
-           absl::StrCat(s.sweep.rounds_without_gain(),
-                        " rounds in a row without gain"));
+    EndSearch(txn, s, v1::TERMINATION_NO_GAIN,
+              absl::StrCat(s.sweep.rounds_without_gain(),
+                           " rounds in a row without gain"));
     return;
   }
-  if (spec.budget().time_limit_s() > 0 && s.sweep.started_unix_ms() > 0 &&
-      clock_->NowUnixMs() - s.sweep.started_unix_ms() >=
-          spec.budget().time_limit_s() * 1000) {
+  if (PastTimeLimit(s.sweep)) {
     Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_TIME_LIMIT,
            absl::StrCat("time limit of ", spec.budget().time_limit_s(),
                         " s reached"));
@@ -298,8 +311,7 @@ void Decider::CheckTermination(Txn& txn, SweepRuntime& s) {
                         s.rewinds};
   if (s.strategy->Propose(history, 1).empty()) {
     Exhaustion why = s.strategy->Exhausted(history);
-    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, why.reason,
-           std::move(why.detail));
+    EndSearch(txn, s, why.reason, std::move(why.detail));
   }
 }
 
@@ -308,26 +320,7 @@ void Decider::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
   if (s.finished) return;
   staging_->Touch(txn, s);
   s.finished = true;
-  for (v1::Round& r : s.rounds) {
-    if (r.state() == v1::ROUND_STATE_QUEUED ||
-        r.state() == v1::ROUND_STATE_LEASED) {
-      staging_->SaveRound(txn, s, r);
-      leases_->FreeBoard(txn, r.lease().board_id(), r.lease().lease_id());
-      r.set_state(v1::ROUND_STATE_CANCELLED);
-      r.set_decision_reason(
-          absl::StrCat("not run: the sweep ended (", detail, ")"));
-      txn.writes.PutRound(r);
-    } else if (r.state() == v1::ROUND_STATE_DONE &&
-               r.decision() == v1::DECISION_UNSPECIFIED &&
-               absl::StartsWith(r.decision_reason(), kWaitingForParent)) {
-      // Its parent never gave a result to judge it against.
-      staging_->SaveRound(txn, s, r);
-      r.set_decision_reason(
-          absl::StrCat("not judged: the sweep ended before its parent round ",
-                       r.parent_round(), " had a result (", detail, ")"));
-      txn.writes.PutRound(r);
-    }
-  }
+  EndRoundsInPlay(txn, s, absl::StrCat("the sweep ended (", detail, ")"));
   // Workloads still open end with the sweep.
   for (v1::WorkloadProgress& w : *s.sweep.mutable_workload_progress()) {
     if (w.done()) continue;
@@ -357,9 +350,148 @@ void Decider::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
                                     : s.sweep.spec().boards().kind() == "replay"
                                         ? " [replayed]"
                                         : ""));
+    if (!s.sweep.closing_check().outcome().empty()) {
+      absl::StrAppend(&summary,
+                      "; closing check: ", s.sweep.closing_check().outcome());
+    }
   }
   staging_->AddEvent(txn, s, v1::EVENT_KIND_FINISHED, summary, nullptr);
   spdlog::info("{}", summary);
+}
+
+void Decider::EndSearch(Txn& txn, SweepRuntime& s, v1::TerminationReason reason,
+                        std::string detail) {
+  if (s.finished || s.sweep.has_closing_check()) return;
+  const v1::SweepSpec& spec = s.sweep.spec();
+  const int64_t best = s.sweep.best_round();
+  // Replayed numbers were recorded elsewhere, once: they cannot drift.
+  if (IsMultiWorkload(spec) || spec.measurement().skip_closing_check() ||
+      spec.measurement().mode() == v1::MEASUREMENT_MODE_INDEPENDENT ||
+      spec.boards().kind() == "replay" || best <= 0 ||
+      best >= static_cast<int64_t>(s.rounds.size()) || s.sweep.best_us() <= 0) {
+    Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, reason, std::move(detail));
+    return;
+  }
+  staging_->Touch(txn, s);  // before the round is added, so undo drops it
+  EndRoundsInPlay(txn, s, absl::StrCat("the search ended (", detail, ")"));
+  const v1::Round& baseline = s.rounds[0];
+  v1::Round round;
+  round.set_sweep_id(s.sweep.sweep_id());
+  round.set_round_id(static_cast<int64_t>(s.rounds.size()));
+  round.set_parent_round(0);
+  *round.mutable_params() = s.rounds[best].params();
+  for (v1::ParamChange& change :
+       DiffParams(baseline.params(), round.params())) {
+    *round.add_changes() = std::move(change);
+  }
+  round.set_stage("closing check");
+  round.set_rationale(absl::StrCat(
+      "closing check: the best, round ", best,
+      ", timed against the baseline side by side in one lease; the "
+      "sweep's speedup compares medians timed in different leases"));
+  round.set_state(v1::ROUND_STATE_QUEUED);
+  round.set_created_unix_ms(clock_->NowUnixMs());
+  s.sweep.set_next_round_id(round.round_id() + 1);
+  v1::ClosingCheck& c = *s.sweep.mutable_closing_check();
+  c.set_round_id(round.round_id());
+  c.set_best_round(best);
+  c.set_state(v1::SWEEP_STATE_SUCCEEDED);
+  c.set_termination(reason);
+  c.set_termination_detail(std::move(detail));
+  c.set_lease_speedup(s.sweep.baseline_us() / s.sweep.best_us());
+  txn.writes.PutRound(round);
+  s.rounds.push_back(std::move(round));
+  staging_->AddEvent(
+      txn, s, v1::EVENT_KIND_CLOSING_CHECK,
+      absl::StrFormat("the search is over (%s); round %d times the best, "
+                      "round %d (%.2fx from the two leases' medians), "
+                      "against the baseline side by side before the sweep "
+                      "ends",
+                      c.termination_detail(), c.round_id(), best,
+                      c.lease_speedup()),
+      &s.rounds.back());
+}
+
+void Decider::DecideClosingCheck(Txn& txn, SweepRuntime& s, v1::Round& round) {
+  v1::ClosingCheck& c = *s.sweep.mutable_closing_check();
+  const v1::RoundResult& res = round.result();
+  const v1::Measurement& m = res.measurement();
+  round.set_decision(v1::DECISION_CLOSING_CHECK);
+  round.set_parent_us(s.rounds[0].result().measurement().median_us());
+  std::string outcome;
+  if (res.outcome() != v1::OUTCOME_OK) {
+    outcome = absl::StrCat("round ", c.best_round(),
+                           " failed it: ", v1::Outcome_Name(res.outcome()),
+                           ": ", res.detail(), "; ", LeaseSpeedupStands(c));
+  } else if (!m.paired() || m.pairs() == 0 || m.gain() >= 1) {
+    outcome = absl::StrCat("the board timed no pairs; ", LeaseSpeedupStands(c));
+  } else {
+    c.set_speedup(1 / (1 - m.gain()));
+    std::string bounds;
+    if (m.gain_lower() <= m.gain() && m.gain() <= m.gain_upper() &&
+        m.gain_lower() < m.gain_upper()) {
+      c.set_speedup_low(1 / (1 - m.gain_lower()));
+      c.set_speedup_high(1 / (1 - m.gain_upper()));
+      c.set_confidence(m.confidence());
+      bounds = absl::StrFormat(" (%.2fx to %.2fx, each bound at %.0f%%)",
+                               c.speedup_low(), c.speedup_high(),
+                               c.confidence() * 100);
+    }
+    outcome = absl::StrFormat(
+        "round %d is %.2fx the baseline's speed side by side%s over %d "
+        "pairs on %s%s; the two leases' medians said %.2fx",
+        c.best_round(), c.speedup(), bounds, m.pairs(), round.board_id(),
+        MeasuredTag(m), c.lease_speedup());
+    if (c.speedup_low() > 0 && c.speedup_low() <= 1) {
+      absl::StrAppend(&outcome, "; not shown faster than the baseline");
+    }
+  }
+  c.set_outcome(outcome);
+  round.set_decision_reason(absl::StrCat("closing check: ", outcome));
+  staging_->AddEvent(
+      txn, s, v1::EVENT_KIND_ROUND_FINISHED,
+      absl::StrCat("round ", round.round_id(), " (closing check): ", outcome),
+      &round);
+  Finish(txn, s, c.state(), c.termination(), c.termination_detail());
+}
+
+void Decider::CheckClosingTimeLimit(Txn& txn, SweepRuntime& s) {
+  if (!PastTimeLimit(s.sweep)) return;
+  staging_->Touch(txn, s);
+  v1::ClosingCheck& c = *s.sweep.mutable_closing_check();
+  c.set_outcome(absl::StrCat("not run to the end within the time limit of ",
+                             s.sweep.spec().budget().time_limit_s(), " s; ",
+                             LeaseSpeedupStands(c)));
+  Finish(txn, s, c.state(), c.termination(), c.termination_detail());
+}
+
+bool Decider::PastTimeLimit(const v1::Sweep& sweep) const {
+  const int64_t limit_s = sweep.spec().budget().time_limit_s();
+  return limit_s > 0 && sweep.started_unix_ms() > 0 &&
+         clock_->NowUnixMs() - sweep.started_unix_ms() >= limit_s * 1000;
+}
+
+void Decider::EndRoundsInPlay(Txn& txn, SweepRuntime& s,
+                              const std::string& ended) {
+  for (v1::Round& r : s.rounds) {
+    if (r.state() == v1::ROUND_STATE_QUEUED ||
+        r.state() == v1::ROUND_STATE_LEASED) {
+      staging_->SaveRound(txn, s, r);
+      leases_->FreeBoard(txn, r.lease().board_id(), r.lease().lease_id());
+      r.set_state(v1::ROUND_STATE_CANCELLED);
+      r.set_decision_reason(absl::StrCat("not run: ", ended));
+      txn.writes.PutRound(r);
+    } else if (r.state() == v1::ROUND_STATE_DONE &&
+               r.decision() == v1::DECISION_UNSPECIFIED &&
+               absl::StartsWith(r.decision_reason(), kWaitingForParent)) {
+      // Its parent never gave a result to judge it against.
+      staging_->SaveRound(txn, s, r);
+      r.set_decision_reason(absl::StrCat("not judged: its parent round ",
+                                         r.parent_round(),
+                                         " had no result when ", ended));
+      txn.writes.PutRound(r);
+    }
+  }
 }
 
 void Decider::CancelRound(Txn& txn, SweepRuntime& s, v1::Round& round,
@@ -608,9 +740,7 @@ void Decider::FinishWorkload(Txn& txn, SweepRuntime& s, int index,
 
 void Decider::CheckMultiWorkloadTermination(Txn& txn, SweepRuntime& s) {
   const v1::SweepSpec& spec = s.sweep.spec();
-  if (spec.budget().time_limit_s() > 0 && s.sweep.started_unix_ms() > 0 &&
-      clock_->NowUnixMs() - s.sweep.started_unix_ms() >=
-          spec.budget().time_limit_s() * 1000) {
+  if (PastTimeLimit(s.sweep)) {
     Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_TIME_LIMIT,
            absl::StrCat("time limit of ", spec.budget().time_limit_s(),
                         " s reached"));

@@ -5,7 +5,10 @@
 // (coordinator/workloads.h). It checks the termination rules (goal, board
 // saturated, round budget, rounds without gain, time limit, nothing left to
 // try) and ends a workload or the whole sweep: rounds not run are
-// cancelled, their boards freed, and the FINISHED event says why.
+// cancelled, their boards freed, and the FINISHED event says why. An A/B
+// sweep of one workload whose search is over first runs its closing check
+// (Sweep.closing_check): one more round times the best against the baseline
+// side by side, and the sweep ends with that result.
 //
 // Every change is staged into the caller's Txn through Staging; ending a
 // sweep frees its boards through the LeaseTable. The report of an ended
@@ -49,6 +52,13 @@ class Decider {
   // Ends the sweep (or, multi-workload, its workloads) when a termination
   // rule holds.
   void CheckTermination(Txn& txn, SweepRuntime& s);
+  // Ends `s` (one workload) because its search is over: a goal reached,
+  // the budget spent, no gain, nothing left to try. Starts the closing
+  // check when it applies (MeasurementPolicy.skip_closing_check), which
+  // ends the sweep as SUCCEEDED for `reason` once its result is in;
+  // otherwise Finish. Nothing when already ended or checking.
+  void EndSearch(Txn& txn, SweepRuntime& s, v1::TerminationReason reason,
+                 std::string detail);
   // Ends `s` in `state` for `reason`: queued and leased rounds cancelled,
   // open workloads done, the FINISHED event. Nothing when already ended.
   void Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
@@ -59,6 +69,17 @@ class Decider {
                       v1::TerminationReason reason, std::string detail);
 
  private:
+  // Takes every queued or leased round out of play (boards freed) and marks
+  // results still waiting for their parent as never judged, for `detail`.
+  void EndRoundsInPlay(Txn& txn, SweepRuntime& s, const std::string& detail);
+  // The closing check's round is `round`, whose result is in: records it in
+  // Sweep.closing_check and ends the sweep as the check's start said.
+  void DecideClosingCheck(Txn& txn, SweepRuntime& s, v1::Round& round);
+  // While the closing check runs only the time limit can end the sweep
+  // earlier, without the check's result.
+  void CheckClosingTimeLimit(Txn& txn, SweepRuntime& s);
+  // Whether the sweep's time limit, if any, has passed since it started.
+  bool PastTimeLimit(const v1::Sweep& sweep) const;
   // Takes a queued or leased round out of play (its board freed).
   void CancelRound(Txn& txn, SweepRuntime& s, v1::Round& round,
                    const std::string& why);

@@ -37,6 +37,8 @@ std::string DecisionName(v1::Decision d) {
       return "rejected";
     case v1::DECISION_INCONCLUSIVE:
       return "inconclusive";
+    case v1::DECISION_CLOSING_CHECK:
+      return "closing_check";
     default:
       return "pending";
   }
@@ -376,6 +378,19 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
     report["best"] = std::move(b);
   } else {
     report["best"] = json();
+  }
+  if (sweep.has_closing_check()) {
+    const v1::ClosingCheck& c = sweep.closing_check();
+    report["closing_check"] = {
+        {"round", c.round_id()},
+        {"best_round", c.best_round()},
+        {"lease_speedup", c.lease_speedup()},
+        {"speedup", c.speedup()},
+        {"speedup_low", c.speedup_low()},
+        {"speedup_high", c.speedup_high()},
+        {"confidence", c.confidence()},
+        {"outcome", c.outcome()},
+    };
   }
   report["signals"] = {
       {"baseline_diagnosed", baseline != nullptr && Diagnosed(*baseline)},

@@ -187,6 +187,7 @@ std::string Scalar(const json& v) {
 
 std::string DecisionText(const std::string& d) {
   if (d == "rolled_back") return "rolled back";
+  if (d == "closing_check") return "closing check";
   if (d == "pending") return "not judged";
   return d;
 }
@@ -326,6 +327,15 @@ std::string Markdown(const json& report) {
                                   kind.empty() ? "" : kind + ", ",
                                   I(b, "rounds"), " rounds)"));
   }
+  // The achieved speedup compares two leases' medians; the closing check
+  // timed the best against the baseline in one (optional key).
+  std::string closing;
+  if (report.contains("closing_check")) {
+    const json& c = report.at("closing_check");
+    closing = absl::StrCat(
+        "| closing check (round ", I(c, "round"), ") | ",
+        Cell(S(c, "outcome").empty() ? "running" : S(c, "outcome")), " |\n");
+  }
   std::string budget;
   if (I(o, "max_rounds") > 0) {
     absl::StrAppend(&budget, "budget ", I(o, "max_rounds"), " rounds");
@@ -343,11 +353,12 @@ std::string Markdown(const json& report) {
           ? ""
           : absl::StrCat("| baseline from | ", Cell(baseline_source), " |\n"),
       "| goal | ", Cell(S(o, "goal")), " |\n", "| achieved | ", achieved_text,
-      " |\n", "| state | ", Cell(S(o, "state")), " |\n", "| ended because | ",
-      Cell(S(o, "ended_because")), " |\n", "| duration | ",
-      Duration(D(o, "duration_s")), " (started ", Time(I(o, "started_unix_ms")),
-      ", finished ", Time(I(o, "finished_unix_ms")), ") |\n", "| rounds | ",
-      I(o, "rounds"), " (", I(o, "rounds_finished"), " candidates finished",
+      " |\n", closing, "| state | ", Cell(S(o, "state")), " |\n",
+      "| ended because | ", Cell(S(o, "ended_because")), " |\n",
+      "| duration | ", Duration(D(o, "duration_s")), " (started ",
+      Time(I(o, "started_unix_ms")), ", finished ",
+      Time(I(o, "finished_unix_ms")), ") |\n", "| rounds | ", I(o, "rounds"),
+      " (", I(o, "rounds_finished"), " candidates finished",
       budget.empty() ? "" : "; " + budget, ") |\n", "| strategy | ",
       Cell(S(o, "strategy")), " (seed ", I(o, "seed"), ") |\n",
       "| boards used | ",
@@ -994,6 +1005,18 @@ absl::Status ValidateReport(const json& report) {
           }
           return absl::OkStatus();
         }));
+  }
+  if (report.contains("closing_check")) {
+    TF_RETURN_IF_ERROR(CheckFields(report.at("closing_check"),
+                                   "report.closing_check",
+                                   {{"round", Type::kInteger},
+                                    {"best_round", Type::kInteger},
+                                    {"lease_speedup", Type::kNumber},
+                                    {"speedup", Type::kNumber},
+                                    {"speedup_low", Type::kNumber},
+                                    {"speedup_high", Type::kNumber},
+                                    {"confidence", Type::kNumber},
+                                    {"outcome", Type::kString}}));
   }
   if (report.contains("pictures")) {
     TF_RETURN_IF_ERROR(CheckFields(report.at("pictures"), "report.pictures",

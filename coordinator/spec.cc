@@ -458,7 +458,7 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
     TF_RETURN_IF_ERROR(yamlf::CheckMap(
         node, "measurement",
         {"warmup", "samples", "flush_cache", "mode", "target_rel_spread",
-         "max_samples", "confidence", "isolation"}));
+         "max_samples", "confidence", "isolation", "closing_check"}));
     if (Has(node, "warmup")) {
       TF_ASSIGN_OR_RETURN(
           int64_t v, yamlf::GetIntInRange(Get(node, "warmup"),
@@ -476,6 +476,11 @@ absl::Status ParseSpecNode(const YAML::Node& doc, v1::SweepSpec* spec) {
       TF_ASSIGN_OR_RETURN(bool v, yamlf::GetBool(Get(node, "flush_cache"),
                                                  "measurement.flush_cache"));
       m->set_flush_cache(v);
+    }
+    if (Has(node, "closing_check")) {
+      TF_ASSIGN_OR_RETURN(bool v, yamlf::GetBool(Get(node, "closing_check"),
+                                                 "measurement.closing_check"));
+      m->set_skip_closing_check(!v);
     }
     if (Has(node, "mode")) {
       TF_ASSIGN_OR_RETURN(std::string v, yamlf::GetString(Get(node, "mode"),

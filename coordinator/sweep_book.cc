@@ -222,8 +222,8 @@ v1::Round* SweepBook::FirstQueued(SweepRuntime& s) {
 }
 
 int64_t SweepBook::CandidatesInFlight(const SweepRuntime& s) {
-  // Rounds are cancelled only when the sweep ends, and every candidate
-  // result recorded counts in rounds_finished.
+  // Rounds are cancelled only when the search or the sweep ends, and every
+  // candidate result recorded counts in rounds_finished.
   const int64_t candidates = static_cast<int64_t>(s.rounds.size()) - 1;
   return std::max<int64_t>(0, candidates - s.sweep.rounds_finished());
 }

@@ -263,6 +263,21 @@ class CoordinatorTest : public ::testing::Test {
     EXPECT_FALSE(r->duplicate());
   }
 
+  // The search of sweep `id` is over and its closing check waits: leases
+  // it on `board_id` (the best's params, timed against the baseline's) and
+  // reports it OK but unpaired, so the lease speedup stands.
+  void RunClosingCheck(const std::string& id, const std::string& board_id) {
+    const v1::Sweep s = StoredSweep(id);
+    ASSERT_TRUE(s.has_closing_check());
+    EXPECT_EQ(s.state(), v1::SWEEP_STATE_RUNNING);
+    const v1::WorkItem w = Lease(board_id);
+    ASSERT_EQ(w.round_id(), s.closing_check().round_id());
+    EXPECT_EQ(w.reference_round(), 0);
+    EXPECT_EQ(ParamsKey(w.params()),
+              ParamsKey(StoredRound(id, s.best_round()).params()));
+    ReportOk(w, s.best_us());
+  }
+
   // Leases round 0 on `board_id` and reports it OK at `median_us`.
   void RunBaseline(const std::string& board_id, double median_us = 100) {
     v1::WorkItem w = Lease(board_id);
@@ -1075,6 +1090,7 @@ TEST_F(CoordinatorTest, GoalReachedEndsTheSweepAndCancelsInFlightRounds) {
   const v1::WorkItem r3 = Lease("a1/b2");
 
   ReportOk(r1, 79);  // 1.27x
+  RunClosingCheck(id, "a1/b0");
   const v1::Sweep s = StoredSweep(id);
   EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
   EXPECT_EQ(s.termination(), v1::TERMINATION_GOAL_REACHED);
@@ -1117,6 +1133,7 @@ TEST_F(CoordinatorTest, TargetLatencyReachedEndsTheSweep) {
   ReportOk(Lease("a1/b0"), 85);
   EXPECT_EQ(StoredSweep(id).state(), v1::SWEEP_STATE_RUNNING);
   ReportOk(Lease("a1/b0"), 79.5);
+  RunClosingCheck(id, "a1/b0");
   EXPECT_EQ(StoredSweep(id).termination(), v1::TERMINATION_GOAL_REACHED);
 }
 
@@ -1153,6 +1170,7 @@ TEST_F(CoordinatorTest, RoundsWithoutGainEndTheSweep) {
   ReportOk(Lease("a1/b0"), 99);
   EXPECT_EQ(StoredSweep(id).state(), v1::SWEEP_STATE_RUNNING);
   ReportOk(Lease("a1/b0"), 99);
+  RunClosingCheck(id, "a1/b0");
   const v1::Sweep s = StoredSweep(id);
   EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
   EXPECT_EQ(s.termination(), v1::TERMINATION_NO_GAIN);
@@ -1642,6 +1660,205 @@ TEST_F(KeepRuleTest, AKeptRoundTimedSlowerThanTheBestWasSaysTimesDrift) {
   best = MessagesByRound(id, v1::EVENT_KIND_BEST_IMPROVED)[next.round_id()];
   EXPECT_THAT(best, HasSubstr("best is now round 2: 80.0 µs, 1.25x"));
   EXPECT_THAT(best, Not(HasSubstr("times drift")));
+}
+
+// --- the closing check (Sweep.closing_check) --------------------------------
+
+// A sweep with a round budget of 1 whose one candidate is kept (1.67x from
+// the two leases' medians): its search is over and the check waits.
+class ClosingCheckTest : public KeepRuleTest {
+ protected:
+  std::string StartChecking(const std::string& budget =
+                                "{max_rounds: 1, max_rounds_without_gain: 30}",
+                            const std::string& measurement = "") {
+    std::string yaml = SpecYaml({.budget = budget});
+    if (!measurement.empty()) {
+      const std::string plain = "measurement: {warmup: 1, samples: 5}";
+      yaml.replace(yaml.find(plain), plain.size(), measurement);
+    }
+    const std::string id = Submit(yaml);
+    Register("a1", {Board("a1/b0"), Board("a1/b1")});
+    RunBaseline("a1/b0", 100);
+    const v1::WorkItem one = Lease("a1/b0");
+    EXPECT_EQ(one.round_id(), 1);
+    ReportMeasured(one, Paired(60, 100, 0.35));
+    EXPECT_EQ(StoredRound(id, 1).decision(), v1::DECISION_KEPT);
+    return id;
+  }
+  std::string Finished(const std::string& id) {
+    std::string out;
+    for (const v1::SweepEvent& e : Events(id)) {
+      if (e.kind() == v1::EVENT_KIND_FINISHED) out = e.message();
+    }
+    return out;
+  }
+};
+
+// Side by side the best is 1.5x, not the 1.67x its lease and the
+// baseline's said; the sweep ends with that result, and nothing else is
+// proposed while the check runs.
+TEST_F(ClosingCheckTest, TimesTheBestAgainstTheBaselineBeforeTheSweepEnds) {
+  const std::string id = StartChecking(
+      "{max_rounds: 2, max_rounds_without_gain: 30}");  // one more first
+  const v1::WorkItem two = Lease("a1/b0");
+  ReportMeasured(two, Paired(70, 60, -0.3));  // rolled back; budget spent
+  v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_RUNNING);
+  ASSERT_TRUE(s.has_closing_check());
+  const v1::ClosingCheck& c = s.closing_check();
+  EXPECT_EQ(c.best_round(), 1);
+  EXPECT_EQ(c.round_id(), 3);
+  EXPECT_EQ(c.termination(), v1::TERMINATION_ROUND_BUDGET);
+  EXPECT_NEAR(c.lease_speedup(), 100.0 / 60, 1e-9);
+  EXPECT_EQ(c.speedup(), 0);
+  EXPECT_EQ(s.rounds_finished(), 2);  // the check is not a budget round
+  const v1::Round queued = StoredRound(id, 3);
+  EXPECT_EQ(queued.state(), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(queued.parent_round(), 0);
+  EXPECT_EQ(queued.stage(), "closing check");
+  EXPECT_EQ(DescribeChanges(queued.changes()),
+            DescribeChanges(StoredRound(id, 1).changes()));
+  EXPECT_THAT(MessagesByRound(id, v1::EVENT_KIND_CLOSING_CHECK)[3],
+              HasSubstr("round 3 times the best, round 1 (1.67x from the "
+                        "two leases' medians), against the baseline"));
+
+  const v1::WorkItem check = Lease("a1/b1");
+  ASSERT_EQ(check.round_id(), 3);
+  ASSERT_TRUE(check.has_reference());
+  EXPECT_EQ(check.reference_round(), 0);
+  EXPECT_EQ(ParamsKey(check.reference_params()),
+            ParamsKey(StoredRound(id, 0).params()));
+  EXPECT_EQ(ParamsKey(check.params()), ParamsKey(StoredRound(id, 1).params()));
+  ExpectNoWork("a1/b0");
+
+  ReportMeasured(check, Paired(62, 93, 0.30));  // gain 1/3: 1.5x
+  s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.termination(), v1::TERMINATION_ROUND_BUDGET);
+  EXPECT_EQ(s.best_round(), 1);
+  EXPECT_EQ(s.rounds_finished(), 2);
+  EXPECT_NEAR(s.closing_check().speedup(), 1.5, 1e-9);
+  EXPECT_NEAR(s.closing_check().speedup_low(), 1 / 0.7, 1e-9);
+  EXPECT_NEAR(s.closing_check().speedup_high(), 1 / (1 - (2.0 / 3 - 0.3)),
+              1e-9);
+  EXPECT_EQ(s.closing_check().confidence(), 0.95);
+  const v1::Round done = StoredRound(id, 3);
+  EXPECT_EQ(done.state(), v1::ROUND_STATE_DONE);
+  EXPECT_EQ(done.decision(), v1::DECISION_CLOSING_CHECK);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_CLOSING_CHECK), 1);
+  EXPECT_THAT(MessagesByRound(id, v1::EVENT_KIND_ROUND_FINISHED)[3],
+              HasSubstr("round 3 (closing check): round 1 is 1.50x"));
+  EXPECT_THAT(Finished(id),
+              HasSubstr("closing check: round 1 is 1.50x the baseline's "
+                        "speed side by side (1.43x to 1.58x, each bound at "
+                        "95%) over 6 pairs on a1/b1 [simulated]; the two "
+                        "leases' medians said 1.67x"));
+  EXPECT_THAT(Finished(id), Not(HasSubstr("not shown faster")));
+  absl::StatusOr<std::string> report = ReadFile(s.report_path());
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(*report, HasSubstr("1.50x the baseline's speed side by side"));
+  ExpectEventLogConsistent(id);
+}
+
+TEST_F(ClosingCheckTest, ABestNotShownFasterSideBySideIsSaidSo) {
+  const std::string id = StartChecking();
+  ReportMeasured(Lease("a1/b1"), Paired(99, 100, -0.05));
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_NEAR(s.closing_check().speedup(), 100.0 / 99, 1e-9);
+  EXPECT_THAT(Finished(id), HasSubstr("; not shown faster than the baseline"));
+}
+
+// A check that fails or gives no pairs leaves the lease speedup standing,
+// and says so.
+TEST_F(ClosingCheckTest, AFailedOrUnpairedCheckLeavesTheLeaseSpeedup) {
+  std::string id = StartChecking();
+  ReportMeasured(Lease("a1/b1"), Paired(60, 100, 0.35),
+                 v1::OUTCOME_PRECISION_FAILED);
+  v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.closing_check().speedup(), 0);
+  EXPECT_THAT(s.closing_check().outcome(),
+              HasSubstr("round 1 failed it: OUTCOME_PRECISION_FAILED: test "
+                        "says so; the speedup stands at 1.67x, from medians "
+                        "timed in different leases"));
+  EXPECT_EQ(StoredRound(id, 2).decision(), v1::DECISION_CLOSING_CHECK);
+
+  id = StartChecking();
+  ReportOk(Lease("a1/b1"), 60);  // no pairs
+  s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.closing_check().speedup(), 0);
+  EXPECT_THAT(s.closing_check().outcome(),
+              HasSubstr("the board timed no pairs; the speedup stands"));
+}
+
+// A restart while the check is queued resumes it: the check, not a new
+// candidate, goes to the next board, and its result ends the sweep.
+TEST_F(ClosingCheckTest, SurvivesARestart) {
+  const std::string id = StartChecking();
+  Restart();
+  Register("a1", {Board("a1/b0"), Board("a1/b1")});
+  const v1::WorkItem check = Lease("a1/b0");
+  EXPECT_EQ(check.round_id(), 2);
+  EXPECT_EQ(check.reference_round(), 0);
+  ExpectNoWork("a1/b1");
+  ReportMeasured(check, Paired(62, 93, 0.30));
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_NEAR(s.closing_check().speedup(), 1.5, 1e-9);
+}
+
+TEST_F(ClosingCheckTest, CancelEndsTheSweepWithoutIt) {
+  const std::string id = StartChecking();
+  const v1::WorkItem check = Lease("a1/b1");
+  v1::CancelSweepRequest cancel;
+  cancel.set_sweep_id(id);
+  cancel.set_reason("enough");
+  ASSERT_TRUE(coord()->CancelSweep(cancel, AnonymousAdmin()).ok());
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_CANCELLED);
+  EXPECT_EQ(StoredRound(id, check.round_id()).state(),
+            v1::ROUND_STATE_CANCELLED);
+  EXPECT_EQ(BoardNow("a1/b1").current_lease_id(), "");
+  EXPECT_EQ(s.closing_check().speedup(), 0);
+}
+
+// The time limit still ends the sweep while the check runs, as the search's
+// end said, and the check says why it has no result.
+TEST_F(ClosingCheckTest, TheTimeLimitCutsItShort) {
+  const std::string id = StartChecking(
+      "{max_rounds: 1, max_rounds_without_gain: 30, time_limit: 1m}");
+  const v1::WorkItem check = Lease("a1/b1");
+  clock_.Advance(absl::Seconds(30));
+  Tick();
+  EXPECT_EQ(StoredSweep(id).state(), v1::SWEEP_STATE_RUNNING);
+  clock_.Advance(absl::Seconds(31));
+  Tick();
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.termination(), v1::TERMINATION_ROUND_BUDGET);
+  EXPECT_THAT(s.closing_check().outcome(),
+              HasSubstr("not run to the end within the time limit of 60 s; "
+                        "the speedup stands at 1.67x"));
+  EXPECT_EQ(StoredRound(id, check.round_id()).state(),
+            v1::ROUND_STATE_CANCELLED);
+}
+
+// Skipped in the spec, or with no pairs to time (independent mode), the
+// sweep ends as its search does.
+TEST_F(ClosingCheckTest, SkippedOrIndependentEndsAtOnce) {
+  for (const std::string measurement :
+       {"measurement: {warmup: 1, samples: 5, closing_check: false}",
+        "measurement: {warmup: 1, samples: 5, mode: independent}"}) {
+    SCOPED_TRACE(measurement);
+    const std::string id = StartChecking(
+        "{max_rounds: 1, max_rounds_without_gain: 30}", measurement);
+    const v1::Sweep s = StoredSweep(id);
+    EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+    EXPECT_FALSE(s.has_closing_check());
+    EXPECT_EQ(StoredRounds(id).size(), 2u);
+  }
 }
 
 TEST_F(KeepRuleTest, IndependentModeSendsNoParent) {

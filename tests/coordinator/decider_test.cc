@@ -1,11 +1,13 @@
 // Decider (coordinator/decider.h) on its own (SweepPartsTest: a sweep with
 // min_gain 0.02 and a budget of 2 rounds): the baseline, keep or roll back
 // from A/B results, a failed baseline, and the end of a sweep at its round
-// budget with its rounds not run cancelled and their boards freed.
+// budget (after its closing check) with its rounds not run cancelled and
+// their boards freed.
 #include "coordinator/decider.h"
 
 #include <string>
 
+#include "common/params.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/sweep_parts_fixture.h"
 
@@ -76,7 +78,20 @@ TEST_F(DeciderTest, TheBaselineThenKeepOrRollBackOnTheGainsLowerBound) {
   EXPECT_EQ(s_->sweep.best_round(), 1);
   EXPECT_EQ(s_->sweep.best_us(), 90);
   EXPECT_EQ(s_->sweep.rounds_without_gain(), 0);
-  // Two rounds finished: the budget of 2 is spent.
+  // Two rounds finished: the budget of 2 is spent, and the search is over.
+  // The closing check times the best against the baseline before the end.
+  EXPECT_FALSE(s_->finished);
+  ASSERT_TRUE(s_->sweep.has_closing_check());
+  const int check = static_cast<int>(s_->sweep.closing_check().round_id());
+  ASSERT_EQ(check, 3);
+  EXPECT_EQ(Round(check).state(), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(Round(check).parent_round(), 0);
+  EXPECT_EQ(ParamsKey(Round(check).params()), ParamsKey(Round(1).params()));
+  Record(check, v1::OUTCOME_OK, 88, 0.12, 0.1);
+  Decide(check);
+  EXPECT_EQ(Round(check).decision(), v1::DECISION_CLOSING_CHECK);
+  EXPECT_NEAR(s_->sweep.closing_check().speedup(), 1 / 0.88, 1e-9);
+  EXPECT_EQ(s_->sweep.rounds_finished(), 2);
   EXPECT_TRUE(s_->finished);
   EXPECT_EQ(s_->sweep.state(), v1::SWEEP_STATE_SUCCEEDED);
   EXPECT_EQ(s_->sweep.termination(), v1::TERMINATION_ROUND_BUDGET);

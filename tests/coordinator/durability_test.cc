@@ -229,6 +229,46 @@ TEST_F(DurabilityTest, ReportResultDecidesACandidate) {
   ExpectEventLogWhole(id);
 }
 
+// The result that spends the budget starts the closing check (one more
+// round, the sweep's check record, an event); the check's result ends the
+// sweep. Each commits whole or changes nothing.
+TEST_F(DurabilityTest, TheClosingCheckStartsAndEndsUnderTheRule) {
+  v1::SubmitSweepRequest submit;
+  submit.set_spec_yaml(ToySpecYaml("checked", "grid", 1));
+  auto sub = coord()->SubmitSweep(submit, AnonymousAdmin());
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  const std::string id = sub->sweep().sweep_id();
+  Register("a1");
+  auto base = coord()->ReportResult(ResultFor("a1/b0", Lease("a1/b0"), 100));
+  ASSERT_TRUE(base.ok() && base->accepted());
+  const v1::WorkItem one = Lease("a1/b0");
+  FailOnceThenRetry([&] {
+    return coord()->ReportResult(ResultFor("a1/b0", one, 50)).status();
+  });
+  auto sweep = stored()->GetSweep(id);
+  ASSERT_TRUE(sweep.ok());
+  ASSERT_EQ(sweep->closing_check().round_id(), 2);
+  EXPECT_EQ(sweep->state(), v1::SWEEP_STATE_RUNNING);
+  auto queued = stored()->GetRound(id, 2);
+  ASSERT_TRUE(queued.ok());
+  EXPECT_EQ(queued->state(), v1::ROUND_STATE_QUEUED);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_CLOSING_CHECK), 1);
+
+  const v1::WorkItem check = Lease("a1/b0");
+  ASSERT_EQ(check.round_id(), 2);
+  FailOnceThenRetry([&] {
+    return coord()->ReportResult(ResultFor("a1/b0", check, 50)).status();
+  });
+  sweep = stored()->GetSweep(id);
+  ASSERT_TRUE(sweep.ok());
+  EXPECT_EQ(sweep->state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_THAT(sweep->closing_check().outcome(), HasSubstr("no pairs"));
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_CLOSING_CHECK), 1);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_ROUND_FINISHED, 2), 1);
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_FINISHED), 1);
+  ExpectEventLogWhole(id);
+}
+
 // A report that asks for the board's next lease: a failed commit leaves
 // both undone; the retry records the result once and leases the next round
 // once.

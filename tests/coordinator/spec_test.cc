@@ -116,6 +116,7 @@ TEST_F(SpecTest, ShippedExampleParsesAndValidates) {
   EXPECT_EQ(spec->measurement().warmup(), 5);
   EXPECT_EQ(spec->measurement().samples(), 30);
   EXPECT_TRUE(spec->measurement().flush_cache());
+  EXPECT_FALSE(spec->measurement().skip_closing_check());  // on by default
   // The full merged baseline: the override plus every other default.
   ASSERT_EQ(spec->baseline_params().size(), 4u);
   EXPECT_EQ(spec->baseline_params().at("tile_m").int_value(), 32);
@@ -171,10 +172,12 @@ TEST_F(SpecTest, ZeroIsKeptWhereLegal) {
   EXPECT_EQ(spec->min_gain(), 0);
   spec = ParseAndValidate(
       With("measurement",
-           "measurement: {warmup: 0, samples: 3, flush_cache: false}"));
+           "measurement: {warmup: 0, samples: 3, flush_cache: false, "
+           "closing_check: false}"));
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(spec->measurement().warmup(), 0);
   EXPECT_FALSE(spec->measurement().flush_cache());
+  EXPECT_TRUE(spec->measurement().skip_closing_check());
 }
 
 TEST_F(SpecTest, InlineWorkloadAndStrategyShorthand) {
@@ -377,6 +380,8 @@ TEST_F(SpecTest, MeasurementBounds) {
             "measurement.warmup: must be between 0 and 1000, got 1001");
   EXPECT_EQ(Error(With("measurement", "measurement: {flush_cache: yes}")),
             "measurement.flush_cache: expected true or false, got 'yes'");
+  EXPECT_EQ(Error(With("measurement", "measurement: {closing_check: 2}")),
+            "measurement.closing_check: expected true or false, got '2'");
 }
 
 TEST_F(SpecTest, MeasurementModeAndNoisePolicy) {

@@ -179,8 +179,15 @@ class TerminationTest : public ::testing::Test {
   }
   bool Running() { return Sweep().state() == v1::SWEEP_STATE_RUNNING; }
 
+  // The sweep ended in `state` for `reason`. A search that ended with a
+  // best other than the baseline waits for its closing check (a round that
+  // times the best against the baseline): it is run first, unpaired.
   void ExpectEnded(v1::SweepState state, v1::TerminationReason reason,
                    const std::string& detail) {
+    if (Running() && Sweep().has_closing_check()) {
+      const int64_t check = Sweep().closing_check().round_id();
+      EXPECT_EQ(Run(Sweep().best_us()), check);
+    }
     const v1::Sweep s = Sweep();
     EXPECT_EQ(s.state(), state) << v1::SweepState_Name(s.state());
     EXPECT_EQ(s.termination(), reason)
@@ -255,11 +262,12 @@ TEST_F(TerminationTest, KeptEscapeMoveStartsANewPass) {
   ASSERT_EQ(Run(50), 4);  // the first escape move gains
   while (Run(60) >= 0) {
   }
+  // The last round is the closing check, which the loop ran too.
   const std::vector<v1::Round> rounds = Rounds();
-  ASSERT_EQ(rounds.size(), 11u);
+  ASSERT_EQ(rounds.size(), 12u);
   const std::vector<std::string> stages = {
       "baseline", "tiling",  "pipeline", "in_core", "escape", "tiling",
-      "pipeline", "in_core", "escape",   "escape",  "escape"};
+      "pipeline", "in_core", "escape",   "escape",  "escape", "closing check"};
   for (size_t i = 1; i < rounds.size(); ++i) {
     EXPECT_EQ(rounds[i].stage(), stages[i]) << "round " << i;
   }
@@ -283,9 +291,12 @@ TEST_F(TerminationTest, GainRestartsTheStagePatience) {
   }
   const std::vector<v1::Round> rounds = Rounds();
   EXPECT_EQ(rounds[2].decision(), v1::DECISION_KEPT);
-  ASSERT_EQ(rounds.size(), 1u + 2 + 5 + 2 + 1);
+  ASSERT_EQ(rounds.size(), 1u + 2 + 5 + 2 + 1 + 1);  // the closing check last
   for (size_t i = 1; i < rounds.size(); ++i) {
-    const char* want = i <= 7 ? "tiling" : i <= 9 ? "pipeline" : "in_core";
+    const char* want = i <= 7    ? "tiling"
+                       : i <= 9  ? "pipeline"
+                       : i <= 10 ? "in_core"
+                                 : "closing check";
     EXPECT_EQ(rounds[i].stage(), want) << "round " << i;
   }
   ExpectEnded(v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_STAGES_EXHAUSTED,
@@ -337,7 +348,7 @@ TEST_F(TerminationTest, RoundBudget) {
   for (int i = 1; i <= 3; ++i) ASSERT_EQ(Run(100 - i * 10), i);
   ExpectEnded(v1::SWEEP_STATE_SUCCEEDED, v1::TERMINATION_ROUND_BUDGET,
               "round budget of 3 spent");
-  EXPECT_EQ(Rounds().size(), 4u);
+  EXPECT_EQ(Rounds().size(), 5u);  // the baseline, 3, the closing check
 }
 
 TEST_F(TerminationTest, RoundsWithoutGain) {

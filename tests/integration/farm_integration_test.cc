@@ -53,7 +53,15 @@ class FarmTest : public FarmFixture {
         ASSERT_LT(r.parent_round(), i) << "a parent precedes its child";
         EXPECT_FALSE(r.changes().empty());
       }
-      if (r.state() == v1::ROUND_STATE_DONE && i > 0) ++done_candidates;
+      if (r.decision() == v1::DECISION_CLOSING_CHECK) {
+        // The best timed against the baseline after the search: no
+        // candidate, the sweep's last round.
+        EXPECT_EQ(r.round_id(), sweep.closing_check().round_id());
+        EXPECT_EQ(r.parent_round(), 0);
+        EXPECT_EQ(i, rounds.rounds_size() - 1);
+      } else if (r.state() == v1::ROUND_STATE_DONE && i > 0) {
+        ++done_candidates;
+      }
       if (r.decision() == v1::DECISION_KEPT) {
         const v1::Round& parent = rounds.rounds(r.parent_round());
         EXPECT_LT(r.result().measurement().median_us(),
