@@ -70,8 +70,9 @@ class Decider {
 
  private:
   // Takes every queued or leased round out of play (boards freed) and marks
-  // results still waiting for their parent as never judged, for `detail`.
-  void EndRoundsInPlay(Txn& txn, SweepRuntime& s, const std::string& detail);
+  // results still waiting for their parent as never judged; `ended` says
+  // why ("the sweep ended (…)").
+  void EndRoundsInPlay(Txn& txn, SweepRuntime& s, const std::string& ended);
   // The closing check's round is `round`, whose result is in: records it in
   // Sweep.closing_check and ends the sweep as the check's start said.
   void DecideClosingCheck(Txn& txn, SweepRuntime& s, v1::Round& round);

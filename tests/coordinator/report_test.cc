@@ -470,6 +470,16 @@ TEST_F(ReportTest, BadJsonIsRefusedNamingTheField) {
   j["overview"].erase("name");
   EXPECT_EQ(error(j), "report.overview.name: missing");
   j = good;
+  j["closing_check"] = {{"round", 9},         {"best_round", 4},
+                        {"lease_speedup", 2}, {"speedup", "fast"},
+                        {"speedup_low", 0},   {"speedup_high", 0},
+                        {"confidence", 0},    {"outcome", ""}};
+  EXPECT_EQ(error(j),
+            "report.closing_check.speedup: expected a number, got string");
+  j["closing_check"]["speedup"] = 1.9;
+  EXPECT_THAT(RenderReportMarkdown(j).value(),
+              HasSubstr("| closing check (round 9) | running |"));
+  j = good;
   j["best"]["params"]["tile_m"] = json::array();
   EXPECT_THAT(error(j), HasSubstr("report.best.params.tile_m"));
   EXPECT_EQ(RenderReportMarkdown(j).status().code(),
