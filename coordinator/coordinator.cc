@@ -385,23 +385,9 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
     return s.finished ? nullptr : SweepBook::FirstQueued(s);  // the check
   }
   if (next.kind != NextCandidate::Kind::kPropose) return nullptr;
-  Candidate& c = next.candidate;
-  staging_.Touch(txn, s);  // before the round is added, so undo drops it
-  v1::Round round;
-  round.set_sweep_id(s.sweep.sweep_id());
-  round.set_round_id(static_cast<int64_t>(s.rounds.size()));
-  round.set_parent_round(c.parent_round);
-  *round.mutable_params() = c.params;
-  for (auto& change : c.changes) *round.add_changes() = std::move(change);
-  round.set_stage(c.stage);
-  round.set_rationale(c.rationale);
-  round.set_state(v1::ROUND_STATE_QUEUED);
-  round.set_created_unix_ms(clock_->NowUnixMs());
-  s.sweep.set_next_round_id(round.round_id() + 1);
+  v1::Round* round = staging_.AddRound(txn, s, next.candidate);
   s.sweep.set_candidates_proposed(s.sweep.candidates_proposed() + 1);
-  txn.writes.PutRound(round);
-  s.rounds.push_back(std::move(round));
-  return &s.rounds.back();
+  return round;
 }
 
 absl::StatusOr<v1::LeaseWorkResponse> Coordinator::LeaseWork(
@@ -1014,28 +1000,6 @@ v1::Round* Coordinator::NextMultiWorkloadRound(Txn& txn, SweepRuntime& s) {
   return NextPerWorkloadRound(txn, s);
 }
 
-v1::Round* Coordinator::AddCandidateRound(Txn& txn, SweepRuntime& s,
-                                          const Candidate& c, int index,
-                                          int64_t parent_round) {
-  staging_.Touch(txn, s);  // before the round is added, so undo drops it
-  v1::Round round;
-  round.set_sweep_id(s.sweep.sweep_id());
-  round.set_round_id(static_cast<int64_t>(s.rounds.size()));
-  round.set_parent_round(parent_round);
-  *round.mutable_params() = c.params;
-  for (const v1::ParamChange& change : c.changes) *round.add_changes() = change;
-  round.set_stage(c.stage);
-  round.set_rationale(c.rationale);
-  round.set_state(v1::ROUND_STATE_QUEUED);
-  round.set_created_unix_ms(clock_->NowUnixMs());
-  round.set_workload(s.sweep.spec().workloads(index).name());
-  round.set_workload_index(index);
-  s.sweep.set_next_round_id(round.round_id() + 1);
-  txn.writes.PutRound(round);
-  s.rounds.push_back(std::move(round));
-  return &s.rounds.back();
-}
-
 v1::Round* Coordinator::NextPerWorkloadRound(Txn& txn, SweepRuntime& s) {
   const v1::SweepSpec& spec = s.sweep.spec();
   const int n = spec.workloads_size();
@@ -1065,10 +1029,9 @@ v1::Round* Coordinator::NextPerWorkloadRound(Txn& txn, SweepRuntime& s) {
       }
       continue;
     }
-    staging_.Touch(txn, s);
+    v1::Round* round = staging_.AddRound(txn, s, proposed.front(), i);
     s.sweep.set_candidates_proposed(s.sweep.candidates_proposed() + 1);
-    return AddCandidateRound(txn, s, proposed.front(), i,
-                             proposed.front().parent_round);
+    return round;
   }
   return nullptr;
 }
@@ -1093,12 +1056,13 @@ v1::Round* Coordinator::NextOneConfigRounds(Txn& txn, SweepRuntime& s) {
   // The configuration's rounds, one per workload; each one's parent is
   // the parent configuration's round of the same workload.
   const size_t first = s.rounds.size();
-  staging_.Touch(txn, s);
-  s.sweep.set_candidates_proposed(s.sweep.candidates_proposed() + 1);
+  Candidate& c = proposed.front();
+  const int64_t parent = c.parent_round;
   for (size_t i = 0; i < n; ++i) {
-    AddCandidateRound(txn, s, proposed.front(), static_cast<int>(i),
-                      proposed.front().parent_round + static_cast<int64_t>(i));
+    c.parent_round = parent + static_cast<int64_t>(i);
+    staging_.AddRound(txn, s, c, static_cast<int>(i));
   }
+  s.sweep.set_candidates_proposed(s.sweep.candidates_proposed() + 1);
   return &s.rounds[first];
 }
 

@@ -246,8 +246,6 @@ class Coordinator {
   v1::Round* NextPerWorkloadRound(Txn& txn, SweepRuntime& s);
   // ONE_CONFIG: a new configuration's rounds (one per workload); the first.
   v1::Round* NextOneConfigRounds(Txn& txn, SweepRuntime& s);
-  v1::Round* AddCandidateRound(Txn& txn, SweepRuntime& s, const Candidate& c,
-                               int index, int64_t parent_round);
   // Whether `board` must run its kind's golden before any sweep work.
   bool HealthCheckDue(const BoardRuntime& board) const;
   // Leases the golden to `board`: false when its operator is gone.

@@ -372,35 +372,23 @@ void Decider::EndSearch(Txn& txn, SweepRuntime& s, v1::TerminationReason reason,
     Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, reason, std::move(detail));
     return;
   }
-  staging_->Touch(txn, s);  // before the round is added, so undo drops it
   EndRoundsInPlay(txn, s, absl::StrCat("the search ended (", detail, ")"));
-  const v1::Round& baseline = s.rounds[0];
-  v1::Round round;
-  round.set_sweep_id(s.sweep.sweep_id());
-  round.set_round_id(static_cast<int64_t>(s.rounds.size()));
-  round.set_parent_round(0);
-  *round.mutable_params() = s.rounds[best].params();
-  for (v1::ParamChange& change :
-       DiffParams(baseline.params(), round.params())) {
-    *round.add_changes() = std::move(change);
-  }
-  round.set_stage("closing check");
-  round.set_rationale(absl::StrCat(
+  Candidate check;
+  check.parent_round = 0;
+  check.params = s.rounds[best].params();
+  check.changes = DiffParams(s.rounds[0].params(), check.params);
+  check.stage = "closing check";
+  check.rationale = absl::StrCat(
       "closing check: the best, round ", best,
       ", timed against the baseline side by side in one lease; the "
-      "sweep's speedup compares medians timed in different leases"));
-  round.set_state(v1::ROUND_STATE_QUEUED);
-  round.set_created_unix_ms(clock_->NowUnixMs());
-  s.sweep.set_next_round_id(round.round_id() + 1);
+      "sweep's speedup compares medians timed in different leases");
+  const v1::Round& round = *staging_->AddRound(txn, s, check);
   v1::ClosingCheck& c = *s.sweep.mutable_closing_check();
   c.set_round_id(round.round_id());
   c.set_best_round(best);
-  c.set_state(v1::SWEEP_STATE_SUCCEEDED);
   c.set_termination(reason);
   c.set_termination_detail(std::move(detail));
   c.set_lease_speedup(s.sweep.baseline_us() / s.sweep.best_us());
-  txn.writes.PutRound(round);
-  s.rounds.push_back(std::move(round));
   staging_->AddEvent(
       txn, s, v1::EVENT_KIND_CLOSING_CHECK,
       absl::StrFormat("the search is over (%s); round %d times the best, "
@@ -409,7 +397,7 @@ void Decider::EndSearch(Txn& txn, SweepRuntime& s, v1::TerminationReason reason,
                       "ends",
                       c.termination_detail(), c.round_id(), best,
                       c.lease_speedup()),
-      &s.rounds.back());
+      &round);
 }
 
 void Decider::DecideClosingCheck(Txn& txn, SweepRuntime& s, v1::Round& round) {
@@ -452,7 +440,8 @@ void Decider::DecideClosingCheck(Txn& txn, SweepRuntime& s, v1::Round& round) {
       txn, s, v1::EVENT_KIND_ROUND_FINISHED,
       absl::StrCat("round ", round.round_id(), " (closing check): ", outcome),
       &round);
-  Finish(txn, s, c.state(), c.termination(), c.termination_detail());
+  Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, c.termination(),
+         c.termination_detail());
 }
 
 void Decider::CheckClosingTimeLimit(Txn& txn, SweepRuntime& s) {
@@ -462,7 +451,8 @@ void Decider::CheckClosingTimeLimit(Txn& txn, SweepRuntime& s) {
   c.set_outcome(absl::StrCat("not run to the end within the time limit of ",
                              s.sweep.spec().budget().time_limit_s(), " s; ",
                              LeaseSpeedupStands(c)));
-  Finish(txn, s, c.state(), c.termination(), c.termination_detail());
+  Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, c.termination(),
+         c.termination_detail());
 }
 
 bool Decider::PastTimeLimit(const v1::Sweep& sweep) const {

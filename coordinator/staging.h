@@ -18,6 +18,7 @@
 #include "coordinator/board_registry.h"
 #include "coordinator/core_state.h"
 #include "coordinator/placement.h"
+#include "coordinator/strategy.h"
 #include "coordinator/sweep_book.h"
 #include "tunefarm/v1/farm.pb.h"
 #include "tunefarm/v1/types.pb.h"
@@ -43,6 +44,12 @@ class Staging {
   void SaveAgent(Txn& txn, const std::string& agent_id);
   void SaveTeamSeconds(Txn& txn, const std::string& team);
   void SaveReservationList(Txn& txn);
+  // Touches `s` and appends a queued round made from `c` (its parent,
+  // params, changes, stage and rationale) with the sweep's next id,
+  // written by the commit and dropped by undo; for workload
+  // `workload_index` when it is not -1. Answers the round (in s.rounds).
+  v1::Round* AddRound(Txn& txn, SweepRuntime& s, const Candidate& c,
+                      int workload_index = -1);
   // Appends the sweep's next event (its copy of `round`, when given, comes
   // without the diagnosis; events other than a round's lease or finish carry
   // the sweep record).
