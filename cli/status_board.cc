@@ -41,6 +41,9 @@ bool StatusBoard::Add(const v1::SweepEvent& event) {
       ++finished_;
       if (r.result().outcome() != v1::OUTCOME_OK) ++failed_;
       if (r.decision() == v1::DECISION_KEPT) ++kept_;
+      if (r.parent_round() >= 0 && r.decision() != v1::DECISION_CLOSING_CHECK) {
+        ++candidates_;
+      }
       if (r.result().measurement().simulated()) simulated_ = true;
       if (r.result().measurement().replayed()) replayed_ = true;
       return every_ > 0 && finished_ % every_ == 0;
@@ -82,16 +85,26 @@ std::string StatusBoard::Render() const {
       "   boards busy: ", boards.size(),
       boards.empty() ? "" : " (" + absl::StrJoin(boards, ", ") + ")", "\n");
 
-  // ETA from the pace so far; candidates exclude the baseline.
+  // ETA from the pace so far, for the candidates the budget has left.
   const v1::Budget& budget = sweep_.spec().budget();
   const int64_t elapsed = std::max<int64_t>(0, last_ms_ - first_ms_);
-  const int64_t candidates = std::max<int64_t>(0, finished_ - 1);
   std::string eta = "   ETA: ";
-  if (budget.max_rounds() > 0 && finished_ > 0) {
-    const int64_t left = std::max<int64_t>(0, budget.max_rounds() - candidates);
+  if (sweep_.has_closing_check()) {
+    const v1::ClosingCheck& c = sweep_.closing_check();
+    absl::StrAppend(
+        &eta, "the search is over (", c.termination_detail(), "); ",
+        c.outcome().empty()
+            ? absl::StrCat("the closing check, round ", c.round_id(), ", runs")
+            : absl::StrCat("closing check: ", c.outcome()));
+  } else if (budget.max_rounds() > 0 && finished_ > 0) {
+    // A multi-workload sweep's budget counts per workload (or per
+    // configuration, a round on each workload).
+    const int64_t total =
+        budget.max_rounds() * std::max(1, sweep_.spec().workloads_size());
+    const int64_t left = std::max<int64_t>(0, total - candidates_);
     const int64_t per_round = elapsed / finished_;
     absl::StrAppend(&eta, "~", Span(per_round * left), " for ", left,
-                    " more of ", budget.max_rounds(), " rounds");
+                    " more of ", total, " rounds");
   } else {
     absl::StrAppend(&eta, "unknown (no round budget)");
   }

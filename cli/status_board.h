@@ -1,9 +1,9 @@
 // StatusBoard: the compact status board `tunefarm watch` prints every five
 // finished rounds (rounds done / running / failed, best so far and speedup,
-// current stage, boards busy, ETA against the budget). It is fed the
-// sweep's watch events in order and reads nothing else, so a replayed
-// stream prints the same boards as the live one. Not thread-safe; owned by
-// the watching thread.
+// current stage, boards busy, ETA against the budget, or the closing check
+// once the search is over). It is fed the sweep's watch events in order and
+// reads nothing else, so a replayed stream prints the same boards as the
+// live one. Not thread-safe; owned by the watching thread.
 #ifndef TUNEFARM_CLI_STATUS_BOARD_H_
 #define TUNEFARM_CLI_STATUS_BOARD_H_
 
@@ -31,6 +31,7 @@ class StatusBoard {
   int64_t finished_ = 0;
   int64_t failed_ = 0;
   int64_t kept_ = 0;
+  int64_t candidates_ = 0;  // finished, neither a baseline nor the check
   std::map<int64_t, std::string> running_;  // round -> board
   std::string stage_;
   bool simulated_ = false;

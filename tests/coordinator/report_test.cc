@@ -619,5 +619,49 @@ TEST(StatusBoardTest, PrintsEveryFiveRoundsWithBestBoardsAndEta) {
             "budget\n");
 }
 
+TEST(StatusBoardTest, OnceTheSearchIsOverShowsTheClosingCheckNotAnEta) {
+  Fixture f = MakeFixture();
+  v1::Sweep sweep = f.sweep;
+  sweep.set_state(v1::SWEEP_STATE_RUNNING);
+  StatusBoard board;
+  board.Add(Event(v1::EVENT_KIND_STARTED, 0, nullptr, &sweep));
+  for (int i = 0; i < 6; ++i) {
+    board.Add(Event(v1::EVENT_KIND_ROUND_FINISHED, i * 10 + 10, &f.rounds[i],
+                    nullptr));
+  }
+  v1::ClosingCheck& c = *sweep.mutable_closing_check();
+  c.set_round_id(6);
+  c.set_best_round(4);
+  c.set_termination_detail("no gain in 5 rounds");
+  v1::Round check = f.rounds[4];
+  check.set_round_id(6);
+  check.set_parent_round(0);
+  check.set_stage("closing check");
+  board.Add(Event(v1::EVENT_KIND_CLOSING_CHECK, 60, &check, &sweep));
+  EXPECT_THAT(board.Render(),
+              HasSubstr("   ETA: the search is over (no gain in 5 rounds); "
+                        "the closing check, round 6, runs; elapsed 1m"));
+
+  // The check's own result is no candidate of the budget.
+  check.set_decision(v1::DECISION_CLOSING_CHECK);
+  board.Add(Event(v1::EVENT_KIND_ROUND_FINISHED, 70, &check, nullptr));
+  c.set_outcome("round 4 is 1.98x the baseline's speed side by side");
+  board.Add(Event(v1::EVENT_KIND_FINISHED, 70, nullptr, &sweep));
+  EXPECT_THAT(board.Render(),
+              HasSubstr("   ETA: the search is over (no gain in 5 rounds); "
+                        "closing check: round 4 is 1.98x the baseline's "
+                        "speed side by side; elapsed 1m10s"));
+  // Without a check: 5 candidates of the 8 done, a round each 10 s.
+  sweep.clear_closing_check();
+  board.Add(Event(v1::EVENT_KIND_FINISHED, 70, nullptr, &sweep));
+  EXPECT_THAT(board.Render(), HasSubstr("ETA: ~30s for 3 more of 8 rounds"));
+  // Two workloads: the budget counts per workload.
+  sweep.mutable_spec()->add_workloads()->set_name("small");
+  sweep.mutable_spec()->add_workloads()->set_name("large");
+  board.Add(Event(v1::EVENT_KIND_FINISHED, 70, nullptr, &sweep));
+  EXPECT_THAT(board.Render(),
+              HasSubstr("ETA: ~1m50s for 11 more of 16 rounds"));
+}
+
 }  // namespace
 }  // namespace tunefarm
