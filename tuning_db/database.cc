@@ -265,6 +265,17 @@ absl::StatusOr<TunedEntry> EntryFromSweep(
     const std::vector<v1::BoardInfo>& boards) {
   const v1::Round* best = PassingRound(rounds, sweep.best_round());
   if (best == nullptr) return NothingToExport(sweep);
+  // A database entry says "use this instead of the default": not for a best
+  // that its side-by-side check with the baseline did not show faster.
+  const v1::ClosingCheck& check = sweep.closing_check();
+  if (check.speedup_low() > 0 && check.speedup_low() <= 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sweep ", sweep.sweep_id(),
+                     ": its closing check did not show the "
+                     "best, round ",
+                     check.best_round(), ", faster than the baseline (",
+                     check.outcome(), "); nothing to export"));
+  }
   return EntryOf(sweep, *best, sweep.spec().workload(), sweep.baseline_us(),
                  boards);
 }

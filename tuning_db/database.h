@@ -72,7 +72,8 @@ struct TuningDb {
 
 // The database entry for a sweep's best round. `boards` give the chip of the
 // round's board (when absent, spec.boards.chip, else ""). FAILED_PRECONDITION
-// when the sweep has no passing best round.
+// when the sweep has no passing best round, or when its closing check's lower
+// bound did not show the best faster than the baseline.
 absl::StatusOr<TunedEntry> EntryFromSweep(
     const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
     const std::vector<v1::BoardInfo>& boards);

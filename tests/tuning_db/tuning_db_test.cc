@@ -165,6 +165,67 @@ TEST(TuningDbTest, MergeChangedSourceNewerWinsEvenIfSlower) {
   EXPECT_TRUE(log.empty());
 }
 
+// A finished one-workload sweep: baseline round 0 (200 us), best round 1
+// (80 us, mc 64) on agent-1/cpu0.
+void FinishedSweep(v1::Sweep* sweep, std::vector<v1::Round>* rounds) {
+  sweep->set_sweep_id("sw-000007");
+  v1::SweepSpec& spec = *sweep->mutable_spec();
+  spec.set_operator_name("gemm");
+  spec.mutable_boards()->set_kind("cpu");
+  spec.mutable_workload()->set_name("w256");
+  spec.mutable_workload()->set_dtype("fp32");
+  for (const char* d : {"m", "n", "k"}) {
+    (*spec.mutable_workload()->mutable_dims())[d] = 256;
+  }
+  sweep->set_baseline_us(200);
+  sweep->set_best_round(1);
+  sweep->set_best_us(80);
+  for (int i = 0; i < 2; ++i) {
+    v1::Round& r = rounds->emplace_back();
+    r.set_round_id(i);
+    r.set_board_id("agent-1/cpu0");
+    (*r.mutable_params())["mc"] = IntParam(i == 0 ? 32 : 64);
+    r.mutable_result()->set_outcome(v1::OUTCOME_OK);
+    r.mutable_result()->mutable_measurement()->set_median_us(i == 0 ? 200 : 80);
+  }
+}
+
+TEST(TuningDbTest, ExportTakesTheBestUnlessItsClosingCheckRefutedIt) {
+  v1::Sweep sweep;
+  std::vector<v1::Round> rounds;
+  FinishedSweep(&sweep, &rounds);
+  const std::vector<v1::BoardInfo> boards;
+  absl::StatusOr<TunedEntry> e = EntryFromSweep(sweep, rounds, boards);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->round, 1);
+  EXPECT_EQ(e->params, (json{{"mc", 64}}));
+  EXPECT_EQ(e->time_us, 80);
+  EXPECT_EQ(e->baseline_us, 200);
+
+  // The check confirmed it, or gave no bounds (no pairs): exported.
+  v1::ClosingCheck& check = *sweep.mutable_closing_check();
+  check.set_best_round(1);
+  check.set_speedup(2.4);
+  check.set_speedup_low(1.9);
+  check.set_speedup_high(3.0);
+  EXPECT_TRUE(EntryFromSweep(sweep, rounds, boards).ok());
+  check.set_speedup_low(0);
+  EXPECT_TRUE(EntryFromSweep(sweep, rounds, boards).ok());
+
+  // Side by side, not shown faster than the baseline: nothing exported.
+  check.set_speedup(1.05);
+  check.set_speedup_low(0.97);
+  check.set_outcome("round 1 is 1.05x the baseline's speed side by side");
+  e = EntryFromSweep(sweep, rounds, boards);
+  ASSERT_EQ(e.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(e.status().message(),
+              HasSubstr("sw-000007: its closing check did not show the best, "
+                        "round 1, faster than the baseline (round 1 is 1.05x"));
+  absl::StatusOr<std::vector<TunedEntry>> all =
+      EntriesFromSweep(sweep, rounds, boards);
+  EXPECT_EQ(all.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(TuningDbTest, LookupExactNearestDefaultNone) {
   const TuningDb db = SampleDb();
   Lookup l =
