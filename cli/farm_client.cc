@@ -243,6 +243,17 @@ int FarmClient::Status(const std::string& sweep_id) {
         sweep.rounds_finished(), sweep.candidates_proposed(),
         sweep.baseline_us(), sweep.best_round(), sweep.best_us(),
         SpeedupText(sweep), Label(sweep, "  "));
+    if (sweep.has_closing_check()) {
+      const v1::ClosingCheck& c = sweep.closing_check();
+      std::cout << "  closing check: "
+                << (c.outcome().empty()
+                        ? absl::StrCat("round ", c.round_id(),
+                                       " times the best, round ",
+                                       c.best_round(),
+                                       ", against the baseline side by side")
+                        : c.outcome())
+                << "\n";
+    }
     if (!sweep.spec().baseline_source().empty()) {
       std::cout << "  baseline from: " << sweep.spec().baseline_source()
                 << "\n";

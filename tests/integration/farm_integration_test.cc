@@ -386,6 +386,14 @@ TEST_F(CliTest, SubmitWatchRoundsReportAndExitCodes) {
   EXPECT_NE(out.find("kept path: 0"), std::string::npos) << out;
   EXPECT_EQ(Cli({"--output", "json", "status", "sw-000001"}, &out), 0);
   EXPECT_NE(out.find("\"sweep_id\":\"sw-000001\""), std::string::npos) << out;
+  // The text status gives the closing check's outcome when there was one
+  // (a best other than the baseline), as the end of the watch did.
+  const bool checked = out.find("\"closing_check\"") != std::string::npos;
+  EXPECT_EQ(Cli({"status", "sw-000001"}, &out), 0);
+  EXPECT_NE(out.find("speedup: "), std::string::npos) << out;
+  EXPECT_EQ(out.find("  closing check: ") != std::string::npos, checked) << out;
+  EXPECT_EQ(watched.find("closing check: ") != std::string::npos, checked)
+      << watched;
   EXPECT_EQ(Cli({"report", "sw-000001"}, &out), 0);
   EXPECT_NE(out.find("# Tuning report"), std::string::npos) << out;
   // The live view (submit --watch) printed a status board after the fifth
