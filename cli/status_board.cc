@@ -99,8 +99,8 @@ std::string StatusBoard::Render() const {
   } else if (budget.max_rounds() > 0 && finished_ > 0) {
     // A multi-workload sweep's budget counts per workload (or per
     // configuration, a round on each workload).
-    const int64_t total =
-        budget.max_rounds() * std::max(1, sweep_.spec().workloads_size());
+    const int64_t total = int64_t{budget.max_rounds()} *
+                          std::max(1, sweep_.spec().workloads_size());
     const int64_t left = std::max<int64_t>(0, total - candidates_);
     const int64_t per_round = elapsed / finished_;
     absl::StrAppend(&eta, "~", Span(per_round * left), " for ", left,

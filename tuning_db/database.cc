@@ -271,8 +271,7 @@ absl::StatusOr<TunedEntry> EntryFromSweep(
   if (check.speedup_low() > 0 && check.speedup_low() <= 1) {
     return absl::FailedPreconditionError(
         absl::StrCat("sweep ", sweep.sweep_id(),
-                     ": its closing check did not show the "
-                     "best, round ",
+                     ": its closing check did not show the best, round ",
                      check.best_round(), ", faster than the baseline (",
                      check.outcome(), "); nothing to export"));
   }
