@@ -47,6 +47,10 @@ bool StatusBoard::Add(const v1::SweepEvent& event) {
       if (r.result().measurement().simulated()) simulated_ = true;
       if (r.result().measurement().replayed()) replayed_ = true;
       return every_ > 0 && finished_ % every_ == 0;
+    case v1::EVENT_KIND_CLOSING_CHECK:  // rounds in play were cancelled
+    case v1::EVENT_KIND_FINISHED:
+      running_.clear();
+      return false;
     default:
       return false;
   }

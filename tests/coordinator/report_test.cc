@@ -629,18 +629,24 @@ TEST(StatusBoardTest, OnceTheSearchIsOverShowsTheClosingCheckNotAnEta) {
     board.Add(Event(v1::EVENT_KIND_ROUND_FINISHED, i * 10 + 10, &f.rounds[i],
                     nullptr));
   }
+  v1::Round in_play = f.rounds[6];
+  in_play.mutable_lease()->set_board_id("a1/sim0");
+  board.Add(Event(v1::EVENT_KIND_ROUND_LEASED, 55, &in_play, nullptr));
+  EXPECT_THAT(board.Render(), HasSubstr("boards busy: 1 (a1/sim0)"));
+  // The check starts: the rounds in play were cancelled.
   v1::ClosingCheck& c = *sweep.mutable_closing_check();
-  c.set_round_id(6);
+  c.set_round_id(7);
   c.set_best_round(4);
   c.set_termination_detail("no gain in 5 rounds");
   v1::Round check = f.rounds[4];
-  check.set_round_id(6);
+  check.set_round_id(7);
   check.set_parent_round(0);
   check.set_stage("closing check");
   board.Add(Event(v1::EVENT_KIND_CLOSING_CHECK, 60, &check, &sweep));
   EXPECT_THAT(board.Render(),
               HasSubstr("   ETA: the search is over (no gain in 5 rounds); "
-                        "the closing check, round 6, runs; elapsed 1m"));
+                        "the closing check, round 7, runs; elapsed 1m"));
+  EXPECT_THAT(board.Render(), HasSubstr("boards busy: 0\n"));
 
   // The check's own result is no candidate of the budget.
   check.set_decision(v1::DECISION_CLOSING_CHECK);
