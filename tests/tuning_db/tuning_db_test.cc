@@ -1,5 +1,5 @@
 // The tuning database (tuning_db/): JSON round trip and its errors, the
-// merge rule, the lookup rule, warm-start resolution, and the generated C++
+// entry a finished sweep gives, the merge rule, the lookup rule, warm-start resolution, and the generated C++
 // header and Python module, compiled / run by the system c++ and python3
 // and checked to answer exactly like LookupConfig.
 #include <sys/wait.h>
