@@ -1,7 +1,8 @@
 // The tuning database (tuning_db/): JSON round trip and its errors, the
-// entry a finished sweep gives, the merge rule, the lookup rule, warm-start resolution, and the generated C++
-// header and Python module, compiled / run by the system c++ and python3
-// and checked to answer exactly like LookupConfig.
+// entry a finished sweep gives, the merge rule, the lookup rule, warm-start
+// resolution, and the generated C++ header and Python module, compiled / run
+// by the system c++ and python3 and checked to answer exactly like
+// LookupConfig.
 #include <sys/wait.h>
 
 #include <map>
