@@ -385,7 +385,7 @@ v1::Round* Coordinator::NextRound(Txn& txn, SweepRuntime& s) {
     return s.finished ? nullptr : SweepBook::FirstQueued(s);  // the check
   }
   if (next.kind != NextCandidate::Kind::kPropose) return nullptr;
-  v1::Round* round = staging_.AddRound(txn, s, next.candidate);
+  v1::Round* round = staging_.AddRound(txn, s, std::move(next.candidate));
   s.sweep.set_candidates_proposed(s.sweep.candidates_proposed() + 1);
   return round;
 }
@@ -1029,7 +1029,8 @@ v1::Round* Coordinator::NextPerWorkloadRound(Txn& txn, SweepRuntime& s) {
       }
       continue;
     }
-    v1::Round* round = staging_.AddRound(txn, s, proposed.front(), i);
+    v1::Round* round =
+        staging_.AddRound(txn, s, std::move(proposed.front()), i);
     s.sweep.set_candidates_proposed(s.sweep.candidates_proposed() + 1);
     return round;
   }

@@ -382,7 +382,7 @@ void Decider::EndSearch(Txn& txn, SweepRuntime& s, v1::TerminationReason reason,
       "closing check: the best, round ", best,
       ", timed against the baseline side by side in one lease; the "
       "sweep's speedup compares medians timed in different leases");
-  const v1::Round& round = *staging_->AddRound(txn, s, check);
+  const v1::Round& round = *staging_->AddRound(txn, s, std::move(check));
   v1::ClosingCheck& c = *s.sweep.mutable_closing_check();
   c.set_round_id(round.round_id());
   c.set_best_round(best);

@@ -56,17 +56,19 @@ void Staging::Touch(Txn& txn, SweepRuntime& s) {
   txn.touched.insert(&s);
 }
 
-v1::Round* Staging::AddRound(Txn& txn, SweepRuntime& s, const Candidate& c,
+v1::Round* Staging::AddRound(Txn& txn, SweepRuntime& s, Candidate c,
                              int workload_index) {
   Touch(txn, s);  // before the round is added, so undo drops it
   v1::Round& round = s.rounds.emplace_back();
   round.set_sweep_id(s.sweep.sweep_id());
   round.set_round_id(static_cast<int64_t>(s.rounds.size()) - 1);
   round.set_parent_round(c.parent_round);
-  *round.mutable_params() = c.params;
-  for (const v1::ParamChange& change : c.changes) *round.add_changes() = change;
-  round.set_stage(c.stage);
-  round.set_rationale(c.rationale);
+  *round.mutable_params() = std::move(c.params);
+  for (v1::ParamChange& change : c.changes) {
+    *round.add_changes() = std::move(change);
+  }
+  round.set_stage(std::move(c.stage));
+  round.set_rationale(std::move(c.rationale));
   round.set_state(v1::ROUND_STATE_QUEUED);
   round.set_created_unix_ms(clock_->NowUnixMs());
   if (workload_index >= 0) {

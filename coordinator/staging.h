@@ -45,10 +45,10 @@ class Staging {
   void SaveTeamSeconds(Txn& txn, const std::string& team);
   void SaveReservationList(Txn& txn);
   // Touches `s` and appends a queued round made from `c` (its parent,
-  // params, changes, stage and rationale) with the sweep's next id,
-  // written by the commit and dropped by undo; for workload
+  // params, changes, stage and rationale, moved in) with the sweep's next
+  // id, written by the commit and dropped by undo; for workload
   // `workload_index` when it is not -1. Answers the round (in s.rounds).
-  v1::Round* AddRound(Txn& txn, SweepRuntime& s, const Candidate& c,
+  v1::Round* AddRound(Txn& txn, SweepRuntime& s, Candidate c,
                       int workload_index = -1);
   // Appends the sweep's next event (its copy of `round`, when given, comes
   // without the diagnosis; events other than a round's lease or finish carry
