@@ -17,6 +17,7 @@
 #include "common/files.h"
 #include "common/grpc_status.h"
 #include "common/params.h"
+#include "common/speedup.h"
 #include "common/text.h"
 #include "coordinator/report_render.h"
 #include "coordinator/spec.h"
@@ -73,9 +74,10 @@ std::string Label(const v1::Sweep& s, const char* sep) {
   return "";
 }
 
+// The sweep's speedup (the closing check's when it measured one).
 std::string SpeedupText(const v1::Sweep& s) {
-  if (s.best_us() <= 0) return "-";
-  return absl::StrFormat("%.2fx", s.baseline_us() / s.best_us());
+  const double speedup = SweepSpeedup(s);
+  return speedup > 0 ? absl::StrFormat("%.2fx", speedup) : "-";
 }
 
 }  // namespace
@@ -234,7 +236,7 @@ int FarmClient::Status(const std::string& sweep_id) {
     std::cout << absl::StrFormat(
         "%s  %s  team %s  operator %s\n  state: %s%s\n  rounds finished: %d "
         "(proposed %d)\n  baseline: %.2f µs  best: round %d, %.2f µs  "
-        "speedup: %s%s\n",
+        "speedup: %s%s%s\n",
         sweep.sweep_id(), sweep.spec().name(), sweep.spec().team(),
         sweep.spec().operator_name(), StateName(sweep.state()),
         sweep.termination_detail().empty()
@@ -242,17 +244,14 @@ int FarmClient::Status(const std::string& sweep_id) {
             : absl::StrCat(" (", sweep.termination_detail(), ")"),
         sweep.rounds_finished(), sweep.candidates_proposed(),
         sweep.baseline_us(), sweep.best_round(), sweep.best_us(),
-        SpeedupText(sweep), Label(sweep, "  "));
+        SpeedupText(sweep),
+        SweepSpeedup(sweep) > 0 && sweep.spec().workloads().empty()
+            ? absl::StrCat(" (", SpeedupBasis(sweep), ")")
+            : "",
+        Label(sweep, "  "));
     if (sweep.has_closing_check()) {
-      const v1::ClosingCheck& c = sweep.closing_check();
       std::cout << "  closing check: "
-                << (c.outcome().empty()
-                        ? absl::StrCat("round ", c.round_id(),
-                                       " times the best, round ",
-                                       c.best_round(),
-                                       ", against the baseline side by side")
-                        : c.outcome())
-                << "\n";
+                << ClosingCheckText(sweep.closing_check()) << "\n";
     }
     if (!sweep.spec().baseline_source().empty()) {
       std::cout << "  baseline from: " << sweep.spec().baseline_source()
@@ -602,9 +601,9 @@ int FarmClient::Summary(const std::string& sweep_id) {
   } else if (response.has_best() && response.speedup() > 0) {
     std::cout << absl::StrFormat(
         "   best configuration: %s\n   best time: %.2f µs (round %d)%s\n"
-        "   baseline: %.2f µs\n   speedup over the baseline: %.2fx%s\n",
+        "   baseline: %.2f µs\n   speedup over the baseline: %.2fx (%s)%s\n",
         ParamsKey(response.best().params()), s.best_us(), s.best_round(), sim,
-        s.baseline_us(), response.speedup(), sim);
+        s.baseline_us(), response.speedup(), SpeedupBasis(s), sim);
   }
   if (!s.closing_check().outcome().empty()) {
     std::cout << "   closing check: " << s.closing_check().outcome() << "\n";

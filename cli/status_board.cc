@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/speedup.h"
 
 namespace tunefarm {
 namespace {
@@ -70,8 +71,7 @@ std::string StatusBoard::Render() const {
         &out, absl::StrFormat("   best so far: %.2f µs (round %d), %.2fx over "
                               "the %.2f µs baseline%s",
                               sweep_.best_us(), sweep_.best_round(),
-                              sweep_.baseline_us() / sweep_.best_us(),
-                              sweep_.baseline_us(), sim));
+                              LeaseSpeedup(sweep_), sweep_.baseline_us(), sim));
     if (sweep_.spec().goal().speedup() > 0) {
       absl::StrAppend(&out, absl::StrFormat("; goal %.2fx",
                                             sweep_.spec().goal().speedup()));
@@ -95,11 +95,8 @@ std::string StatusBoard::Render() const {
   std::string eta = "   ETA: ";
   if (sweep_.has_closing_check()) {
     const v1::ClosingCheck& c = sweep_.closing_check();
-    absl::StrAppend(
-        &eta, "the search is over (", c.termination_detail(), "); ",
-        c.outcome().empty()
-            ? absl::StrCat("the closing check, round ", c.round_id(), ", runs")
-            : absl::StrCat("closing check: ", c.outcome()));
+    absl::StrAppend(&eta, "the search is over (", c.termination_detail(),
+                    "); closing check: ", ClosingCheckText(c));
   } else if (budget.max_rounds() > 0 && finished_ > 0) {
     // A multi-workload sweep's budget counts per workload (or per
     // configuration, a round on each workload).

@@ -1,5 +1,6 @@
 #include "coordinator/decider.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/params.h"
+#include "common/speedup.h"
 #include "coordinator/event_text.h"
 #include "coordinator/keep_rule.h"
 #include "coordinator/saturation.h"
@@ -245,7 +247,7 @@ void Decider::CheckTermination(Txn& txn, SweepRuntime& s) {
   }
   const v1::SweepSpec& spec = s.sweep.spec();
   if (s.sweep.best_round() >= 0 && s.sweep.best_us() > 0) {
-    const double speedup = s.sweep.baseline_us() / s.sweep.best_us();
+    const double speedup = LeaseSpeedup(s.sweep);
     if (spec.goal().speedup() > 0 && speedup >= spec.goal().speedup()) {
       EndSearch(txn, s, v1::TERMINATION_GOAL_REACHED,
                 absl::StrFormat("speedup %.2fx reached the goal of %.2fx",
@@ -297,6 +299,23 @@ void Decider::CheckTermination(Txn& txn, SweepRuntime& s) {
                         " s reached"));
     return;
   }
+  // The closing check runs within the time limit: the search ends early
+  // enough to leave it the time a round has taken.
+  const int64_t limit_ms = int64_t{spec.budget().time_limit_s()} * 1000;
+  if (limit_ms > 0 && PastTimeLimit(s.sweep, limit_ms / 4) &&
+      WantsClosingCheck(s)) {
+    const int64_t reserve_ms = ClosingCheckReserveMs(s);
+    if (reserve_ms > 0 && PastTimeLimit(s.sweep, reserve_ms)) {
+      const int64_t left_ms =
+          s.sweep.started_unix_ms() + limit_ms - clock_->NowUnixMs();
+      EndSearch(
+          txn, s, v1::TERMINATION_TIME_LIMIT,
+          absl::StrFormat("time limit of %d s: the search ended with "
+                          "%.1f s left, for the closing check",
+                          spec.budget().time_limit_s(), left_ms / 1000.0));
+      return;
+    }
+  }
   // Nothing in flight and nothing left to try: done now, not on the next
   // lease request (which may never come if no board matches any more).
   if (s.strategy == nullptr || s.rounds.empty() ||
@@ -341,18 +360,18 @@ void Decider::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
   if (IsMultiWorkload(s.sweep.spec())) {
     absl::StrAppend(&summary, "; ", WorkloadsSummary(s.sweep));
   } else if (s.sweep.best_round() >= 0 && s.sweep.best_us() > 0) {
-    absl::StrAppend(&summary,
-                    absl::StrFormat("; best round %d at %.1f µs, %.2fx over "
-                                    "the baseline%s",
-                                    s.sweep.best_round(), s.sweep.best_us(),
-                                    s.sweep.baseline_us() / s.sweep.best_us(),
-                                    s.sweep.simulated() ? " [simulated]"
-                                    : s.sweep.spec().boards().kind() == "replay"
-                                        ? " [replayed]"
-                                        : ""));
-    if (!s.sweep.closing_check().outcome().empty()) {
-      absl::StrAppend(&summary,
-                      "; closing check: ", s.sweep.closing_check().outcome());
+    absl::StrAppend(
+        &summary,
+        absl::StrFormat(
+            "; best round %d at %.1f µs, %.2fx over the baseline (%s)%s",
+            s.sweep.best_round(), s.sweep.best_us(), SweepSpeedup(s.sweep),
+            SpeedupBasis(s.sweep),
+            s.sweep.simulated()                          ? " [simulated]"
+            : s.sweep.spec().boards().kind() == "replay" ? " [replayed]"
+                                                         : ""));
+    const v1::ClosingCheck& c = s.sweep.closing_check();
+    if (!c.outcome().empty()) {
+      absl::StrAppend(&summary, "; closing check: ", c.outcome());
     }
   }
   staging_->AddEvent(txn, s, v1::EVENT_KIND_FINISHED, summary, nullptr);
@@ -362,16 +381,11 @@ void Decider::Finish(Txn& txn, SweepRuntime& s, v1::SweepState state,
 void Decider::EndSearch(Txn& txn, SweepRuntime& s, v1::TerminationReason reason,
                         std::string detail) {
   if (s.finished || s.sweep.has_closing_check()) return;
-  const v1::SweepSpec& spec = s.sweep.spec();
-  const int64_t best = s.sweep.best_round();
-  // Replayed numbers were recorded elsewhere, once: they cannot drift.
-  if (IsMultiWorkload(spec) || spec.measurement().skip_closing_check() ||
-      spec.measurement().mode() == v1::MEASUREMENT_MODE_INDEPENDENT ||
-      spec.boards().kind() == "replay" || best <= 0 ||
-      best >= static_cast<int64_t>(s.rounds.size()) || s.sweep.best_us() <= 0) {
+  if (!WantsClosingCheck(s)) {
     Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, reason, std::move(detail));
     return;
   }
+  const int64_t best = s.sweep.best_round();
   EndRoundsInPlay(txn, s, absl::StrCat("the search ended (", detail, ")"));
   Candidate check;
   check.parent_round = 0;
@@ -388,7 +402,7 @@ void Decider::EndSearch(Txn& txn, SweepRuntime& s, v1::TerminationReason reason,
   c.set_best_round(best);
   c.set_termination(reason);
   c.set_termination_detail(std::move(detail));
-  c.set_lease_speedup(s.sweep.baseline_us() / s.sweep.best_us());
+  c.set_lease_speedup(LeaseSpeedup(s.sweep));
   staging_->AddEvent(
       txn, s, v1::EVENT_KIND_CLOSING_CHECK,
       absl::StrFormat("the search is over (%s); round %d times the best, "
@@ -430,11 +444,19 @@ void Decider::DecideClosingCheck(Txn& txn, SweepRuntime& s, v1::Round& round) {
         "pairs on %s%s; the two leases' medians said %.2fx",
         c.best_round(), c.speedup(), bounds, m.pairs(), round.board_id(),
         MeasuredTag(m), c.lease_speedup());
-    if (c.speedup_low() > 0 && c.speedup_low() <= 1) {
+    if (NotShownFaster(c)) {
       absl::StrAppend(&outcome, "; not shown faster than the baseline");
     }
   }
   c.set_outcome(outcome);
+  // The search stopped on the leases' medians; side by side may say less.
+  const double goal = s.sweep.spec().goal().speedup();
+  if (c.termination() == v1::TERMINATION_GOAL_REACHED && goal > 0 &&
+      c.speedup() > 0 && c.speedup() < goal) {
+    c.set_termination_detail(
+        absl::StrFormat("%s; side by side %.2fx, short of the goal",
+                        c.termination_detail(), c.speedup()));
+  }
   round.set_decision_reason(absl::StrCat("closing check: ", outcome));
   staging_->AddEvent(
       txn, s, v1::EVENT_KIND_ROUND_FINISHED,
@@ -455,10 +477,46 @@ void Decider::CheckClosingTimeLimit(Txn& txn, SweepRuntime& s) {
          c.termination_detail());
 }
 
-bool Decider::PastTimeLimit(const v1::Sweep& sweep) const {
+bool Decider::PastTimeLimit(const v1::Sweep& sweep, int64_t reserve_ms) const {
   const int64_t limit_s = sweep.spec().budget().time_limit_s();
   return limit_s > 0 && sweep.started_unix_ms() > 0 &&
-         clock_->NowUnixMs() - sweep.started_unix_ms() >= limit_s * 1000;
+         clock_->NowUnixMs() - sweep.started_unix_ms() + reserve_ms >=
+             limit_s * 1000;
+}
+
+bool Decider::WantsClosingCheck(const SweepRuntime& s) {
+  const v1::SweepSpec& spec = s.sweep.spec();
+  const int64_t best = s.sweep.best_round();
+  // Replayed numbers were recorded elsewhere, once: they cannot drift.
+  return !IsMultiWorkload(spec) && !spec.measurement().skip_closing_check() &&
+         spec.measurement().mode() != v1::MEASUREMENT_MODE_INDEPENDENT &&
+         spec.boards().kind() != "replay" && best > 0 &&
+         best < static_cast<int64_t>(s.rounds.size()) && s.sweep.best_us() > 0;
+}
+
+int64_t Decider::ClosingCheckReserveMs(const SweepRuntime& s) {
+  // The newest rounds are at the end; a bounded walk back, so the cost does
+  // not grow with the sweep.
+  constexpr int kRecent = 16;
+  constexpr int kWalk = 64;
+  int64_t longest_ms = 0;
+  int seen = 0;
+  for (auto it = s.rounds.rbegin(); it != s.rounds.rend() && seen < kRecent &&
+                                    it - s.rounds.rbegin() < kWalk;
+       ++it) {
+    const v1::Round& r = *it;
+    if (r.state() != v1::ROUND_STATE_DONE ||
+        r.result().outcome() != v1::OUTCOME_OK ||
+        r.lease().granted_unix_ms() <= 0 ||
+        r.finished_unix_ms() < r.lease().granted_unix_ms()) {
+      continue;
+    }
+    longest_ms = std::max(longest_ms,
+                          r.finished_unix_ms() - r.lease().granted_unix_ms());
+    ++seen;
+  }
+  return std::min(longest_ms * 3 / 2,
+                  int64_t{s.sweep.spec().budget().time_limit_s()} * 1000 / 4);
 }
 
 void Decider::EndRoundsInPlay(Txn& txn, SweepRuntime& s,

@@ -79,8 +79,15 @@ class Decider {
   // While the closing check runs only the time limit can end the sweep
   // earlier, without the check's result.
   void CheckClosingTimeLimit(Txn& txn, SweepRuntime& s);
-  // Whether the sweep's time limit, if any, has passed since it started.
-  bool PastTimeLimit(const v1::Sweep& sweep) const;
+  // Whether the sweep's time limit, if any, has passed since it started,
+  // or is less than `reserve_ms` away.
+  bool PastTimeLimit(const v1::Sweep& sweep, int64_t reserve_ms = 0) const;
+  // Whether the end of `s`'s search would start a closing check.
+  static bool WantsClosingCheck(const SweepRuntime& s);
+  // What a time-limited sweep keeps of its limit for the closing check:
+  // 1.5x the longest of its last 16 passing rounds (lease to result), at
+  // most a quarter of the limit; 0 before any such round.
+  static int64_t ClosingCheckReserveMs(const SweepRuntime& s);
   // Takes a queued or leased round out of play (its board freed).
   void CancelRound(Txn& txn, SweepRuntime& s, v1::Round& round,
                    const std::string& why);

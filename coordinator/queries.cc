@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/speedup.h"
 #include "common/status_macros.h"
 #include "coordinator/report.h"
 #include "coordinator/report_render.h"
@@ -120,9 +121,7 @@ absl::StatusOr<v1::GetReportResponse> QueryReport(
       sweep.best_round() < static_cast<int64_t>(rounds.size())) {
     *response.mutable_best() = rounds[sweep.best_round()];
   }
-  if (sweep.best_us() > 0) {
-    response.set_speedup(sweep.baseline_us() / sweep.best_us());
-  }
+  response.set_speedup(SweepSpeedup(sweep));
   response.mutable_kept_path()->Add(path.begin(), path.end());
   *response.mutable_sweep() = std::move(sweep);
   return response;

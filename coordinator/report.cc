@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/params.h"
+#include "common/speedup.h"
 #include "coordinator/report_render.h"
 #include "coordinator/workloads.h"
 #include "storage/lineage.h"
@@ -278,9 +279,10 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
   const v1::Round* best =
       !multi && sweep.best_round() >= 0 ? find(sweep.best_round()) : nullptr;
   if (best != nullptr && !HasTime(*best)) best = nullptr;
-  const double speedup = sweep.best_us() > 0 && sweep.baseline_us() > 0
-                             ? sweep.baseline_us() / sweep.best_us()
-                             : 0;
+  // The best round's median over the baseline's; the sweep's own speedup is
+  // the closing check's when it measured one.
+  const double lease_speedup = LeaseSpeedup(sweep);
+  const double speedup = SweepSpeedup(sweep);
 
   // Boards used: the board of every recorded result.
   std::map<std::string, int> board_rounds;
@@ -342,6 +344,8 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
       {"goal_target_us", goal.target_us()},
       {"goal_met", goal_met},
       {"achieved_speedup", speedup},
+      {"speedup_basis",
+       CheckedSideBySide(sweep) ? "side_by_side" : "lease_medians"},
       {"submitted_unix_ms", sweep.submitted_unix_ms()},
       {"started_unix_ms", sweep.started_unix_ms()},
       {"finished_unix_ms", sweep.finished_unix_ms()},
@@ -368,7 +372,7 @@ json BuildReport(const v1::Sweep& sweep, const std::vector<v1::Round>& rounds,
   report["baseline"] = baseline != nullptr ? MeasuredRound(*baseline) : json();
   if (best != nullptr) {
     json b = MeasuredRound(*best);
-    b["speedup"] = speedup;
+    b["speedup"] = lease_speedup;
     b["config"] = ParamsKey(best->params());
     json params = json::object();
     for (const auto& [name, value] : best->params()) {

@@ -313,8 +313,24 @@ std::string Markdown(const json& report) {
 
   // Overview.
   const double achieved = D(o, "achieved_speedup");
+  // How it was measured (optional key): the closing check's paired result,
+  // or one sweep's two leases' medians.
+  std::string basis;
+  const std::string basis_key = o.value("speedup_basis", "");
+  if (basis_key == "side_by_side" && report.contains("closing_check")) {
+    const json& c = report.at("closing_check");
+    basis = D(c, "speedup_low") > 0
+                ? absl::StrFormat(
+                      " side by side (%.2fx to %.2fx, each bound "
+                      "at %.0f%%)",
+                      D(c, "speedup_low"), D(c, "speedup_high"),
+                      D(c, "confidence") * 100)
+                : " side by side";
+  } else if (basis_key == "lease_medians" && !report.contains("workloads")) {
+    basis = " from two leases' medians";
+  }
   std::string achieved_text =
-      achieved > 0 ? absl::StrFormat("**%.2fx** (%sgoal %s)", achieved,
+      achieved > 0 ? absl::StrFormat("**%.2fx**%s (%sgoal %s)", achieved, basis,
                                      simulated ? "simulated; " : "",
                                      B(o, "goal_met") ? "met" : "not met")
                    : "no passing configuration";
@@ -1005,6 +1021,12 @@ absl::Status ValidateReport(const json& report) {
           }
           return absl::OkStatus();
         }));
+  }
+  if (o.contains("speedup_basis") && o.at("speedup_basis") != "side_by_side" &&
+      o.at("speedup_basis") != "lease_medians") {
+    return absl::InvalidArgumentError(
+        "report.overview.speedup_basis: expected \"side_by_side\" or "
+        "\"lease_medians\"");
   }
   if (report.contains("closing_check")) {
     TF_RETURN_IF_ERROR(CheckFields(report.at("closing_check"),

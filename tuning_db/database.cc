@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "common/files.h"
 #include "common/params.h"
+#include "common/speedup.h"
 
 namespace tunefarm {
 namespace {
@@ -268,7 +269,7 @@ absl::StatusOr<TunedEntry> EntryFromSweep(
   // A database entry says "use this instead of the default": not for a best
   // that its side-by-side check with the baseline did not show faster.
   const v1::ClosingCheck& check = sweep.closing_check();
-  if (check.speedup_low() > 0 && check.speedup_low() <= 1) {
+  if (NotShownFaster(check)) {
     return absl::FailedPreconditionError(
         absl::StrCat("sweep ", sweep.sweep_id(),
                      ": its closing check did not show the best, round ",

@@ -1670,8 +1670,9 @@ class ClosingCheckTest : public KeepRuleTest {
  protected:
   std::string StartChecking(const std::string& budget =
                                 "{max_rounds: 1, max_rounds_without_gain: 30}",
-                            const std::string& measurement = "") {
-    std::string yaml = SpecYaml({.budget = budget});
+                            const std::string& measurement = "",
+                            const std::string& goal = "{speedup: 100}") {
+    std::string yaml = SpecYaml({.goal = goal, .budget = budget});
     if (!measurement.empty()) {
       const std::string plain = "measurement: {warmup: 1, samples: 5}";
       yaml.replace(yaml.find(plain), plain.size(), measurement);
@@ -1754,6 +1755,9 @@ TEST_F(ClosingCheckTest, TimesTheBestAgainstTheBaselineBeforeTheSweepEnds) {
                         "95%) over 6 pairs on a1/b1 [simulated]; the two "
                         "leases' medians said 1.67x"));
   EXPECT_THAT(Finished(id), Not(HasSubstr("not shown faster")));
+  // The sweep's speedup is the paired one.
+  EXPECT_THAT(Finished(id), HasSubstr("best round 1 at 60.0 µs, 1.50x over "
+                                      "the baseline (side by side)"));
   absl::StatusOr<std::string> report = ReadFile(s.report_path());
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_THAT(*report, HasSubstr("1.50x the baseline's speed side by side"));
@@ -1791,6 +1795,36 @@ TEST_F(ClosingCheckTest, AFailedOrUnpairedCheckLeavesTheLeaseSpeedup) {
   EXPECT_EQ(s.closing_check().speedup(), 0);
   EXPECT_THAT(s.closing_check().outcome(),
               HasSubstr("the board timed no pairs; the speedup stands"));
+  EXPECT_THAT(Finished(id), HasSubstr("1.67x over the baseline (two leases' "
+                                      "medians)"));
+}
+
+// The leases' medians reached the goal and ended the search; side by side
+// the best falls short, and the sweep's ending says so.
+TEST_F(ClosingCheckTest, AGoalReachedOnlyByTheLeasesIsSaidToFallShort) {
+  const std::string id = StartChecking(
+      "{max_rounds: 30, max_rounds_without_gain: 30}", "", "{speedup: 1.6}");
+  v1::Sweep s = StoredSweep(id);
+  ASSERT_TRUE(s.has_closing_check());
+  EXPECT_EQ(s.closing_check().termination(), v1::TERMINATION_GOAL_REACHED);
+  ReportMeasured(Lease("a1/b1"), Paired(62, 93, 0.30));  // 1.5x
+  s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.termination(), v1::TERMINATION_GOAL_REACHED);
+  EXPECT_EQ(s.termination_detail(),
+            "speedup 1.67x reached the goal of 1.60x; side by side 1.50x, "
+            "short of the goal");
+  absl::StatusOr<std::string> report = ReadFile(s.report_path());
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(*report, HasSubstr("**1.50x** side by side"));
+  EXPECT_THAT(*report, HasSubstr("goal not met"));
+
+  // Side by side at or above the goal: the ending stands as it was.
+  const std::string met = StartChecking(
+      "{max_rounds: 30, max_rounds_without_gain: 30}", "", "{speedup: 1.4}");
+  ReportMeasured(Lease("a1/b1"), Paired(62, 93, 0.30));
+  EXPECT_EQ(StoredSweep(met).termination_detail(),
+            "speedup 1.67x reached the goal of 1.40x");
 }
 
 // A restart while the check is queued resumes it: the check, not a new
@@ -1843,6 +1877,72 @@ TEST_F(ClosingCheckTest, TheTimeLimitCutsItShort) {
                         "the speedup stands at 1.67x"));
   EXPECT_EQ(StoredRound(id, check.round_id()).state(),
             v1::ROUND_STATE_CANCELLED);
+}
+
+// A time-limited sweep keeps room for its closing check: its search ends
+// once the limit is nearer than 1.5x its longest recent round (10 s here),
+// and the check's result comes in before the limit.
+TEST_F(ClosingCheckTest, TheTimeLimitLeavesRoomForTheCheck) {
+  const std::string id = Submit(
+      SpecYaml({.budget = "{max_rounds: 30, max_rounds_without_gain: 30, "
+                          "time_limit: 100s}"}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1")});
+  v1::WorkItem w = Lease("a1/b0");
+  clock_.Advance(absl::Seconds(10));
+  ReportOk(w, 100);
+  w = Lease("a1/b0");
+  clock_.Advance(absl::Seconds(10));
+  ReportMeasured(w, Paired(60, 100, 0.35));  // kept: the best
+  int64_t elapsed_s = 20;
+  while (!StoredSweep(id).has_closing_check() && elapsed_s < 100) {
+    w = Lease("a1/b0");
+    clock_.Advance(absl::Seconds(10));
+    elapsed_s += 10;
+    ReportMeasured(w, Paired(70, 60, -0.3));  // rolled back
+  }
+  // 80 s + 15 s is inside the limit; 90 s + 15 s is not.
+  EXPECT_EQ(elapsed_s, 90);
+  v1::Sweep s = StoredSweep(id);
+  ASSERT_TRUE(s.has_closing_check());
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_RUNNING);
+  EXPECT_EQ(s.closing_check().termination(), v1::TERMINATION_TIME_LIMIT);
+  EXPECT_EQ(s.closing_check().termination_detail(),
+            "time limit of 100 s: the search ended with 10.0 s left, for the "
+            "closing check");
+  const v1::WorkItem check = Lease("a1/b1");
+  EXPECT_EQ(check.round_id(), s.closing_check().round_id());
+  clock_.Advance(absl::Seconds(8));
+  ReportMeasured(check, Paired(62, 93, 0.30));
+  s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.termination(), v1::TERMINATION_TIME_LIMIT);
+  EXPECT_NEAR(s.closing_check().speedup(), 1.5, 1e-9);
+  EXPECT_THAT(Finished(id), HasSubstr("1.50x over the baseline (side by "
+                                      "side)"));
+}
+
+// Without a best to check, the search runs to the limit itself.
+TEST_F(ClosingCheckTest, WithoutABestTheTimeLimitIsNotShortened) {
+  const std::string id = Submit(
+      SpecYaml({.budget = "{max_rounds: 30, max_rounds_without_gain: 30, "
+                          "time_limit: 100s}"}));
+  Register("a1", {Board("a1/b0")});
+  v1::WorkItem w = Lease("a1/b0");
+  clock_.Advance(absl::Seconds(10));
+  ReportOk(w, 100);
+  for (int i = 0; i < 8; ++i) {  // to 90 s
+    w = Lease("a1/b0");
+    clock_.Advance(absl::Seconds(10));
+    ReportMeasured(w, Paired(130, 100, -0.35));  // rolled back
+  }
+  EXPECT_EQ(StoredSweep(id).state(), v1::SWEEP_STATE_RUNNING);
+  EXPECT_FALSE(StoredSweep(id).has_closing_check());
+  clock_.Advance(absl::Seconds(10));
+  Tick();
+  const v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.termination_detail(), "time limit of 100 s reached");
+  EXPECT_FALSE(s.has_closing_check());
 }
 
 // Skipped in the spec, or with no pairs to time (independent mode), the

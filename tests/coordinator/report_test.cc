@@ -414,6 +414,67 @@ TEST_F(ReportTest, ModelIsBuiltFromTheStoredRecords) {
   ExpectGolden("input.json", with_pictures.dump(2) + "\n");
 }
 
+// The sweep's speedup is its closing check's once that measured one: the
+// best and the baseline timed side by side, not two leases' medians. The
+// goal is judged on it, and the best round keeps its own medians' ratio.
+TEST_F(ReportTest, TheClosingCheckIsTheHeadlineWhenItMeasuredOne) {
+  Fixture f = MakeFixture();  // goal 3x; the leases' medians say 2x
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenRocksDbStore(dir_ + "/db");
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto report_of = [&](const v1::Sweep& sweep) {
+    WriteSet writes;
+    writes.PutSweep(sweep);
+    for (const v1::Round& r : f.rounds) writes.PutRound(r);
+    EXPECT_TRUE((*store)->Commit(writes).ok());
+    v1::GetReportRequest request;
+    request.set_sweep_id(sweep.sweep_id());
+    absl::StatusOr<v1::GetReportResponse> response =
+        QueryReport(**store, request);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.value_or(v1::GetReportResponse());
+  };
+
+  v1::GetReportResponse plain = report_of(f.sweep);
+  json report = ParseReport(plain.report_json()).value_or(json());
+  EXPECT_EQ(report.at("overview").at("speedup_basis"), "lease_medians");
+  EXPECT_DOUBLE_EQ(plain.speedup(), 2.0);
+  EXPECT_THAT(plain.markdown(),
+              HasSubstr("| achieved | **2.00x** from two leases' medians "
+                        "(simulated; goal not met) |"));
+
+  v1::ClosingCheck& c = *f.sweep.mutable_closing_check();
+  c.set_round_id(8);
+  c.set_best_round(4);
+  c.set_lease_speedup(2.0);
+  c.set_speedup(3.2);
+  c.set_speedup_low(3.05);
+  c.set_speedup_high(3.4);
+  c.set_confidence(0.95);
+  c.set_outcome("round 4 is 3.20x the baseline's speed side by side");
+  v1::GetReportResponse checked = report_of(f.sweep);
+  report = ParseReport(checked.report_json()).value_or(json());
+  const json& o = report.at("overview");
+  EXPECT_EQ(o.at("speedup_basis"), "side_by_side");
+  EXPECT_DOUBLE_EQ(o.at("achieved_speedup").get<double>(), 3.2);
+  EXPECT_TRUE(o.at("goal_met").get<bool>());
+  EXPECT_DOUBLE_EQ(report.at("best").at("speedup").get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(checked.speedup(), 3.2);
+  EXPECT_THAT(checked.markdown(),
+              HasSubstr("| achieved | **3.20x** side by side (3.05x to "
+                        "3.40x, each bound at 95%) (simulated; goal met) |"));
+
+  // A check that gave no paired result leaves the leases' figure.
+  c.set_speedup(0);
+  c.set_speedup_low(0);
+  c.set_speedup_high(0);
+  c.set_outcome("the board timed no pairs");
+  v1::GetReportResponse unpaired = report_of(f.sweep);
+  report = ParseReport(unpaired.report_json()).value_or(json());
+  EXPECT_EQ(report.at("overview").at("speedup_basis"), "lease_medians");
+  EXPECT_DOUBLE_EQ(unpaired.speedup(), 2.0);
+  EXPECT_FALSE(report.at("overview").at("goal_met").get<bool>());
+}
+
 TEST_F(ReportTest, RunningSweepWithoutPassingBaseline) {
   Fixture f = MakeFixture();
   f.sweep.set_state(v1::SWEEP_STATE_RUNNING);
@@ -479,6 +540,9 @@ TEST_F(ReportTest, BadJsonIsRefusedNamingTheField) {
   j["closing_check"]["speedup"] = 1.9;
   EXPECT_THAT(RenderReportMarkdown(j).value(),
               HasSubstr("| closing check (round 9) | running |"));
+  j = good;
+  j["overview"]["speedup_basis"] = "guessed";
+  EXPECT_THAT(error(j), HasSubstr("report.overview.speedup_basis: expected"));
   j = good;
   j["best"]["params"]["tile_m"] = json::array();
   EXPECT_THAT(error(j), HasSubstr("report.best.params.tile_m"));
@@ -645,7 +709,8 @@ TEST(StatusBoardTest, OnceTheSearchIsOverShowsTheClosingCheckNotAnEta) {
   board.Add(Event(v1::EVENT_KIND_CLOSING_CHECK, 60, &check, &sweep));
   EXPECT_THAT(board.Render(),
               HasSubstr("   ETA: the search is over (no gain in 5 rounds); "
-                        "the closing check, round 7, runs; elapsed 1m"));
+                        "closing check: round 7 times the best, round 4, "
+                        "against the baseline side by side; elapsed 1m"));
   EXPECT_THAT(board.Render(), HasSubstr("boards busy: 0\n"));
 
   // The check's own result is no candidate of the budget.

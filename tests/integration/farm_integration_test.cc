@@ -22,6 +22,7 @@
 #include "cli/local_farm.h"
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/integration/farm_fixture.h"
@@ -388,9 +389,19 @@ TEST_F(CliTest, SubmitWatchRoundsReportAndExitCodes) {
   EXPECT_NE(out.find("\"sweep_id\":\"sw-000001\""), std::string::npos) << out;
   // The text status gives the closing check's outcome when there was one
   // (a best other than the baseline), as the end of the watch did.
-  const bool checked = out.find("\"closing_check\"") != std::string::npos;
+  v1::Sweep listed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(out, &listed).ok())
+      << out;
+  const bool checked = listed.has_closing_check();
+  // Its speedup is the check's paired one when the check measured one.
+  const bool side_by_side = listed.closing_check().speedup() > 0;
   EXPECT_EQ(Cli({"status", "sw-000001"}, &out), 0);
   EXPECT_NE(out.find("speedup: "), std::string::npos) << out;
+  EXPECT_EQ(out.find("x (side by side)") != std::string::npos, side_by_side)
+      << out;
+  EXPECT_EQ(out.find("x (two leases' medians)") != std::string::npos,
+            !side_by_side)
+      << out;
   EXPECT_EQ(out.find("  closing check: ") != std::string::npos, checked) << out;
   EXPECT_EQ(watched.find("closing check: ") != std::string::npos, checked)
       << watched;
