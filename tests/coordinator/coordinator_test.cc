@@ -1812,7 +1812,8 @@ TEST_F(ClosingCheckTest, AGoalReachedOnlyByTheLeasesIsSaidToFallShort) {
   EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
   EXPECT_EQ(s.termination(), v1::TERMINATION_GOAL_REACHED);
   EXPECT_EQ(s.termination_detail(),
-            "speedup 1.67x reached the goal of 1.60x; side by side 1.50x, "
+            "speedup 1.67x reached the goal of 1.60x; 1.67x by the paired "
+            "gains along its lineage; side by side 1.50x, "
             "short of the goal");
   absl::StatusOr<std::string> report = ReadFile(s.report_path());
   ASSERT_TRUE(report.ok()) << report.status();
@@ -1824,7 +1825,8 @@ TEST_F(ClosingCheckTest, AGoalReachedOnlyByTheLeasesIsSaidToFallShort) {
       "{max_rounds: 30, max_rounds_without_gain: 30}", "", "{speedup: 1.4}");
   ReportMeasured(Lease("a1/b1"), Paired(62, 93, 0.30));
   EXPECT_EQ(StoredSweep(met).termination_detail(),
-            "speedup 1.67x reached the goal of 1.40x");
+            "speedup 1.67x reached the goal of 1.40x; 1.67x by the paired "
+            "gains along its lineage");
 }
 
 // A restart while the check is queued resumes it: the check, not a new
@@ -1877,6 +1879,33 @@ TEST_F(ClosingCheckTest, TheTimeLimitCutsItShort) {
                         "the speedup stands at 1.67x"));
   EXPECT_EQ(StoredRound(id, check.round_id()).state(),
             v1::ROUND_STATE_CANCELLED);
+}
+
+// The baseline's lease was slow (100 µs; 70 µs beside the first candidate):
+// the two leases' medians say 2x, the paired gain 1.4x. The goal of 1.6x is
+// reached only once the paired gains along the best's lineage say so too.
+TEST_F(ClosingCheckTest, TheGoalNeedsThePairedGainsOfTheLineageToo) {
+  const std::string id = Submit(
+      SpecYaml({.goal = "{speedup: 1.6}",
+                .budget = "{max_rounds: 30, max_rounds_without_gain: 30}"}));
+  Register("a1", {Board("a1/b0"), Board("a1/b1")});
+  RunBaseline("a1/b0", 100);
+  const v1::WorkItem one = Lease("a1/b0");
+  ReportMeasured(one, Paired(50, 70, 0.2));
+  EXPECT_EQ(StoredRound(id, one.round_id()).decision(), v1::DECISION_KEPT);
+  v1::Sweep s = StoredSweep(id);
+  EXPECT_NEAR(s.baseline_us() / s.best_us(), 2.0, 1e-9);
+  EXPECT_FALSE(s.has_closing_check()) << s.termination_detail();
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_RUNNING);
+
+  const v1::WorkItem two = Lease("a1/b0");
+  ReportMeasured(two, Paired(40, 50, 0.15));  // 1.25x more: 1.75x paired
+  s = StoredSweep(id);
+  ASSERT_TRUE(s.has_closing_check());
+  EXPECT_EQ(s.closing_check().termination(), v1::TERMINATION_GOAL_REACHED);
+  EXPECT_EQ(s.closing_check().termination_detail(),
+            "speedup 2.50x reached the goal of 1.60x; 1.75x by the paired "
+            "gains along its lineage");
 }
 
 // A time-limited sweep keeps room for its closing check: its search ends
