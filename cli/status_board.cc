@@ -47,6 +47,9 @@ bool StatusBoard::Add(const v1::SweepEvent& event) {
       }
       if (r.result().measurement().simulated()) simulated_ = true;
       if (r.result().measurement().replayed()) replayed_ = true;
+      // The check's outcome reaches the sweep with the FINISHED event that
+      // follows; a board printed now would call it running.
+      if (r.decision() == v1::DECISION_CLOSING_CHECK) return false;
       return every_ > 0 && finished_ % every_ == 0;
     case v1::EVENT_KIND_CLOSING_CHECK:  // rounds in play were cancelled
     case v1::EVENT_KIND_FINISHED:
