@@ -271,7 +271,8 @@ void Decider::CheckTermination(Txn& txn, SweepRuntime& s) {
     const double speedup = LeaseSpeedup(s.sweep);
     if (goal > 0 && speedup >= goal) {
       const double paired = PairedLineageSpeedup(s);
-      if (paired == 0 || paired >= goal) {
+      if ((paired == 0 || paired >= goal) &&
+          s.sweep.goal_refuted_round() != s.sweep.best_round()) {
         EndSearch(
             txn, s, v1::TERMINATION_GOAL_REACHED,
             absl::StrCat(
@@ -479,19 +480,34 @@ void Decider::DecideClosingCheck(Txn& txn, SweepRuntime& s, v1::Round& round) {
     }
   }
   c.set_outcome(outcome);
-  // The search stopped on the leases' medians; side by side may say less.
   const double goal = s.sweep.spec().goal().speedup();
-  if (c.termination() == v1::TERMINATION_GOAL_REACHED && goal > 0 &&
-      c.speedup() > 0 && c.speedup() < goal) {
-    c.set_termination_detail(
-        absl::StrFormat("%s; side by side %.2fx, short of the goal",
-                        c.termination_detail(), c.speedup()));
-  }
-  round.set_decision_reason(absl::StrCat("closing check: ", outcome));
+  const bool short_of_goal = c.termination() == v1::TERMINATION_GOAL_REACHED &&
+                             goal > 0 && c.speedup() > 0 && c.speedup() < goal;
+  round.set_decision_reason(absl::StrCat(
+      "closing check: ", outcome, short_of_goal ? "; short of the goal" : ""));
   staging_->AddEvent(
       txn, s, v1::EVENT_KIND_ROUND_FINISHED,
       absl::StrCat("round ", round.round_id(), " (closing check): ", outcome),
       &round);
+  if (short_of_goal) {
+    // The search stopped for a goal that side by side is not met: with
+    // budget left it goes on, and the goal then needs a better round.
+    if (SearchBudgetLeft(s)) {
+      const std::string resumed = absl::StrFormat(
+          "round %d is %.2fx the baseline's speed side by side, short of "
+          "the goal of %.2fx that ended the search (%s): the search goes "
+          "on, and the goal needs a better round",
+          c.best_round(), c.speedup(), goal, c.termination_detail());
+      s.sweep.set_goal_refuted_round(c.best_round());
+      s.sweep.clear_closing_check();
+      staging_->AddEvent(txn, s, v1::EVENT_KIND_SEARCH_RESUMED, resumed,
+                         nullptr);
+      return;
+    }
+    c.set_termination_detail(
+        absl::StrFormat("%s; side by side %.2fx, short of the goal",
+                        c.termination_detail(), c.speedup()));
+  }
   Finish(txn, s, v1::SWEEP_STATE_SUCCEEDED, c.termination(),
          c.termination_detail());
 }
@@ -512,6 +528,14 @@ bool Decider::PastTimeLimit(const v1::Sweep& sweep, int64_t reserve_ms) const {
   return limit_s > 0 && sweep.started_unix_ms() > 0 &&
          clock_->NowUnixMs() - sweep.started_unix_ms() + reserve_ms >=
              limit_s * 1000;
+}
+
+bool Decider::SearchBudgetLeft(const SweepRuntime& s) const {
+  const v1::Budget& b = s.sweep.spec().budget();
+  return (b.max_rounds() <= 0 || s.sweep.rounds_finished() < b.max_rounds()) &&
+         (b.max_rounds_without_gain() <= 0 ||
+          s.sweep.rounds_without_gain() < b.max_rounds_without_gain()) &&
+         !PastTimeLimit(s.sweep, ClosingCheckReserveMs(s));
 }
 
 bool Decider::WantsClosingCheck(const SweepRuntime& s) {

@@ -82,6 +82,9 @@ class Decider {
   // Whether the sweep's time limit, if any, has passed since it started,
   // or is less than `reserve_ms` away.
   bool PastTimeLimit(const v1::Sweep& sweep, int64_t reserve_ms = 0) const;
+  // Whether `s`'s round budget, rounds without gain and time limit (less
+  // the closing check's reserve) leave its search room to go on.
+  bool SearchBudgetLeft(const SweepRuntime& s) const;
   // Whether the end of `s`'s search would start a closing check.
   static bool WantsClosingCheck(const SweepRuntime& s);
   // What a time-limited sweep keeps of its limit for the closing check:

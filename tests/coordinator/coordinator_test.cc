@@ -1799,11 +1799,12 @@ TEST_F(ClosingCheckTest, AFailedOrUnpairedCheckLeavesTheLeaseSpeedup) {
                                       "medians)"));
 }
 
-// The leases' medians reached the goal and ended the search; side by side
-// the best falls short, and the sweep's ending says so.
-TEST_F(ClosingCheckTest, AGoalReachedOnlyByTheLeasesIsSaidToFallShort) {
+// The leases' medians reached the goal and ended the search with the
+// round budget spent; side by side the best falls short, and the sweep's
+// ending says so.
+TEST_F(ClosingCheckTest, AGoalNotMetSideBySideWithNoBudgetLeftSaysSo) {
   const std::string id = StartChecking(
-      "{max_rounds: 30, max_rounds_without_gain: 30}", "", "{speedup: 1.6}");
+      "{max_rounds: 1, max_rounds_without_gain: 30}", "", "{speedup: 1.6}");
   v1::Sweep s = StoredSweep(id);
   ASSERT_TRUE(s.has_closing_check());
   EXPECT_EQ(s.closing_check().termination(), v1::TERMINATION_GOAL_REACHED);
@@ -1815,6 +1816,7 @@ TEST_F(ClosingCheckTest, AGoalReachedOnlyByTheLeasesIsSaidToFallShort) {
             "speedup 1.67x reached the goal of 1.60x; 1.67x by the paired "
             "gains along its lineage; side by side 1.50x, "
             "short of the goal");
+  EXPECT_EQ(CountEvents(id, v1::EVENT_KIND_SEARCH_RESUMED), 0);
   absl::StatusOr<std::string> report = ReadFile(s.report_path());
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_THAT(*report, HasSubstr("**1.50x** side by side"));
@@ -1827,6 +1829,59 @@ TEST_F(ClosingCheckTest, AGoalReachedOnlyByTheLeasesIsSaidToFallShort) {
   EXPECT_EQ(StoredSweep(met).termination_detail(),
             "speedup 1.67x reached the goal of 1.40x; 1.67x by the paired "
             "gains along its lineage");
+}
+
+// With budget left, a goal that the check does not confirm resumes the
+// search (across a restart); the same best cannot end it for the goal
+// again, a better one can.
+TEST_F(ClosingCheckTest, AGoalNotMetSideBySideResumesTheSearch) {
+  const std::string id = StartChecking(
+      "{max_rounds: 30, max_rounds_without_gain: 30}", "", "{speedup: 1.6}");
+  const v1::WorkItem first_check = Lease("a1/b1");
+  ReportMeasured(first_check, Paired(62, 93, 0.30));  // 1.5x
+  v1::Sweep s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_RUNNING);
+  EXPECT_FALSE(s.has_closing_check());
+  EXPECT_EQ(s.goal_refuted_round(), 1);
+  EXPECT_EQ(StoredRound(id, first_check.round_id()).decision(),
+            v1::DECISION_CLOSING_CHECK);
+  EXPECT_THAT(StoredRound(id, first_check.round_id()).decision_reason(),
+              HasSubstr("; short of the goal"));
+  ASSERT_EQ(CountEvents(id, v1::EVENT_KIND_SEARCH_RESUMED), 1);
+  std::string resumed;
+  for (const v1::SweepEvent& e : Events(id)) {
+    if (e.kind() == v1::EVENT_KIND_SEARCH_RESUMED) resumed = e.message();
+  }
+  EXPECT_EQ(resumed,
+            "round 1 is 1.50x the baseline's speed side by side, short of "
+            "the goal of 1.60x that ended the search (speedup 1.67x reached "
+            "the goal of 1.60x; 1.67x by the paired gains along its "
+            "lineage): the search goes on, and the goal needs a better round");
+  Restart();
+  Register("a1", {Board("a1/b0"), Board("a1/b1")});
+
+  // A rolled-back candidate: the same best, so no end for the goal.
+  const v1::WorkItem two = Lease("a1/b0");
+  EXPECT_EQ(StoredRound(id, two.round_id()).parent_round(), 1);
+  ReportMeasured(two, Paired(70, 60, -0.3));
+  s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_RUNNING);
+  EXPECT_FALSE(s.has_closing_check());
+
+  // A better round: the goal ends the search again, and the check agrees.
+  const v1::WorkItem three = Lease("a1/b0");
+  ReportMeasured(three, Paired(30, 60, 0.4));  // 2x more: 3.33x
+  s = StoredSweep(id);
+  ASSERT_TRUE(s.has_closing_check());
+  EXPECT_EQ(s.closing_check().best_round(), three.round_id());
+  ReportMeasured(Lease("a1/b1"), Paired(31, 93, 0.6));  // 3x
+  s = StoredSweep(id);
+  EXPECT_EQ(s.state(), v1::SWEEP_STATE_SUCCEEDED);
+  EXPECT_EQ(s.termination(), v1::TERMINATION_GOAL_REACHED);
+  EXPECT_NEAR(s.closing_check().speedup(), 3.0, 1e-9);
+  EXPECT_THAT(Finished(id), HasSubstr("3.00x over the baseline (side by "
+                                      "side)"));
+  ExpectEventLogConsistent(id);
 }
 
 // A restart while the check is queued resumes it: the check, not a new

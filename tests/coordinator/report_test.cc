@@ -724,9 +724,10 @@ TEST(StatusBoardTest, OnceTheSearchIsOverShowsTheClosingCheckNotAnEta) {
               HasSubstr("   ETA: the search is over (no gain in 5 rounds); "
                         "closing check: round 4 is 1.98x the baseline's "
                         "speed side by side; elapsed 1m10s"));
-  // Without a check: 5 candidates of the 8 done, a round each 10 s.
+  // The search resumed (the check found a goal not met): an ETA again, 5
+  // candidates of the 8 done, a round each 10 s.
   sweep.clear_closing_check();
-  board.Add(Event(v1::EVENT_KIND_FINISHED, 70, nullptr, &sweep));
+  board.Add(Event(v1::EVENT_KIND_SEARCH_RESUMED, 70, nullptr, &sweep));
   EXPECT_THAT(board.Render(), HasSubstr("ETA: ~30s for 3 more of 8 rounds"));
   // Two workloads: the budget counts per workload.
   sweep.mutable_spec()->add_workloads()->set_name("small");
