@@ -1884,6 +1884,40 @@ TEST_F(ClosingCheckTest, AGoalNotMetSideBySideResumesTheSearch) {
   ExpectEventLogConsistent(id);
 }
 
+// After a resume each strategy proposes on from a history that holds the
+// check's round (a done round of the best's parameters, parent 0, decision
+// CLOSING_CHECK): configurations not tried yet.
+TEST_F(ClosingCheckTest, EveryStrategyProposesOnAfterAResume) {
+  for (const std::string strategy :
+       {"grid", "random", "guided", "{name: hybrid, seed: 3}", "tpe"}) {
+    SCOPED_TRACE(strategy);
+    const std::string id = Submit(
+        SpecYaml({.goal = "{speedup: 1.6}",
+                  .budget = "{max_rounds: 30, max_rounds_without_gain: 30}",
+                  .strategy = strategy}));
+    Register("a1", {Board("a1/b0"), Board("a1/b1")});
+    RunBaseline("a1/b0", 100);
+    const v1::WorkItem one = Lease("a1/b0");
+    ReportMeasured(one, Paired(60, 100, 0.35));  // kept: 1.67x
+    ASSERT_TRUE(StoredSweep(id).has_closing_check());
+    ReportMeasured(Lease("a1/b1"), Paired(62, 93, 0.30));  // 1.5x
+    ASSERT_FALSE(StoredSweep(id).has_closing_check());
+    std::set<std::string> tried = {ParamsKey(StoredRound(id, 0).params()),
+                                   ParamsKey(one.params())};
+    for (int i = 0; i < 3; ++i) {
+      const v1::WorkItem w = Lease("a1/b0");
+      EXPECT_TRUE(tried.insert(ParamsKey(w.params())).second)
+          << "proposed again: " << ParamsKey(w.params());
+      ReportMeasured(w, Paired(70, 60, -0.3));  // rolled back
+    }
+    EXPECT_EQ(StoredSweep(id).state(), v1::SWEEP_STATE_RUNNING);
+    v1::CancelSweepRequest cancel;
+    cancel.set_sweep_id(id);
+    cancel.set_reason("next strategy");
+    ASSERT_TRUE(coord()->CancelSweep(cancel, AnonymousAdmin()).ok());
+  }
+}
+
 // A restart while the check is queued resumes it: the check, not a new
 // candidate, goes to the next board, and its result ends the sweep.
 TEST_F(ClosingCheckTest, SurvivesARestart) {
